@@ -1,0 +1,215 @@
+"""Random streams: where each epoch's permutation comes from.
+
+Every stream answers ``permutation(n, epoch)`` with a 0-based int64
+permutation of ``range(n)``; the allocation never draws random numbers
+itself. Streams differ in how epochs relate:
+
+* ``"numpy"``: epoch k uses its own generator, spawned from the seed's
+  ``SeedSequence`` (child k), so any epoch costs one permutation.
+* ``"R"``: R's ``set.seed(seed)`` stream; epoch k is the (k+1)-th
+  ``sample(n)`` call on it, exactly as R code looping over epochs would draw.
+* ``"torch"``: a private ``torch.Generator`` seeded with ``seed``; epoch k is
+  the (k+1)-th ``torch.randperm(n, generator=g)`` call, which matches R
+  torch's ``torch_randperm`` after ``torch_manual_seed(seed)`` for the same
+  libtorch version. torch is imported only when this stream is used.
+
+Sequential streams (R, torch) remember their position after the last epoch
+served, so walking epochs in order costs one permutation per epoch.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._validation import check_int
+
+__all__ = ["RNG_CHOICES", "make_stream", "NumpyStream", "RSeededStream"]
+
+RNG_CHOICES = ("numpy", "R", "torch")
+
+_INT32_MAX = 2**31 - 1
+
+
+def make_stream(rng: str, seed):
+    """The stream for ``rng`` and ``seed`` (validated; seed=None draws fresh entropy)."""
+    if rng == "numpy":
+        return NumpyStream(seed)
+    if rng == "R":
+        return RSeededStream(seed)
+    if rng == "torch":
+        from ._torch_stream import TorchStream  # torch imported only on request
+
+        return TorchStream(seed)
+    raise AssertionError(rng)  # callers validate rng first
+
+
+def fresh_int32_seed() -> int:
+    """A random seed that R's ``set.seed`` and torch both accept."""
+    return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0] & _INT32_MAX)
+
+
+def _reject_bool(seed):
+    if isinstance(seed, (bool, np.bool_)):
+        raise TypeError(
+            f"seed must be an integer (or None), got seed={seed!r} of type bool."
+        )
+
+
+class NumpyStream:
+    """Per-epoch independent numpy generators derived from one seed.
+
+    seed: None (fresh OS entropy, reported by ``.seed`` for reuse), a
+    non-negative int, a ``numpy.random.SeedSequence``, or a
+    ``numpy.random.Generator`` (then permutations are drawn from that
+    generator, advancing it, and ``epoch`` cannot select anything).
+    """
+
+    name = "numpy"
+
+    def __init__(self, seed=None):
+        _reject_bool(seed)
+        self.generator = None
+        if seed is None:
+            self.seed_sequence = np.random.SeedSequence()
+        elif isinstance(seed, np.random.SeedSequence):
+            self.seed_sequence = seed
+        elif isinstance(seed, np.random.Generator):
+            self.seed_sequence = None
+            self.generator = seed
+        elif isinstance(seed, (numbers.Integral, np.integer)):
+            seed = check_int(seed, "seed", minimum=0,
+                             fix="rng='numpy' takes a non-negative seed; negative seeds "
+                                 "are R's convention and work with rng='R'.")
+            self.seed_sequence = np.random.SeedSequence(seed)
+        else:
+            raise TypeError(
+                f"seed must be None, an int, a numpy.random.SeedSequence or a "
+                f"numpy.random.Generator for rng='numpy', got seed={seed!r} of type "
+                f"{type(seed).__name__}."
+            )
+
+    @property
+    def seed(self):
+        """What to pass as ``seed`` to get the same batches again (None for a Generator)."""
+        if self.seed_sequence is None:
+            return None
+        if not self.seed_sequence.spawn_key:
+            return self.seed_sequence.entropy
+        return self.seed_sequence
+
+    def generator_for_epoch(self, epoch: int) -> np.random.Generator:
+        if self.generator is not None:
+            if epoch != 0:
+                raise ValueError(
+                    f"epoch={epoch} cannot be selected when seed is a numpy Generator: its "
+                    f"draws simply advance the generator. Pass seed=<int> or a SeedSequence "
+                    f"to reach any epoch directly, or leave epoch=0."
+                )
+            return self.generator
+        parent = self.seed_sequence
+        child = np.random.SeedSequence(
+            parent.entropy, spawn_key=(*parent.spawn_key, epoch), pool_size=parent.pool_size
+        )
+        return np.random.default_rng(child)
+
+    def permutation(self, n: int, epoch: int) -> np.ndarray:
+        return self.generator_for_epoch(epoch).permutation(n)
+
+    # Position protocol (used by framework layers to save and resume): epochs
+    # of this stream are independent, so there is no position to keep.
+
+    def advance_to(self, n: int, epoch: int) -> None:
+        """Nothing to do: any epoch costs one permutation."""
+
+    def state_dict(self) -> dict:
+        """Empty: ``permutation(n, epoch)`` depends on (seed, epoch) only."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Accepts the empty state of :meth:`state_dict`."""
+        if state:
+            raise ValueError(
+                f"rng='numpy' streams have no position to restore, got state with keys "
+                f"{sorted(state)}; was it saved with another rng?"
+            )
+
+
+class RSeededStream:
+    """R's ``set.seed(seed)`` followed by one ``sample(n)`` per epoch.
+
+    Reaching epoch k from the start costs k+1 permutations (R's stream has no
+    skip-ahead); the position after the last served epoch is kept, so
+    consecutive epochs cost one each.
+    """
+
+    name = "R"
+
+    def __init__(self, seed=None):
+        from ._rstream import RStream
+
+        _reject_bool(seed)
+        if seed is None:
+            seed = fresh_int32_seed()
+        if not isinstance(seed, (numbers.Integral, np.integer)):
+            raise TypeError(
+                f"seed must be an integer (or None) for rng='R', which reproduces R's "
+                f"set.seed(seed); got seed={seed!r} of type {type(seed).__name__}."
+            )
+        self._stream_type = RStream
+        self.seed = int(seed)
+        self._start = RStream(self.seed)  # validates the seed the way R does
+        self._stream = None
+        self._n = None
+        self._next_epoch = 0
+
+    def permutation(self, n: int, epoch: int) -> np.ndarray:
+        if self._stream is None or n != self._n or epoch < self._next_epoch:
+            self._stream = self._start.copy()
+            self._n = n
+            self._next_epoch = 0
+        while self._next_epoch < epoch:
+            self._stream.permutation(n)
+            self._next_epoch += 1
+        self._next_epoch += 1
+        return self._stream.permutation(n)
+
+    # Position protocol (used by framework layers to save and resume without
+    # replaying every earlier epoch's permutation).
+
+    def advance_to(self, n: int, epoch: int) -> None:
+        """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one."""
+        if self._stream is None or n != self._n or epoch < self._next_epoch:
+            self._stream = self._start.copy()
+            self._n = n
+            self._next_epoch = 0
+        while self._next_epoch < epoch:
+            self._stream.permutation(n)
+            self._next_epoch += 1
+
+    def state_dict(self) -> dict:
+        """Where the stream stands: R's ``.Random.seed`` before epoch ``epoch`` of ``n`` rows.
+
+        Plain Python ints and lists, so ``torch.save``/``torch.load(weights_only=True)``
+        and JSON keep it as is.
+        """
+        if self._stream is None:
+            return {"n": None, "epoch": 0, "random_seed": None}
+        random_seed = np.asarray(self._stream.random_seed, dtype=np.int32)
+        return {"n": int(self._n), "epoch": int(self._next_epoch),
+                "random_seed": random_seed.tolist()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a position saved by :meth:`state_dict` (of a stream with the same seed)."""
+        random_seed = state.get("random_seed")
+        if random_seed is None:
+            self._stream = None
+            self._n = None
+            self._next_epoch = 0
+            return
+        stream = self._start.copy()
+        stream.random_seed = np.asarray(random_seed, dtype=np.int32)
+        self._stream = stream
+        self._n = check_int(state["n"], "state['n']", minimum=0)
+        self._next_epoch = check_int(state["epoch"], "state['epoch']", minimum=0)

@@ -1,0 +1,107 @@
+"""torch's random stream, imported only when ``rng="torch"`` is asked for."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as error:  # pragma: no cover - exercised without torch installed
+    raise ImportError(
+        "rng='torch' needs PyTorch: pip install 'pystratum[torch]' (or torch itself)."
+    ) from error
+
+from ._streams import fresh_int32_seed
+from ._validation import check_int
+
+__all__ = ["TorchStream"]
+
+
+class TorchStream:
+    """A private ``torch.Generator`` seeded with ``seed``; epoch k is its (k+1)-th randperm.
+
+    ``torch.randperm(n, generator=g)`` after ``g.manual_seed(seed)`` equals R
+    torch's ``torch_randperm(n) + 1`` after ``torch_manual_seed(seed)`` when
+    both run the same libtorch version (checked for PyTorch 2.13 against R
+    torch 0.16.3 / libtorch 2.7.1); another version may change the stream.
+    The global torch generator is never touched.
+    """
+
+    name = "torch"
+
+    def __init__(self, seed=None):
+        if isinstance(seed, (bool, np.bool_)) or not (
+            seed is None or isinstance(seed, (numbers.Integral, np.integer))
+        ):
+            raise TypeError(
+                f"seed must be an integer (or None) for rng='torch', got seed={seed!r} "
+                f"of type {type(seed).__name__}."
+            )
+        self.seed = fresh_int32_seed() if seed is None else int(seed)
+        generator = torch.Generator()
+        try:
+            generator.manual_seed(self.seed)
+        except RuntimeError as error:
+            raise ValueError(
+                f"seed={self.seed} is out of range for torch.Generator.manual_seed: {error}"
+            ) from None
+        self._initial_state = generator.get_state()
+        self._generator = generator
+        self._n = None
+        self._next_epoch = 0
+
+    def permutation(self, n: int, epoch: int) -> np.ndarray:
+        if n != self._n or epoch < self._next_epoch:
+            self._generator.set_state(self._initial_state)
+            self._n = n
+            self._next_epoch = 0
+        while self._next_epoch < epoch:
+            torch.randperm(n, generator=self._generator)
+            self._next_epoch += 1
+        self._next_epoch += 1
+        return torch.randperm(n, generator=self._generator).numpy().astype(np.int64, copy=False)
+
+    # Position protocol (used by pystratum.torch to save and resume without
+    # replaying every earlier epoch's randperm).
+
+    def advance_to(self, n: int, epoch: int) -> None:
+        """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one."""
+        if n != self._n or epoch < self._next_epoch:
+            self._generator.set_state(self._initial_state)
+            self._n = n
+            self._next_epoch = 0
+        while self._next_epoch < epoch:
+            torch.randperm(n, generator=self._generator)
+            self._next_epoch += 1
+
+    def state_dict(self) -> dict:
+        """Where the stream stands: the generator state before epoch ``epoch`` of ``n`` rows.
+
+        The state is a uint8 tensor (what ``torch.Generator.get_state`` returns),
+        which ``torch.save``/``torch.load(weights_only=True)`` keep as is.
+        """
+        if self._n is None:
+            return {"n": None, "epoch": 0, "generator_state": None}
+        return {"n": int(self._n), "epoch": int(self._next_epoch),
+                "generator_state": self._generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a position saved by :meth:`state_dict` (of a stream with the same seed)."""
+        generator_state = state.get("generator_state")
+        if generator_state is None:
+            self._generator.set_state(self._initial_state)
+            self._n = None
+            self._next_epoch = 0
+            return
+        if not isinstance(generator_state, torch.Tensor) or generator_state.dtype != torch.uint8:
+            raise TypeError(
+                f"state['generator_state'] must be the uint8 tensor saved by state_dict(), got "
+                f"{type(generator_state).__name__}."
+            )
+        n = check_int(state["n"], "state['n']", minimum=0)
+        epoch = check_int(state["epoch"], "state['epoch']", minimum=0)
+        self._generator.set_state(generator_state.cpu())
+        self._n = n
+        self._next_epoch = epoch
