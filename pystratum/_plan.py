@@ -103,11 +103,12 @@ def plan_batches(strata, min_samples_per_stratum, *, seed=None, rng="numpy", epo
     shuffle = check_bool(shuffle, "shuffle")
     if not shuffle and seed is not None:
         raise ValueError(
-            f"Setting seed={seed!r} has no effect since shuffle=False (batches then follow "
-            f"row order). Leave seed=None, or set shuffle=True."
+            f"seed={seed!r} has no effect since shuffle=False (batches then follow row "
+            f"order). Leave seed=None, or set shuffle=True."
         )
-    encoded = encode_strata(strata)
+    # Scalar arguments first (as the R package does), the O(N) strata last.
     stream = make_stream(rng, seed) if shuffle else None
+    encoded = encode_strata(strata)
     return plan_from_stream(encoded, m, stream, epoch=epoch, rng=rng)
 
 

@@ -305,7 +305,7 @@ def test_missing_values_name_the_row(strata, row, shown):
         ({"seed": -5}, ValueError, "seed must be an integer >= 0, got seed=-5. rng='numpy' takes"),
         ({"seed": 1.5, "rng": "R"}, TypeError, "seed must be an integer \\(or None\\) for rng='R'"),
         ({"seed": 3, "shuffle": False}, ValueError,
-         "Setting seed=3 has no effect since shuffle=False"),
+         "seed=3 has no effect since shuffle=False"),
     ],
 )
 def test_bad_arguments_name_argument_value_and_fix(kwargs, error, message):

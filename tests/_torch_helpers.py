@@ -1,0 +1,300 @@
+"""Shared helpers for the torch tests: data, invariant checks, multi-process runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+
+
+def imbalanced_labels(n_rows: int, n_positive: int, seed: int = 0) -> np.ndarray:
+    """0/1 labels with ``n_positive`` ones scattered at random positions."""
+    labels = np.zeros(n_rows, dtype=np.int64)
+    labels[np.random.default_rng(seed).choice(n_rows, n_positive, replace=False)] = 1
+    return labels
+
+
+def stratum_counts(batch, labels, n_strata: int) -> np.ndarray:
+    return np.bincount(np.asarray(labels)[np.asarray(batch, dtype=np.int64)], minlength=n_strata)
+
+
+def assert_every_batch_holds(batches, labels, m: int) -> None:
+    """Every batch holds at least ``m`` rows of every stratum present in ``labels``."""
+    labels = np.asarray(labels)
+    n_strata = int(labels.max()) + 1
+    for b, batch in enumerate(batches):
+        counts = stratum_counts(batch, labels, n_strata)
+        assert counts.min() >= m, f"batch {b} has stratum counts {counts.tolist()} (m={m})"
+
+
+def assert_one_epoch(batches, n_rows: int) -> None:
+    """The batches hold every row exactly once."""
+    rows = np.concatenate([np.asarray(b, dtype=np.int64) for b in batches])
+    assert rows.shape[0] == n_rows, f"{rows.shape[0]} rows served, expected {n_rows}"
+    np.testing.assert_array_equal(np.sort(rows), np.arange(n_rows))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_ranks(worker: str, world_size: int, config: dict, tmp_path: Path, *,
+              timeout: float = 120.0, extra_env: dict | None = None) -> list:
+    """Run the function ``worker`` of this module as ``world_size`` processes, torchrun style.
+
+    Each process gets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR=127.0.0.1 and
+    a free MASTER_PORT, and writes ``rank<r>.json`` in ``tmp_path``. The run
+    fails (and every child is killed) if any process exits non-zero or the
+    whole run exceeds ``timeout`` seconds, so a hang shows up as a failure.
+    Returns the parsed per-rank JSON results in rank order.
+    """
+    port = free_port()
+    config_path = tmp_path / "config.json"
+    config_path.write_text(json.dumps(config))
+    procs = []
+    logs = []
+    for rank in range(world_size):
+        env = dict(os.environ)
+        env.update({
+            "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
+            "LOCAL_WORLD_SIZE": str(world_size), "NODE_RANK": "0",
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+            "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(
+                [str(TESTS), _package_root()] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+        })
+        env.update(extra_env or {})
+        log = open(tmp_path / f"rank{rank}.log", "w+")
+        logs.append(log)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-c", "import _torch_helpers as h; h.worker_main()", worker,
+             str(config_path), str(tmp_path)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(tmp_path),
+        ))
+    deadline = time.monotonic() + timeout
+    try:
+        while any(p.poll() is None for p in procs):
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{worker} with {world_size} processes did not finish within {timeout} s "
+                    f"(a rank hung?)\n" + _tails(logs)
+                )
+            if any(p.poll() not in (None, 0) for p in procs):
+                break  # one rank failed: the others may wait for it forever
+            time.sleep(0.1)
+        codes = [p.poll() for p in procs]
+        if any(code != 0 for code in codes):
+            raise AssertionError(f"{worker}: exit codes {codes}\n" + _tails(logs))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        for p in procs:
+            p.wait()
+        for log in logs:
+            log.close()
+    return [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(world_size)]
+
+
+def _package_root() -> str:
+    """Where the parent imports pystratum from, so children test the same code."""
+    import pystratum
+
+    return str(Path(pystratum.__file__).absolute().parent.parent)
+
+
+def _tails(logs) -> str:
+    parts = []
+    for rank, log in enumerate(logs):
+        log.flush()
+        log.seek(0)
+        text = log.read()
+        parts.append(f"--- rank {rank} ---\n{text[-3000:]}")
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# Worker processes (started by run_ranks; each returns its JSON-able result).
+
+def worker_main() -> None:
+    name, config_path, out_dir = sys.argv[1:4]
+    config = json.loads(Path(config_path).read_text())
+    result = globals()[name](config)
+    rank = int(os.environ["RANK"])
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
+
+
+def _toy_data(config):
+    import torch
+    from torch.utils.data import TensorDataset
+
+    labels = imbalanced_labels(config["n_rows"], config["n_positive"],
+                               seed=config.get("data_seed", 0))
+    features = torch.randn(len(labels), 4, generator=torch.Generator().manual_seed(0))
+    dataset = TensorDataset(torch.arange(len(labels)), features,
+                            torch.as_tensor(labels, dtype=torch.float32))
+    return labels, dataset
+
+
+def _train_step(model, optimizer, features, target):
+    import torch
+
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(model(features).squeeze(1), target)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
+def ddp_worker(config):
+    """Plain torch DDP (gloo): for each of ``config["runs"]``, a tiny model trained for
+    ``epochs`` epochs through a DataLoader with its own sampler settings."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import DataLoader
+
+    from pystratum.torch import StratifiedBatchSampler
+
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    try:
+        labels, dataset = _toy_data(config)
+        results = []
+        for run in config["runs"]:
+            # num_replicas and rank come from the process group.
+            sampler = StratifiedBatchSampler(labels, run["m"], seed=run["seed"], rng=run["rng"],
+                                             drop_last=run["drop_last"])
+            loader = DataLoader(dataset, batch_sampler=sampler, num_workers=run["num_workers"])
+            torch.manual_seed(0)
+            model = DistributedDataParallel(torch.nn.Linear(4, 1))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            epochs = []
+            for _ in range(run["epochs"]):
+                seen = []
+                for index, features, target in loader:
+                    _train_step(model, optimizer, features, target)
+                    seen.append(index.tolist())
+                epochs.append(seen)
+            dist.barrier()
+            results.append({
+                "rank": dist.get_rank(), "num_replicas": sampler.num_replicas,
+                "seed": sampler.seed, "len_sampler": len(sampler), "len_loader": len(loader),
+                "epochs": epochs, "weight": model.module.weight.detach().reshape(-1).tolist(),
+            })
+        return {"runs": results}
+    finally:
+        dist.destroy_process_group()
+
+
+def lightning_worker(config):
+    """Lightning DDP (use_distributed_sampler=False), processes launched externally.
+
+    Lightning sees LOCAL_RANK in the environment and joins the processes
+    started by run_ranks instead of starting its own.
+    """
+    import warnings
+
+    import lightning as L
+    import torch
+    from torch.utils.data import DataLoader
+
+    from pystratum.torch import StratifiedBatchSampler
+
+    warnings.filterwarnings("ignore")  # Lightning's advice about num_workers etc.
+    labels, dataset = _toy_data(config)
+
+    class Tiny(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+            self.seen = {}
+
+        def training_step(self, batch, batch_idx):
+            index, features, target = batch
+            self.seen.setdefault(self.current_epoch, []).append(index.tolist())
+            return torch.nn.functional.binary_cross_entropy_with_logits(
+                self.layer(features).squeeze(1), target)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+        def train_dataloader(self):
+            # Built after Lightning set up the process group: num_replicas/rank/seed from it.
+            self.sampler = StratifiedBatchSampler(labels, config["m"], seed=config["seed"])
+            return DataLoader(dataset, batch_sampler=self.sampler)
+
+    module = Tiny()
+    trainer = L.Trainer(
+        accelerator="cpu", devices=int(os.environ["WORLD_SIZE"]), num_nodes=1, strategy="ddp",
+        max_epochs=config["epochs"], use_distributed_sampler=False, logger=False,
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+    )
+    trainer.fit(module)
+    return {
+        "rank": trainer.global_rank, "num_replicas": module.sampler.num_replicas,
+        "seed": module.sampler.seed, "len_sampler": len(module.sampler),
+        "epochs": [module.seen[e] for e in sorted(module.seen)],
+        "weight": module.layer.weight.detach().reshape(-1).tolist(),
+    }
+
+
+def accelerate_worker(config):
+    """accelerate on CPU processes: it shards whole batches (split_batches=False)."""
+    import torch
+    from accelerate import Accelerator
+    from accelerate.utils import DataLoaderConfiguration
+    from torch.utils.data import DataLoader
+
+    from pystratum.torch import StratifiedBatchSampler
+
+    accelerator = Accelerator(cpu=True, dataloader_config=DataLoaderConfiguration(
+        split_batches=False, even_batches=True))
+    labels, dataset = _toy_data(config)
+    # accelerate shards the batches itself: the sampler plans the whole epoch
+    # (num_replicas=1); seed=None would still be broadcast from rank 0.
+    sampler = StratifiedBatchSampler(labels, config["m"], seed=config["seed"],
+                                     num_replicas=1, rank=0)
+    loader = DataLoader(dataset, batch_sampler=sampler)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    epochs = []
+    for _ in range(config["epochs"]):
+        seen = []
+        for index, features, target in loader:
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                model(features).squeeze(1), target)
+            optimizer.zero_grad()
+            accelerator.backward(loss)
+            optimizer.step()
+            seen.append(index.tolist())
+        epochs.append(seen)
+    accelerator.wait_for_everyone()
+    result = {
+        "rank": accelerator.process_index, "num_processes": accelerator.num_processes,
+        "seed": sampler.seed, "len_loader": len(loader), "epochs": epochs,
+        "weight": accelerator.unwrap_model(model).weight.detach().reshape(-1).tolist(),
+    }
+    accelerator.end_training()
+    return result
+
+
+def torch_rng_worker(config):
+    """Batches of rng='torch' in a fresh process (nothing else touched torch's state)."""
+    from pystratum.torch import StratifiedBatchSampler
+
+    labels = imbalanced_labels(config["n_rows"], config["n_positive"], seed=config["data_seed"])
+    sampler = StratifiedBatchSampler(labels, config["m"], seed=config["seed"], rng="torch")
+    return {"epochs": [list(sampler) for _ in range(config["epochs"])]}

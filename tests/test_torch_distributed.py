@@ -1,0 +1,132 @@
+"""Distributed training: real torch.distributed (gloo) runs, Lightning and accelerate.
+
+The multi-process tests start their ranks as separate processes on
+127.0.0.1 (a free port), torchrun style, and fail, killing every child, if
+the run takes longer than its timeout: a hang is a failure, not a stall.
+"""
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from _torch_helpers import (assert_every_batch_holds, assert_one_epoch, imbalanced_labels,
+                            run_ranks)
+from pystratum.torch import StratifiedBatchSampler
+
+
+N_ROWS = 600
+N_POSITIVE = 18  # 3% positives
+
+
+def expected_plan(labels, m, seed, epoch, rng):
+    sampler = StratifiedBatchSampler(labels, m, seed=seed, rng=rng)
+    return [b.tolist() for b in sampler.plan(epoch)]
+
+
+def check_ranks(results, labels, m, epochs, *, drop_last=False, rng="numpy"):
+    """Per-rank guarantee, equal counts, and real (non-padded) batches = one epoch."""
+    world = len(results)
+    seeds = {r["seed"] for r in results}
+    assert len(seeds) == 1, f"ranks used different seeds: {seeds}"
+    (seed,) = seeds
+    for epoch in range(epochs):
+        served = [r["epochs"][epoch] for r in results]
+        assert len({len(s) for s in served}) == 1, "ranks yielded different numbers of batches"
+        plan = expected_plan(labels, m, seed, epoch, rng)
+        total = len(plan)
+        for rank, batches in enumerate(served):
+            assert_every_batch_holds(batches, labels, m)
+            # Whole batches round-robin; padding reuses whole batches from the start.
+            assert batches == [plan[(j * world + rank) % total] for j in range(len(batches))]
+        real = [served[r][j] for j in range(len(served[0])) for r in range(world)
+                if j * world + r < total]
+        if drop_last:
+            assert len(real) == total // world * world
+        else:
+            assert_one_epoch(real, len(labels))
+    if epochs > 1:
+        assert results[0]["epochs"][0] != results[0]["epochs"][1]  # a new shuffle each epoch
+    # Every rank took the same number of optimizer steps: the DDP models agree.
+    weights = np.array([r["weight"] for r in results])
+    np.testing.assert_allclose(weights, weights[:1].repeat(world, axis=0), rtol=1e-6)
+
+
+def run(m, seed, rng="numpy", drop_last=False, num_workers=0, epochs=2):
+    return {"m": m, "seed": seed, "rng": rng, "drop_last": drop_last,
+            "num_workers": num_workers, "epochs": epochs}
+
+
+@pytest.mark.parametrize("world, runs", [
+    # 9 batches on 2 ranks: padded (rank 1 reuses batch 0), then drop_last (4 each)
+    # with a loader worker process.
+    (2, [run(2, 11), run(2, 4, drop_last=True, num_workers=1, epochs=1)]),
+    # 4 batches on 3 ranks; seed=None is broadcast from rank 0.
+    (3, [run(4, None, rng="torch")]),
+], ids=["2-ranks", "3-ranks"])
+def test_ddp_training(tmp_path, world, runs):
+    config = {"n_rows": N_ROWS, "n_positive": N_POSITIVE, "runs": runs}
+    per_rank = run_ranks("ddp_worker", world, config, tmp_path, timeout=120)
+    labels = imbalanced_labels(N_ROWS, N_POSITIVE)
+    for k, settings in enumerate(runs):
+        results = [r["runs"][k] for r in per_rank]
+        assert [r["rank"] for r in results] == list(range(world))
+        assert all(r["num_replicas"] == world for r in results)
+        total = N_POSITIVE // settings["m"]
+        expected_len = total // world if settings["drop_last"] else -(-total // world)
+        for r in results:
+            assert r["len_sampler"] == r["len_loader"] == expected_len
+        check_ranks(results, labels, settings["m"], epochs=settings["epochs"],
+                    drop_last=settings["drop_last"], rng=settings["rng"])
+
+
+def test_shards_by_hand_without_a_process_group():
+    labels = imbalanced_labels(N_ROWS, N_POSITIVE)
+    for world in (2, 3, 4, 5):
+        for drop_last in (False, True):
+            samplers = [StratifiedBatchSampler(labels, 2, seed=3, num_replicas=world, rank=r,
+                                               drop_last=drop_last) for r in range(world)]
+            results = [{"seed": 3, "epochs": [list(s), list(s)], "weight": [0.0]}
+                       for s in samplers]
+            assert {len(s) for s in samplers} == {9 // world if drop_last else -(-9 // world)}
+            check_ranks(results, labels, 2, epochs=2, drop_last=drop_last)
+
+
+def test_lightning_ddp(tmp_path):
+    """Trainer(strategy='ddp', use_distributed_sampler=False), ranks launched torchrun style."""
+    config = {"n_rows": N_ROWS, "n_positive": N_POSITIVE, "m": 2, "seed": None, "epochs": 2}
+    results = run_ranks("lightning_worker", 2, config, tmp_path, timeout=150)
+    labels = imbalanced_labels(N_ROWS, N_POSITIVE)
+    assert [r["num_replicas"] for r in results] == [2, 2]
+    assert all(r["len_sampler"] == 5 for r in results)
+    check_ranks(results, labels, 2, epochs=2)
+
+
+def test_accelerate_multi_process(tmp_path):
+    """accelerate shards the sampler's whole batches (split_batches=False) over 2 CPU processes."""
+    config = {"n_rows": N_ROWS, "n_positive": N_POSITIVE, "m": 2, "seed": 6, "epochs": 2}
+    results = run_ranks("accelerate_worker", 2, config, tmp_path, timeout=150,
+                        extra_env={"ACCELERATE_USE_CPU": "true"})
+    labels = imbalanced_labels(N_ROWS, N_POSITIVE)
+    assert [r["num_processes"] for r in results] == [2, 2]
+    assert [r["len_loader"] for r in results] == [5, 5]
+    check_ranks(results, labels, 2, epochs=2)
+
+
+def test_accelerate_batch_sampler_shard_in_process():
+    """accelerate's own sharding (prepare_data_loader, split_batches=False), rank by rank."""
+    from accelerate.data_loader import prepare_data_loader
+
+    labels = imbalanced_labels(N_ROWS, N_POSITIVE)
+    dataset = TensorDataset(torch.arange(N_ROWS))
+    for world in (2, 4):
+        results = []
+        for rank in range(world):
+            sampler = StratifiedBatchSampler(labels, 2, seed=12, num_replicas=1, rank=0)
+            loader = prepare_data_loader(DataLoader(dataset, batch_sampler=sampler),
+                                         num_processes=world, process_index=rank,
+                                         split_batches=False, put_on_device=False)
+            epochs = [[index.tolist() for (index,) in loader] for _ in range(2)]
+            assert len(loader) == len(epochs[0]) == -(-9 // world)
+            results.append({"seed": 12, "epochs": epochs, "weight": [0.0]})
+        check_ranks(results, labels, 2, epochs=2)
