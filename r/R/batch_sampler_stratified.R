@@ -1,0 +1,166 @@
+#' Stratified batch sampler for mlr3torch learners
+#'
+#' Returns a `torch::sampler()` class (not an instance) for the
+#' `batch_sampler` parameter of mlr3torch learners. mlr3torch creates one
+#' instance per data loader with the learner's `task_dataset`; the instance
+#' reads the strata from the task's `stratum` column role and serves batches
+#' in which every stratum has at least `min_samples_per_stratum` rows, with
+#' the allocation of [stratified_batches()].
+#'
+#' @section Strata:
+#' The stratum columns are `task$col_roles$stratum` (one or several columns;
+#' the target may hold the role; several columns make every combination of
+#' values one stratum). Set it before training, e.g.
+#' `task$col_roles$stratum = "Class"`. Batches are 1-based positions in
+#' `task$row_ids` order (what mlr3torch's `task_dataset` indexes), not row
+#' ids.
+#'
+#' @section Epochs and seeds:
+#' Each `.iter()` call (mlr3torch makes one per epoch) starts a new epoch with
+#' a new shuffle; `.length()` is the number of batches of every epoch, which
+#' does not depend on the shuffle.
+#' * `rng = "torch"`, `seed = NULL` (default): permutations come from torch's
+#'   global generator, which mlr3torch seeds with the learner's `seed`
+#'   parameter, so the learner's seed makes training reproducible.
+#' * With a `seed`: a private stream (torch's after `torch_manual_seed(seed)`,
+#'   or R's after `set.seed(seed)` for `rng = "R"`); epoch `k` uses its
+#'   `(k + 1)`-th permutation, exactly as
+#'   `stratified_batches(strata, min_samples_per_stratum, seed = seed, rng = rng, epoch = k)`
+#'   and the Python package's samplers do. The global generators (torch's,
+#'   and R's `.Random.seed`) are saved and restored around every draw.
+#' * `rng = "R"`, `seed = NULL`: R's session stream, which the learner's
+#'   `seed` parameter does not control.
+#'
+#' @section Prediction and validation loaders:
+#' mlr3torch 0.3.3 also instantiates the batch sampler for prediction and
+#' validation loaders and assembles predictions in the order the batches
+#' come, so a shuffling sampler there would silently assign predictions to
+#' the wrong rows. Those loaders are created by mlr3torch's
+#' `.dataloader_predict()`, which passes `param_vals` with `shuffle = FALSE`
+#' on to `.dataloader()`, where the sampler is instantiated. The sampler
+#' looks that value up in its callers (`dynGet("param_vals")`) and, when it
+#' is `FALSE`, serves every row once, in row order, in consecutive batches of
+#' the same sizes as the training batches. Keep the learner's own `shuffle`
+#' parameter at its default `TRUE` (the batch sampler does the shuffling):
+#' with `shuffle = FALSE`, training loaders would be served in row order too.
+#' Newer mlr3torch versions do not use samplers for prediction at all.
+#'
+#' @inheritParams stratified_batches
+#' @param shuffle (`logical(1)`)\cr
+#'   `FALSE` serves the rows of every training epoch in row order (still
+#'   grouped into stratified batches).
+#' @param seed (`NULL` or `integer(1)`)\cr
+#'   Seed of a private random stream, see section *Epochs and seeds*. For
+#'   `rng = "torch"` a whole number between 0 and 2^53; for `rng = "R"`
+#'   between -2147483647 and 2147483647, as [set.seed()] takes. Must be
+#'   `NULL` when `shuffle = FALSE`.
+#' @param rng (`character(1)`)\cr
+#'   `"torch"` (default) or `"R"`, see section *Epochs and seeds*.
+#'
+#' @return A `torch_sampler` class generator: call it with a dataset (as
+#'   mlr3torch does) to get a batch sampler.
+#'
+#' @seealso [stratified_batches()] for the batches as a list.
+#' @export
+#' @examplesIf requireNamespace("mlr3torch", quietly = TRUE) && torch::torch_is_installed()
+#' task = mlr3::tsk("sonar")
+#' task$col_roles$stratum = "Class"
+#' learner = mlr3::lrn("classif.mlp", epochs = 3, batch_size = 10, seed = 1,
+#'   batch_sampler = batch_sampler_stratified(min_samples_per_stratum = 2))
+#' learner$train(task)
+batch_sampler_stratified = function(min_samples_per_stratum, shuffle = TRUE, seed = NULL,
+  rng = c("torch", "R")) {
+  m = assert_whole_number(min_samples_per_stratum, "min_samples_per_stratum", minimum = 1)
+  rng = if (missing(rng)) "torch" else assert_choice(rng, "rng", c("torch", "R"))
+  shuffle = assert_flag(shuffle, "shuffle")
+  assert_seed_with_shuffle(seed, shuffle)
+  seed = assert_seed(seed, rng)
+  require_torch("batch_sampler_stratified()")
+  torch::sampler(
+    "pystratum_batch_sampler_stratified",
+    initialize = function(data_source) {
+      self$data_source = data_source
+      self$plan = sampler_plan(data_source, m, shuffle, seed, rng)
+    },
+    .iter = function() {
+      self$plan$iter(coro::exhausted())
+    },
+    .length = function() {
+      self$plan$length()
+    }
+  )
+}
+
+# What a sampler instance does, without torch: read the strata from the data
+# source's task, tell training from prediction loaders, and serve epochs.
+# Called from the sampler's initialize(), i.e. from inside mlr3torch's
+# .dataloader(); no variable here may be called `param_vals`, which is what
+# loader_is_for_prediction() looks up in the callers.
+sampler_plan = function(data_source, min_samples_per_stratum, shuffle, seed, rng,
+  torch_backend = NULL) {
+  task = data_source_task(data_source)
+  strata = task_strata(task)
+  predicting = loader_is_for_prediction()
+  make_epochs = function() {
+    stratified_epochs(strata, min_samples_per_stratum, shuffle = shuffle, seed = seed,
+      rng = rng, torch_backend = torch_backend)
+  }
+  # A too-small stratum is reported by the training loader; prediction and
+  # validation loaders (every row once, in order) need not repeat it.
+  epochs = if (predicting) {
+    suppressWarnings(make_epochs(), classes = "pystratum_stratum_too_small")
+  } else {
+    make_epochs()
+  }
+  list(
+    epochs = epochs,
+    predicting = predicting,
+    length = function() epochs$length(),
+    iter = function(exhausted) {
+      batches = if (predicting) epochs$in_order() else epochs$next_epoch()
+      batch_iterator(batches, exhausted)
+    }
+  )
+}
+
+# mlr3torch 0.3.3's .dataloader_predict() calls .dataloader(dataset,
+# param_vals) with shuffle = FALSE, and .dataloader() instantiates the
+# sampler; training loaders get the learner's shuffle (TRUE by default).
+# dynGet() searches the calling frames from the innermost outwards, so it
+# finds .dataloader()'s argument before any outer `param_vals`.
+loader_is_for_prediction = function() {
+  loader_args = dynGet("param_vals", ifnotfound = NULL)
+  is.list(loader_args) && isFALSE(loader_args[["shuffle"]])
+}
+
+data_source_task = function(data_source) {
+  # get0() reads an R6 object's field without S3 dispatch on `$`.
+  task = if (is.environment(data_source)) {
+    get0("task", envir = data_source, inherits = FALSE)
+  } else if (is.list(data_source)) {
+    data_source[["task"]]
+  }
+  if (is.null(task)) {
+    abort_type("data_source", sprintf(paste0(
+      "batch_sampler_stratified() needs a data set with a $task (mlr3torch's task_dataset), ",
+      "got an object of class %s without one. With mlr3torch this happens when the ",
+      "learner's tensor_dataset parameter is TRUE: set tensor_dataset = FALSE to use this ",
+      "batch sampler."), paste0("'", class(data_source), "'", collapse = "/")))
+  }
+  task
+}
+
+# The stratum columns, in task$row_ids order (positions, as task_dataset's
+# $.getbatch(index) reads task$row_ids[index]).
+task_strata = function(task) {
+  columns = task$col_roles$stratum
+  if (length(columns) == 0L) {
+    abort_value("data_source", sprintf(paste0(
+      "Task '%s' has no stratum column, so batch_sampler_stratified() cannot tell the strata ",
+      "apart. Set the column role before training, e.g. task$col_roles$stratum = \"%s\" ",
+      "(the target or any other column; several columns make every combination a stratum)."),
+      if (is.null(task$id)) "" else task$id,
+      if (length(task$target_names)) task$target_names[[1L]] else "y"))
+  }
+  task$data(rows = task$row_ids, cols = columns)
+}

@@ -1,0 +1,115 @@
+#' Mini-batches that contain every stratum
+#'
+#' Splits the rows of a data set into mini-batches such that every batch holds
+#' at least `min_samples_per_stratum` rows of every stratum. This is the
+#' allocation of Hocking (2025), computed in exact integer arithmetic:
+#' with `N_min` the size of the smallest stratum and
+#' `m = min_samples_per_stratum`, there are `num_batches = max(1, N_min %/% m)`
+#' batches, and the row of rank `i` (order of appearance in the epoch's
+#' permutation) in a stratum of `N_s` rows goes to batch
+#' `ceiling(i * num_batches / N_s)`.
+#'
+#' @section Guarantees:
+#' * Every row appears in exactly one batch.
+#' * When `N_min >= m`, every batch holds at least `m` rows of every stratum,
+#'   and a stratum's per-batch counts differ by at most one.
+#' * Batches come in order `1..num_batches`; inside a batch, rows keep the
+#'   order of the permutation.
+#' * The same `(strata, min_samples_per_stratum, seed, rng, epoch)` always
+#'   gives the same batches, and the Python function
+#'   `pystratum.stratified_batches(..., rng = "R")` gives the same batches
+#'   minus one (0-based positions).
+#' * Relabelling strata (renaming, reordering factor levels) changes nothing:
+#'   only which rows share a stratum matters.
+#'
+#' If `N_min < m`, a single batch holds every row and a warning of class
+#' `pystratum_stratum_too_small` names the smallest stratum.
+#'
+#' @section Random streams:
+#' * `rng = "R"` with a `seed`: a private stream started by
+#'   `set.seed(seed)` with R's default generators (Mersenne-Twister,
+#'   Inversion, Rejection); epoch `k` uses the `(k + 1)`-th `sample(N)` of that
+#'   stream. The session's `.Random.seed` is left exactly as it was (and left
+#'   absent if it did not exist).
+#' * `rng = "R"` with `seed = NULL`: one `sample(N)` from the session's stream,
+#'   as R code normally draws; `epoch` must then be 0 (pass a seed to select
+#'   an epoch).
+#' * `rng = "torch"`: `torch::torch_randperm(N)` (needs the torch package);
+#'   with a `seed`, the `(k + 1)`-th permutation after
+#'   `torch_manual_seed(seed)`, with torch's global generator saved and
+#'   restored; without one, torch's global generator.
+#'
+#' @param strata One stratum label per row: an atomic vector (integer,
+#'   double, character, logical) or factor, or a data.frame / data.table (or
+#'   matrix) with one column per stratum variable, in which case every
+#'   distinct combination of values is one stratum. Only combinations that
+#'   occur are strata (unused factor levels are ignored). Missing values are
+#'   an error.
+#' @param min_samples_per_stratum (`integer(1)`)\cr
+#'   The fewest rows of each stratum a batch may hold, a positive whole number.
+#' @param seed (`NULL` or `integer(1)`)\cr
+#'   Seed of the random stream, see section *Random streams*. For
+#'   `rng = "R"` a whole number between -2147483647 and 2147483647, as
+#'   [set.seed()] takes; for `rng = "torch"` between 0 and 2^53.
+#'   Must be `NULL` when `shuffle = FALSE`.
+#' @param rng (`character(1)`)\cr
+#'   `"R"` (default) or `"torch"`: the random stream the permutation comes from.
+#' @param epoch (`integer(1)`)\cr
+#'   Which epoch's shuffle, 0 for the first. Each epoch is a new permutation.
+#' @param shuffle (`logical(1)`)\cr
+#'   `FALSE` keeps row order (the identity permutation).
+#'
+#' @return A list of integer vectors, one per batch, of 1-based row
+#'   positions.
+#'
+#' @section Errors:
+#' Wrong types raise conditions of class
+#' `c("pystratum_type_error", "pystratum_error", "error", "condition")`,
+#' wrong values `c("pystratum_value_error", "pystratum_error", "error",
+#' "condition")`; both carry the argument's name in `$argument`.
+#'
+#' @references
+#' Hocking, T. D. (2025). Stratified batch sampler for mlr3torch.
+#' <https://tdhock.github.io/blog/2025/mlr3torch-batch-samplers/>
+#'
+#' @seealso [batch_sampler_stratified()] for mlr3torch learners.
+#' @export
+#' @examples
+#' # 111 rows of class "M" then 12 of class "R": 12 batches with one "R" each.
+#' y = rep(c("M", "R"), c(111, 12))
+#' batches = stratified_batches(y, 1, shuffle = FALSE)
+#' batches[[1]]
+#' table(batch = rep(seq_along(batches), lengths(batches)), y = y[unlist(batches)])[1:3, ]
+#'
+#' # Shuffled, reproducible, one call per epoch:
+#' epoch_0 = stratified_batches(y, 2, seed = 42)
+#' epoch_1 = stratified_batches(y, 2, seed = 42, epoch = 1)
+#'
+#' # Several columns: every combination is a stratum.
+#' strata = data.frame(y = rep(c("a", "b"), 10), group = rep(1:2, each = 10))
+#' lengths(stratified_batches(strata, 1, seed = 1))
+stratified_batches = function(strata, min_samples_per_stratum, seed = NULL,
+  rng = c("R", "torch"), epoch = 0L, shuffle = TRUE) {
+  m = assert_whole_number(min_samples_per_stratum, "min_samples_per_stratum", minimum = 1)
+  rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch"))
+  epoch = assert_whole_number(epoch, "epoch", minimum = 0)
+  shuffle = assert_flag(shuffle, "shuffle")
+  assert_seed_with_shuffle(seed, shuffle)
+  seed = assert_seed(seed, rng)
+  if (shuffle && is.null(seed) && epoch > 0) {
+    abort_value("epoch", sprintf(paste0(
+      "epoch=%s cannot be selected when seed=NULL: each call draws one permutation from ",
+      "the session's random stream. Pass seed=<whole number> to select an epoch, or leave ",
+      "epoch=0."), show_value(epoch)))
+  }
+  # The scalar arguments first, the O(N) strata last: the order of the Python
+  # core's checks, so inputs with several problems fail alike in both languages.
+  encoded = encode_strata(strata)
+  if (shuffle && rng == "torch") {
+    require_torch("stratified_batches(rng = \"torch\")")
+  }
+  check_smallest_stratum(encoded, m)
+  counts = batch_counts(encoded$sizes, m)
+  permutation = epoch_permutation(encoded$n_rows, shuffle, rng, seed, epoch)
+  allocate_batches(encoded$codes, counts, permutation)
+}

@@ -1,0 +1,76 @@
+# The epoch bookkeeping behind batch_sampler_stratified(), without torch.
+#
+# stratified_epochs() validates and encodes the strata once and keeps one
+# random stream across epochs: every $next_epoch() draws the stream's next
+# permutation, so epoch k is the (k + 1)-th permutation, as in
+# stratified_batches(seed = , epoch = k). The torch sampler class only wraps
+# this object, so everything but the torch calls is tested without torch.
+#
+# Fields and methods of the returned environment (class "pystratum_epochs"):
+#   $n_rows, $batch_sizes         rows, and rows per batch (fixed across epochs)
+#   $length()                     number of batches of every epoch
+#   $epochs_served()              how many epochs $next_epoch() has returned
+#   $next_epoch()                 the next epoch's batches (a new shuffle)
+#   $in_order()                   every row once, in row order, in batches of
+#                                 $batch_sizes (for prediction loaders)
+stratified_epochs = function(strata, min_samples_per_stratum, shuffle = TRUE, seed = NULL,
+  rng = c("R", "torch"), torch_backend = NULL) {
+  m = assert_whole_number(min_samples_per_stratum, "min_samples_per_stratum", minimum = 1)
+  rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch"))
+  shuffle = assert_flag(shuffle, "shuffle")
+  assert_seed_with_shuffle(seed, shuffle)
+  seed = assert_seed(seed, rng)
+  encoded = encode_strata(strata)
+  check_smallest_stratum(encoded, m)
+  counts = batch_counts(encoded$sizes, m)
+  codes = encoded$codes
+
+  self = new.env(parent = emptyenv())
+  self$n_rows = encoded$n_rows
+  self$batch_sizes = colSums(counts)
+  self$shuffle = shuffle
+  self$seed = seed
+  self$rng = rng
+  # Created on the first shuffled epoch, so a loader that only predicts never
+  # needs torch and never touches a random generator.
+  draw = NULL
+  served = 0L
+
+  self$length = function() length(self$batch_sizes)
+  self$epochs_served = function() served
+  self$next_epoch = function() {
+    permutation = NULL
+    if (shuffle) {
+      if (is.null(draw)) {
+        draw <<- permutation_stream(rng, seed, torch_backend)
+      }
+      permutation = draw(self$n_rows)
+    }
+    served <<- served + 1L
+    allocate_batches(codes, counts, permutation)
+  }
+  self$in_order = function() consecutive_batches(self$batch_sizes)
+  class(self) = "pystratum_epochs"
+  self
+}
+
+#' @export
+print.pystratum_epochs = function(x, ...) {
+  cat(sprintf(paste0("<pystratum_epochs> %d rows, %d batches per epoch, shuffle=%s, ",
+    "rng='%s', seed=%s, %d epochs served\n"),
+    x$n_rows, x$length(), x$shuffle, x$rng, show_value(x$seed), x$epochs_served()))
+  invisible(x)
+}
+
+# A closure serving `batches` one per call, then `exhausted` (the sentinel
+# torch's dataloader waits for: coro::exhausted()) on every later call.
+batch_iterator = function(batches, exhausted) {
+  served = 0L
+  function() {
+    if (served >= length(batches)) {
+      return(exhausted)
+    }
+    served <<- served + 1L
+    batches[[served]]
+  }
+}

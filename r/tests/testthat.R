@@ -1,0 +1,4 @@
+library(testthat)
+library(pystratum)
+
+test_check("pystratum")

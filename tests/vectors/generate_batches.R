@@ -1,0 +1,249 @@
+# Golden batch vectors, shared by the R and Python test suites.
+#
+# Regenerate from the repository root, after installing the R package:
+#   R CMD INSTALL r && Rscript tests/vectors/generate_batches.R
+# which rewrites tests/vectors/batches.json. The expected batches are what
+# pystratum::stratified_batches() returns (1-based row positions); the
+# Python suite compares pystratum.stratified_batches(..., rng="R") + 1 with
+# them, the R suite (r/tests/testthat/test_vectors.R) re-runs every case.
+
+if (!requireNamespace("jsonlite", quietly = TRUE)) {
+  stop("generate_batches.R needs the jsonlite package: install.packages(\"jsonlite\")")
+}
+library(pystratum)
+
+output = file.path("tests", "vectors", "batches.json")
+if (!dir.exists(dirname(output))) {
+  stop("Run this script from the repository root: Rscript tests/vectors/generate_batches.R")
+}
+
+# --- strata as JSON columns and back -------------------------------------------------------
+
+column_spec = function(name, x) {
+  if (is.factor(x)) {
+    return(list(name = name, type = "factor", values = I(as.character(x)), levels = I(levels(x))))
+  }
+  type = switch(typeof(x), integer = "integer", double = "double", character = "character",
+    logical = "logical", stop("unsupported column type ", typeof(x)))
+  list(name = name, type = type, values = I(x))
+}
+
+strata_spec = function(strata) {
+  if (is.data.frame(strata)) {
+    columns = Map(column_spec, names(strata), strata)
+  } else {
+    columns = list(column_spec("strata", strata))
+  }
+  list(columns = unname(columns))
+}
+
+# The inverse of strata_spec() on the parsed JSON; test_vectors.R has the same.
+strata_from_spec = function(spec) {
+  columns = lapply(spec$columns, function(column) {
+    values = lapply(column$values, function(v) if (is.null(v)) NA else v)
+    values = unlist(values)
+    switch(column$type,
+      integer = as.integer(values),
+      double = as.double(values),
+      character = as.character(values),
+      logical = as.logical(values),
+      factor = factor(as.character(values), levels = unlist(column$levels))
+    )
+  })
+  names(columns) = vapply(spec$columns, function(column) column$name, "")
+  if (length(columns) == 1L) columns[[1L]] else as.data.frame(columns, stringsAsFactors = FALSE)
+}
+
+# --- running a case ------------------------------------------------------------------------
+
+run_case = function(id, comment, strata, min_samples_per_stratum, seed = NULL, epoch = 0L,
+  shuffle = TRUE, rng = "R") {
+  spec = strata_spec(strata)
+  # Run on the round-tripped input, so the file reproduces what is stored.
+  parsed = jsonlite::fromJSON(jsonlite::toJSON(spec, auto_unbox = TRUE, digits = NA,
+    na = "null"), simplifyVector = FALSE)
+  input_strata = strata_from_spec(parsed)
+  warned = FALSE
+  result = tryCatch(
+    withCallingHandlers(
+      stratified_batches(input_strata, min_samples_per_stratum, seed = seed, rng = rng,
+        epoch = epoch, shuffle = shuffle),
+      pystratum_stratum_too_small = function(w) {
+        warned <<- TRUE
+        invokeRestart("muffleWarning")
+      }
+    ),
+    pystratum_error = function(e) e
+  )
+  case = list(
+    id = id,
+    comment = comment,
+    input = list(
+      strata = spec,
+      min_samples_per_stratum = min_samples_per_stratum,
+      seed = seed,
+      rng = rng,
+      epoch = epoch,
+      shuffle = shuffle
+    )
+  )
+  if (inherits(result, "pystratum_error")) {
+    kind = sub("^pystratum_", "", class(result)[[1L]])
+    case$expected_error = list(class = kind, argument = result$argument)
+  } else {
+    case$expected = list(batches = lapply(result, I))
+    if (warned) case$warning = "stratum_too_small"
+  }
+  case
+}
+
+# --- the cases -----------------------------------------------------------------------------
+
+blog = rep(c("M", "R"), c(111L, 12L))
+defect = rep(c("minority", "majority"), c(3L, 187L))
+small = rep(c("pos", "neg"), c(7L, 20L))
+three = rep(c(1L, 0L, 2L), c(7L, 60L, 20L))
+interleaved = c("b", "a", "c", "a", "b", "a", "c", "a", "a", "b", "a", "a", "c", "b", "a")
+mixed = data.frame(
+  y = rep(c("yes", "no"), length.out = 40L),
+  site = rep(c(1L, 2L, 2L, 3L), each = 10L),
+  stringsAsFactors = FALSE
+)
+ten = rep(sprintf("class_%02d", 1:10), c(5L, 9L, 12L, 30L, 7L, 5L, 11L, 40L, 6L, 25L))
+set.seed(20250906)
+shuffled_ten = sample(ten)
+
+cases = list(
+  run_case("blog_no_shuffle_m1",
+    "Blog example: 111 rows of class M then 12 of class R, m = 1, row order. First batch is rows 1:9 and 112.",
+    blog, 1L, shuffle = FALSE),
+  run_case("blog_no_shuffle_m2", "Blog example with m = 2: 6 batches.", blog, 2L, shuffle = FALSE),
+  run_case("blog_seed_1_m1", "Blog example shuffled with set.seed(1).", blog, 1L, seed = 1L),
+  run_case("blog_seed_2025_m3", "Blog example, m = 3, seed 2025.", blog, 3L, seed = 2025L),
+  run_case("float_defect_no_shuffle",
+    "3 minority rows then 187 majority rows, m = 1: exactly 3 batches, each with one minority row (the float formula gives a 4th batch).",
+    defect, 1L, shuffle = FALSE),
+  run_case("float_defect_seed_7", "The float-defect strata shuffled: still 3 batches.", defect, 1L,
+    seed = 7L),
+  run_case("float_defect_reversed", "187 majority rows then 3 minority rows, m = 1, row order.",
+    rev(defect), 1L, shuffle = FALSE),
+  run_case("seed_0", "Seed 0.", small, 2L, seed = 0L),
+  run_case("seed_1", "Seed 1.", small, 2L, seed = 1L),
+  run_case("seed_42", "Seed 42.", small, 2L, seed = 42L),
+  run_case("seed_minus_1", "Negative seed -1.", small, 2L, seed = -1L),
+  run_case("seed_minus_123456789", "Negative seed -123456789.", small, 2L, seed = -123456789L),
+  run_case("seed_int_max", "Largest seed set.seed() takes: 2147483647.", small, 2L,
+    seed = 2147483647L),
+  run_case("seed_minus_int_max", "Smallest seed set.seed() takes: -2147483647.", small, 2L,
+    seed = -2147483647L),
+  run_case("seed_123456_m1", "Seed 123456, m = 1 (7 batches).", small, 1L, seed = 123456L),
+  run_case("epoch_0", "Three strata (7, 60, 20 rows), seed 2024, epoch 0: first sample(87).",
+    three, 2L, seed = 2024L, epoch = 0L),
+  run_case("epoch_1", "Same, epoch 1: the 2nd sample(87) after set.seed(2024).", three, 2L,
+    seed = 2024L, epoch = 1L),
+  run_case("epoch_2", "Same, epoch 2: the 3rd sample(87).", three, 2L, seed = 2024L, epoch = 2L),
+  run_case("epoch_3", "Same, epoch 3: the 4th sample(87).", three, 2L, seed = 2024L, epoch = 3L),
+  run_case("epoch_3_no_shuffle", "shuffle = FALSE ignores the epoch: row order in every epoch.",
+    three, 2L, epoch = 3L, shuffle = FALSE),
+  run_case("interleaved_no_shuffle",
+    "Interleaved strata, row order: ranks count appearances, batches keep row order.",
+    interleaved, 1L, shuffle = FALSE),
+  run_case("interleaved_seed_99", "Interleaved strata, seed 99.", interleaved, 1L, seed = 99L),
+  run_case("multi_column_no_shuffle",
+    "Two columns (y, site): every combination that occurs is a stratum (6 strata).",
+    mixed, 1L, shuffle = FALSE),
+  run_case("multi_column_seed_5", "Two columns, seed 5, m = 2.", mixed, 2L, seed = 5L),
+  run_case("multi_column_logical_factor",
+    "A logical and a factor column with an unused level.",
+    data.frame(
+      flag = rep(c(TRUE, FALSE, FALSE), length.out = 30L),
+      colour = factor(rep(c("red", "blue"), each = 15L), levels = c("red", "green", "blue"))
+    ), 2L, seed = 11L),
+  run_case("factor_unused_levels",
+    "Factor with levels z, unused, y, x: unused levels are not strata.",
+    factor(rep(c("x", "y", "z"), c(4L, 6L, 8L))[c(18:1)], levels = c("z", "unused", "y", "x")),
+    2L, seed = 3L),
+  run_case("logical", "Logical strata.", rep(c(FALSE, TRUE, FALSE), c(10L, 4L, 11L)), 2L,
+    seed = 8L),
+  run_case("integer_negative", "Integer labels including negatives.",
+    rep(c(-5L, 0L, 17L), c(6L, 9L, 12L)), 3L, seed = 13L),
+  run_case("double_labels", "Double labels with fractions.",
+    rep(c(0.5, -3.75, 1.25), c(5L, 10L, 8L)), 2L, seed = 21L),
+  run_case("double_large_whole", "Large whole-number double labels (sorted, not tabled).",
+    rep(c(1e15, -1e15, 3), c(4L, 4L, 4L)), 2L, seed = 1L),
+  run_case("unicode_labels", "Non-ASCII string labels.",
+    rep(c("\u00e9t\u00e9", "hiver", "\u00fc"), c(6L, 6L, 3L)), 1L, seed = 4L),
+  run_case("single_stratum", "One stratum of 10 rows, m = 3: 3 batches of 3, 3, 4 rows.",
+    rep("only", 10L), 3L, seed = 6L),
+  run_case("uneven_counts", "Smallest stratum 10, m = 3: 3 batches; per-batch counts differ by at most 1.",
+    rep(c("a", "b"), c(10L, 23L)), 3L, seed = 17L),
+  run_case("ten_strata_seed_99", "Ten strata of 5 to 40 rows in shuffled order, m = 1.",
+    shuffled_ten, 1L, seed = 99L),
+  run_case("ten_strata_no_shuffle", "Ten strata, row order, m = 2.", shuffled_ten, 2L,
+    shuffle = FALSE),
+  run_case("n_1", "A single row.", "a", 1L, seed = 7L),
+  run_case("n_1_no_shuffle", "A single row, row order.", 5L, 1L, shuffle = FALSE),
+  run_case("n_2_one_each", "Two rows of two strata: one batch.", c("a", "b"), 1L, seed = 2L),
+  run_case("stratum_too_small_warning",
+    "Smallest stratum (3 rows) below m = 5: one batch with every row, and a warning.",
+    rep(c("M", "R"), c(10L, 3L)), 5L, seed = 3L),
+  run_case("stratum_too_small_no_shuffle", "Smallest stratum below m, row order.",
+    rep(c("M", "R"), c(10L, 3L)), 4L, shuffle = FALSE),
+  run_case("n_1000_epoch_1", "1000 rows, three strata (100, 300, 600), m = 5, seed 2025, epoch 1.",
+    rep(c("low", "mid", "high"), c(100L, 300L, 600L))[c(seq(1L, 1000L, by = 2L), seq(2L, 1000L, by = 2L))],
+    5L, seed = 2025L, epoch = 1L),
+  # Errors: each case has exactly one problem.
+  run_case("error_m_0", "min_samples_per_stratum = 0.", small, 0L),
+  run_case("error_m_negative", "min_samples_per_stratum = -3.", small, -3L),
+  run_case("error_m_fraction", "min_samples_per_stratum = 2.5 (not a whole number).", small, 2.5),
+  run_case("error_m_logical", "min_samples_per_stratum = TRUE (a logical, not a number).", small,
+    TRUE),
+  run_case("error_m_string", "min_samples_per_stratum = \"2\".", small, "2"),
+  run_case("error_na_character", "A missing label in a character column.",
+    c("a", "b", NA, "a"), 1L),
+  run_case("error_na_double", "NaN in a double column.", c(1, 2, NaN, 1), 1L),
+  run_case("error_na_second_column", "A missing value in the second of two columns.",
+    data.frame(y = c(1L, 2L, 3L), g = c("a", "b", NA), stringsAsFactors = FALSE), 1L),
+  run_case("error_empty", "No rows.", character(0), 1L),
+  run_case("error_rng", "rng = \"foo\".", small, 1L, rng = "foo"),
+  run_case("error_epoch_negative", "epoch = -1.", small, 1L, seed = 1L, epoch = -1L),
+  run_case("error_epoch_fraction", "epoch = 1.5.", small, 1L, seed = 1L, epoch = 1.5),
+  run_case("error_seed_without_shuffle", "A seed with shuffle = FALSE has no effect: an error.",
+    small, 1L, seed = 3L, shuffle = FALSE),
+  run_case("error_seed_fraction", "seed = 1.5.", small, 1L, seed = 1.5),
+  run_case("error_seed_logical", "seed = TRUE.", small, 1L, seed = TRUE),
+  run_case("error_seed_out_of_range", "seed = 3000000000, beyond what set.seed() takes.", small,
+    1L, seed = 3e9),
+  run_case("error_shuffle_number", "shuffle = 1 (a number, not TRUE/FALSE).", small, 1L,
+    shuffle = 1L)
+)
+
+ids = vapply(cases, function(case) case$id, "")
+stopifnot(!anyDuplicated(ids))
+
+vectors = list(
+  description = paste(
+    "Golden batches of the stratified allocation: every batch holds at least",
+    "min_samples_per_stratum rows of every stratum. Each case gives the input and either the",
+    "expected batches (1-based row positions, batches in order, rows in permuted order inside",
+    "a batch) or the expected error (pystratum_<class> in R, TypeError/ValueError in Python)",
+    "and the argument it names. 'warning': 'stratum_too_small' marks cases that warn."
+  ),
+  generator = sprintf("pystratum (R package) %s, tests/vectors/generate_batches.R",
+    as.character(utils::packageVersion("pystratum"))),
+  r_version = R.version.string,
+  regenerate = "R CMD INSTALL r && Rscript tests/vectors/generate_batches.R  (from the repository root)",
+  index_base = 1L,
+  rng = paste(
+    "'R': the permutation of epoch k is the (k+1)-th sample(N) after",
+    "set.seed(seed, kind = 'Mersenne-Twister', normal.kind = 'Inversion', sample.kind = 'Rejection'),",
+    "i.e. R >= 3.6 defaults. shuffle = false means row order. Every case uses rng 'R';",
+    "cases without a seed use shuffle = false."
+  ),
+  cases = cases
+)
+
+json = jsonlite::toJSON(vectors, auto_unbox = TRUE, digits = NA, na = "null", null = "null",
+  pretty = TRUE)
+writeLines(json, output, useBytes = TRUE)
+cat(sprintf("Wrote %d cases to %s (%d bytes).\n", length(cases), output, file.size(output)))
