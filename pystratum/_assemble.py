@@ -128,50 +128,50 @@ def _batch_of_rank(cuts, dtype, method=None):
     return np.cumsum(steps, dtype=dtype)
 
 
-def _index_dtype(n: int):
-    return np.int32 if n < np.iinfo(np.int32).max else np.int64
+# Rows handled per step of the running-count method: big enough that numpy's
+# per-call overhead vanishes, small enough that the temporaries stay in cache
+# and peak memory does not grow with N.
+_CHUNK_ROWS = 1 << 18
 
 
 def _by_running_counts(codes_in_order, permutation, cuts):
     n = codes_in_order.shape[0]
     n_strata = cuts.shape[0]
-    idx = _index_dtype(n)
-    # before[s][j] = rows of stratum s at positions < j.
-    before = []
-    for s in range(n_strata):
-        is_s = codes_in_order == s
-        running = np.cumsum(is_s, dtype=idx)
-        running -= is_s
-        before.append(running)
-    del is_s
-    # rank of each row in its own stratum, then its index in the batch table.
-    table_index = before[0].copy()
-    stratum_start = 0
-    for s in range(1, n_strata):
-        stratum_start += int(cuts[s - 1, -1])
-        is_s = codes_in_order == s
-        np.copyto(table_index, before[s], where=is_s)
-        np.add(table_index, stratum_start, out=table_index, where=is_s)
-    batch = np.take(_batch_of_rank(cuts, idx), table_index)
-    del table_index
-    # Output position = rows of every stratum that precede this row in its
-    # batch, plus the rows of earlier batches: the count before this row,
-    # clipped to the stratum's rank range for this batch.
-    out_position = None
-    bound = np.empty(n, dtype=idx)
-    for s in range(n_strata):
-        np.take(cuts[s, :-1].astype(idx), batch, out=bound)
-        np.maximum(before[s], bound, out=before[s])
-        np.take(cuts[s, 1:].astype(idx), batch, out=bound)
-        np.minimum(before[s], bound, out=before[s])
-        if out_position is None:
-            out_position = before[s]
-        else:
-            out_position += before[s]
-        before[s] = None
-    del batch, bound
+    sizes = cuts[:, -1]
+    table_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    # intp tables and indices: numpy would otherwise cast every index array.
+    batch_of_rank = _batch_of_rank(cuts, np.intp)
+    low = [np.ascontiguousarray(cuts[s, :-1], dtype=np.intp) for s in range(n_strata)]
+    high = [np.ascontiguousarray(cuts[s, 1:], dtype=np.intp) for s in range(n_strata)]
+    seen = np.zeros(n_strata, dtype=np.intp)  # rows of each stratum in earlier chunks
     order = np.empty(n, dtype=np.int64)
-    order[out_position] = permutation
+    for start in range(0, n, _CHUNK_ROWS):
+        codes = codes_in_order[start:start + _CHUNK_ROWS]
+        # before[s][j] = rows of stratum s at positions < j (whole epoch).
+        before = []
+        table_index = None
+        for s in range(n_strata):
+            is_s = codes == s
+            running = np.cumsum(is_s, dtype=np.intp)
+            running -= is_s
+            running += seen[s]
+            seen[s] += np.count_nonzero(is_s)
+            before.append(running)
+            # Each row's index in the batch table: its stratum's table start + its rank.
+            if table_index is None:
+                table_index = running + table_start[s]
+            else:
+                np.add(running, table_start[s], out=table_index, where=is_s)
+        batch = batch_of_rank[table_index]
+        # Output position = rows of earlier batches + rows of this batch that
+        # precede this row = per stratum, the count before this row clipped
+        # to that stratum's rank range for this row's batch.
+        out_position = np.zeros(codes.shape[0], dtype=np.intp)
+        for s in range(n_strata):
+            np.maximum(before[s], low[s][batch], out=before[s])
+            np.minimum(before[s], high[s][batch], out=before[s])
+            out_position += before[s]
+        order[out_position] = permutation[start:start + _CHUNK_ROWS]
     return order
 
 

@@ -366,3 +366,19 @@ def test_batch_tables_agree(sizes, n_batches, data):
     ])
     for method in ("repeat", "searchsorted", "running_sum"):
         np.testing.assert_array_equal(_batch_of_rank(cuts, np.int32, method), expected)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7, 64])
+def test_running_counts_across_chunk_boundaries(monkeypatch, chunk_rows):
+    """The running-count method works chunk by chunk; small chunks put boundaries everywhere."""
+    import pystratum._assemble as assemble
+
+    monkeypatch.setattr(assemble, "_CHUNK_ROWS", chunk_rows)
+    rng = np.random.default_rng(chunk_rows)
+    for n_strata in (1, 2, 3):
+        codes = np.concatenate([np.arange(n_strata), rng.integers(0, n_strata, 300)]).astype(np.int8)
+        permutation = rng.permutation(codes.size)
+        for m in (1, 3):
+            cuts = min_samples_per_stratum_cuts(np.bincount(codes), m)
+            got = assemble_batches(codes, permutation, cuts, method="running_count").batches()
+            assert_same_batches(got, reference_batches(codes, permutation, m))
