@@ -52,4 +52,6 @@ def min_samples_per_stratum_cuts(stratum_sizes, min_samples_per_stratum, labels=
     # so the cut before batch b is floor(b * N_s / B): exact, no float rounding.
     # N_s * B <= N_s * N_min fits int64 for any data set that fits in memory.
     batch_edges = np.arange(num_batches + 1, dtype=np.int64)
-    return (sizes[:, None] * batch_edges[None, :]) // num_batches
+    cuts = (sizes[:, None] * batch_edges[None, :]) // num_batches
+    # S x (B+1) can hold about N entries (many strata, m = 1): keep it small.
+    return cuts.astype(np.int32) if sizes.max() <= np.iinfo(np.int32).max else cuts

@@ -8,8 +8,9 @@ cuts, then list batches in order with rows in permuted order inside a batch
 * few strata: per-stratum running counts give each row its output position
   directly (rows of batch ``b`` before position ``j`` = per-stratum counts
   before ``j``, clipped to that stratum's cut range of batch ``b``);
-* many strata: a stable radix sort by stratum gives ranks, a stable radix
-  sort by batch gives the final order.
+* many strata: chunk by chunk, a stable sort by stratum gives ranks and a
+  stable sort by batch gives places inside batches (counts carried over
+  from earlier chunks).
 
 Both are exact integer computations; tests compare them with a plain loop.
 """
@@ -23,7 +24,7 @@ import numpy as np
 __all__ = ["BatchOrder", "assemble_batches"]
 
 # Up to this many strata the running-count method is faster: its cost grows
-# with the number of strata, the radix method's does not.
+# with the number of strata, the chunked-sort method's does not.
 _RUNNING_COUNT_MAX_STRATA = 3
 
 
@@ -53,7 +54,7 @@ def assemble_batches(codes, permutation, rank_cuts, *, sizes=None,
     permutation: int64 array (N,), a permutation of ``0..N-1`` (row positions).
     rank_cuts:   int array (S, B+1), see ``_allocation``.
     sizes:       rows per stratum, if the caller has them already.
-    method:      force "running_count" or "radix" (tests); default picks by S.
+    method:      force "running_count" or "chunked_sort" (tests); default picks by S.
     """
     n_strata = rank_cuts.shape[0]
     n_batches = rank_cuts.shape[1] - 1
@@ -61,15 +62,15 @@ def assemble_batches(codes, permutation, rank_cuts, *, sizes=None,
         sizes = np.bincount(codes, minlength=n_strata)
     # A trailing pseudo-batch collects rows the policy leaves out, so both
     # methods only ever see "every row has a batch".
-    cuts = np.concatenate([rank_cuts, np.asarray(sizes)[:, None]], axis=1).astype(np.int64)
-    bounds = cuts.sum(axis=0)
+    cuts = np.concatenate([rank_cuts, np.asarray(sizes, dtype=rank_cuts.dtype)[:, None]], axis=1)
+    bounds = cuts.sum(axis=0, dtype=np.int64)
     codes_in_order = codes.astype(_smallest_int_dtype(n_strata), copy=False)[permutation]
     if method is None:
-        method = "running_count" if n_strata <= _RUNNING_COUNT_MAX_STRATA else "radix"
+        method = "running_count" if n_strata <= _RUNNING_COUNT_MAX_STRATA else "chunked_sort"
     if method == "running_count":
         order = _by_running_counts(codes_in_order, permutation, cuts)
-    elif method == "radix":
-        order = _by_radix_sorts(codes_in_order, permutation, cuts)
+    elif method == "chunked_sort":
+        order = _by_chunked_sorts(codes_in_order, permutation, cuts, bounds)
     else:
         raise ValueError(f"unknown method {method!r}")
     used = int(bounds[n_batches])
@@ -139,8 +140,7 @@ def _by_running_counts(codes_in_order, permutation, cuts):
     n_strata = cuts.shape[0]
     sizes = cuts[:, -1]
     table_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    # intp tables and indices: numpy would otherwise cast every index array.
-    batch_of_rank = _batch_of_rank(cuts, np.intp)
+    batch_of_rank = _batch_of_rank(cuts, np.int32)
     low = [np.ascontiguousarray(cuts[s, :-1], dtype=np.intp) for s in range(n_strata)]
     high = [np.ascontiguousarray(cuts[s, 1:], dtype=np.intp) for s in range(n_strata)]
     seen = np.zeros(n_strata, dtype=np.intp)  # rows of each stratum in earlier chunks
@@ -175,21 +175,58 @@ def _by_running_counts(codes_in_order, permutation, cuts):
     return order
 
 
-def _by_radix_sorts(codes_in_order, permutation, cuts):
+def _by_chunked_sorts(codes_in_order, permutation, cuts, bounds):
+    """Any number of strata: two running counts (per stratum, per batch) over chunks.
+
+    In a chunk, a stable sort by stratum gives each row its rank (rows of
+    its stratum in earlier chunks + its place among them in this chunk),
+    hence its batch; a stable sort by batch gives its place among the rows
+    of its batch, hence its output position. Sorting chunk by chunk keeps
+    the sorts in cache; numpy sorts 8/16-bit keys by radix.
+    """
     n = codes_in_order.shape[0]
-    n_edges = cuts.shape[1]
-    # Positions grouped by stratum, increasing inside a stratum: the k-th of
-    # stratum s has rank k - start(s), and the concatenated per-stratum batch
-    # tables line up with this order exactly.
-    key_dtype = np.uint8 if n_edges <= 256 else (np.uint16 if n_edges <= 65536 else np.uint32)
-    batch_of_rank = _batch_of_rank(cuts, key_dtype)
-    by_stratum = np.argsort(codes_in_order, kind="stable")
-    batch_at_position = np.empty(n, dtype=key_dtype)
-    batch_at_position[by_stratum] = batch_of_rank
-    del by_stratum, batch_of_rank
-    positions = _stable_argsort_radix(batch_at_position)
-    del batch_at_position
-    return permutation[positions]
+    n_strata = cuts.shape[0]
+    table_start = np.concatenate([[0], np.cumsum(cuts[:, -1])[:-1]]).astype(np.intp)
+    batch_of_rank = _batch_of_rank(cuts, np.int32)
+    batch_start = bounds.astype(np.intp)
+    seen_in_stratum = np.zeros(n_strata, dtype=np.intp)
+    seen_in_batch = np.zeros(bounds.shape[0], dtype=np.intp)
+    order = np.empty(n, dtype=np.int64)
+    for start in range(0, n, _CHUNK_ROWS):
+        codes = codes_in_order[start:start + _CHUNK_ROWS]
+        size = codes.shape[0]
+        places = np.arange(size, dtype=np.intp)
+        # Rank within stratum -> batch of every row of the chunk.
+        by_stratum = np.argsort(codes, kind="stable")
+        sorted_codes = codes[by_stratum]
+        per_stratum = np.bincount(sorted_codes, minlength=n_strata)
+        first_in_chunk = np.cumsum(per_stratum) - per_stratum
+        table_index = places - first_in_chunk[sorted_codes]
+        table_index += (seen_in_stratum + table_start)[sorted_codes]
+        seen_in_stratum += per_stratum
+        batch = np.empty(size, dtype=np.intp)
+        batch[by_stratum] = batch_of_rank[table_index]
+        # Place within batch -> output position.
+        lowest = int(batch.min())
+        local = batch - lowest
+        by_batch = _stable_argsort_radix(local.astype(_unsigned_key_dtype(int(local.max()))))
+        sorted_local = local[by_batch]
+        per_batch = np.bincount(sorted_local)
+        first_in_chunk = np.cumsum(per_batch) - per_batch
+        out_position = places - first_in_chunk[sorted_local]
+        out_position += (batch_start[lowest:lowest + per_batch.shape[0]]
+                         + seen_in_batch[lowest:lowest + per_batch.shape[0]])[sorted_local]
+        seen_in_batch[lowest:lowest + per_batch.shape[0]] += per_batch
+        order[out_position] = permutation[start:start + _CHUNK_ROWS][by_batch]
+    return order
+
+
+def _unsigned_key_dtype(max_key: int):
+    if max_key < 256:
+        return np.uint8
+    if max_key < 65536:
+        return np.uint16
+    return np.uint32
 
 
 def _stable_argsort_radix(keys):

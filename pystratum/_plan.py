@@ -22,7 +22,7 @@ class BatchPlan:
     order:   int64 row positions (0-based), batches concatenated.
     bounds:  batch ``b`` is ``order[bounds[b]:bounds[b + 1]]``.
     strata:  the stratum labels (tuples for multi-column strata).
-    counts:  int64 table (num_batches, n_strata): rows of each stratum per batch.
+    counts:  integer table (num_batches, n_strata): rows of each stratum per batch.
     seed:    pass it again (same ``rng``, ``epoch``) to get the same batches.
     """
 
@@ -130,7 +130,7 @@ def plan_from_stream(encoded: EncodedStrata, min_samples_per_stratum: int, strea
         order=batches.order,
         bounds=batches.bounds,
         strata=encoded.labels,
-        counts=np.diff(cuts, axis=1).T,
+        counts=np.diff(cuts, axis=1).T,  # same dtype as the cuts (int32 for any real data)
         seed=None if stream is None else stream.seed,
         rng=rng,
         epoch=epoch,

@@ -143,7 +143,7 @@ def test_both_assembly_methods_match_a_loop_for_any_cuts(sizes, n_batches, data)
         seen[s] += 1
     batch_of_position = np.array(batch_of_position)
     expected = [permutation[batch_of_position == b] for b in range(n_batches)]
-    for method in ("running_count", "radix"):
+    for method in ("running_count", "chunked_sort"):
         assert_same_batches(assemble_batches(codes, permutation, cuts, method=method).batches(),
                             expected)
 
@@ -368,17 +368,18 @@ def test_batch_tables_agree(sizes, n_batches, data):
         np.testing.assert_array_equal(_batch_of_rank(cuts, np.int32, method), expected)
 
 
+@pytest.mark.parametrize("method", ["running_count", "chunked_sort"])
 @pytest.mark.parametrize("chunk_rows", [1, 7, 64])
-def test_running_counts_across_chunk_boundaries(monkeypatch, chunk_rows):
-    """The running-count method works chunk by chunk; small chunks put boundaries everywhere."""
+def test_assembly_across_chunk_boundaries(monkeypatch, chunk_rows, method):
+    """Both methods work chunk by chunk; small chunks put boundaries everywhere."""
     import pystratum._assemble as assemble
 
     monkeypatch.setattr(assemble, "_CHUNK_ROWS", chunk_rows)
     rng = np.random.default_rng(chunk_rows)
-    for n_strata in (1, 2, 3):
+    for n_strata in (1, 2, 3, 9):
         codes = np.concatenate([np.arange(n_strata), rng.integers(0, n_strata, 300)]).astype(np.int8)
         permutation = rng.permutation(codes.size)
         for m in (1, 3):
             cuts = min_samples_per_stratum_cuts(np.bincount(codes), m)
-            got = assemble_batches(codes, permutation, cuts, method="running_count").batches()
+            got = assemble_batches(codes, permutation, cuts, method=method).batches()
             assert_same_batches(got, reference_batches(codes, permutation, m))
