@@ -25,7 +25,7 @@ import numpy as np
 
 from ._validation import check_int
 
-__all__ = ["RNG_CHOICES", "make_stream", "NumpyStream", "RSeededStream"]
+__all__ = ["RNG_CHOICES", "make_stream", "NumpyStream", "RSeededStream", "SequentialStream"]
 
 RNG_CHOICES = ("numpy", "R", "torch")
 
@@ -136,7 +136,40 @@ class NumpyStream:
             )
 
 
-class RSeededStream:
+class SequentialStream:
+    """Base of streams whose epoch k is the (k+1)-th draw of one generator.
+
+    Subclasses say how to go back to the seed (``_restart``) and how to draw
+    one permutation (``_draw``); this class remembers where the stream stands
+    so that walking epochs in order costs one draw each.
+    """
+
+    _n = None
+    _next_epoch = 0
+
+    def _restart(self) -> None:
+        raise NotImplementedError
+
+    def _draw(self, n: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def advance_to(self, n: int, epoch: int) -> None:
+        """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one."""
+        if n != self._n or epoch < self._next_epoch:
+            self._restart()
+            self._n = n
+            self._next_epoch = 0
+        while self._next_epoch < epoch:
+            self._draw(n)
+            self._next_epoch += 1
+
+    def permutation(self, n: int, epoch: int) -> np.ndarray:
+        self.advance_to(n, epoch)
+        self._next_epoch += 1
+        return self._draw(n)
+
+
+class RSeededStream(SequentialStream):
     """R's ``set.seed(seed)`` followed by one ``sample(n)`` per epoch.
 
     Reaching epoch k from the start costs k+1 permutations (R's stream has no
@@ -157,36 +190,15 @@ class RSeededStream:
                 f"seed must be an integer (or None) for rng='R', which reproduces R's "
                 f"set.seed(seed); got seed={seed!r} of type {type(seed).__name__}."
             )
-        self._stream_type = RStream
         self.seed = int(seed)
         self._start = RStream(self.seed)  # validates the seed the way R does
         self._stream = None
-        self._n = None
-        self._next_epoch = 0
 
-    def permutation(self, n: int, epoch: int) -> np.ndarray:
-        if self._stream is None or n != self._n or epoch < self._next_epoch:
-            self._stream = self._start.copy()
-            self._n = n
-            self._next_epoch = 0
-        while self._next_epoch < epoch:
-            self._stream.permutation(n)
-            self._next_epoch += 1
-        self._next_epoch += 1
+    def _restart(self) -> None:
+        self._stream = self._start.copy()
+
+    def _draw(self, n: int) -> np.ndarray:
         return self._stream.permutation(n)
-
-    # Position protocol (used by framework layers to save and resume without
-    # replaying every earlier epoch's permutation).
-
-    def advance_to(self, n: int, epoch: int) -> None:
-        """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one."""
-        if self._stream is None or n != self._n or epoch < self._next_epoch:
-            self._stream = self._start.copy()
-            self._n = n
-            self._next_epoch = 0
-        while self._next_epoch < epoch:
-            self._stream.permutation(n)
-            self._next_epoch += 1
 
     def state_dict(self) -> dict:
         """Where the stream stands: R's ``.Random.seed`` before epoch ``epoch`` of ``n`` rows.
@@ -194,7 +206,7 @@ class RSeededStream:
         Plain Python ints and lists, so ``torch.save``/``torch.load(weights_only=True)``
         and JSON keep it as is.
         """
-        if self._stream is None:
+        if self._n is None:
             return {"n": None, "epoch": 0, "random_seed": None}
         random_seed = np.asarray(self._stream.random_seed, dtype=np.int32)
         return {"n": int(self._n), "epoch": int(self._next_epoch),

@@ -13,13 +13,13 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
         "rng='torch' needs PyTorch: pip install 'pystratum[torch]' (or torch itself)."
     ) from error
 
-from ._streams import fresh_int32_seed
+from ._streams import SequentialStream, fresh_int32_seed
 from ._validation import check_int
 
 __all__ = ["TorchStream"]
 
 
-class TorchStream:
+class TorchStream(SequentialStream):
     """A private ``torch.Generator`` seeded with ``seed``; epoch k is its (k+1)-th randperm.
 
     ``torch.randperm(n, generator=g)`` after ``g.manual_seed(seed)`` equals R
@@ -49,32 +49,12 @@ class TorchStream:
             ) from None
         self._initial_state = generator.get_state()
         self._generator = generator
-        self._n = None
-        self._next_epoch = 0
 
-    def permutation(self, n: int, epoch: int) -> np.ndarray:
-        if n != self._n or epoch < self._next_epoch:
-            self._generator.set_state(self._initial_state)
-            self._n = n
-            self._next_epoch = 0
-        while self._next_epoch < epoch:
-            torch.randperm(n, generator=self._generator)
-            self._next_epoch += 1
-        self._next_epoch += 1
+    def _restart(self) -> None:
+        self._generator.set_state(self._initial_state)
+
+    def _draw(self, n: int) -> np.ndarray:
         return torch.randperm(n, generator=self._generator).numpy().astype(np.int64, copy=False)
-
-    # Position protocol (used by pystratum.torch to save and resume without
-    # replaying every earlier epoch's randperm).
-
-    def advance_to(self, n: int, epoch: int) -> None:
-        """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one."""
-        if n != self._n or epoch < self._next_epoch:
-            self._generator.set_state(self._initial_state)
-            self._n = n
-            self._next_epoch = 0
-        while self._next_epoch < epoch:
-            torch.randperm(n, generator=self._generator)
-            self._next_epoch += 1
 
     def state_dict(self) -> dict:
         """Where the stream stands: the generator state before epoch ``epoch`` of ``n`` rows.
