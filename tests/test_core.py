@@ -383,3 +383,16 @@ def test_assembly_across_chunk_boundaries(monkeypatch, chunk_rows, method):
             cuts = min_samples_per_stratum_cuts(np.bincount(codes), m)
             got = assemble_batches(codes, permutation, cuts, method=method).batches()
             assert_same_batches(got, reference_batches(codes, permutation, m))
+
+
+@settings(max_examples=60)
+@given(strata=st.lists(st.integers(0, 3), min_size=20, max_size=400), m=st.integers(1, 4),
+       seed=st.integers(0, 2**32), rng=st.sampled_from(["numpy", "R"]))
+def test_different_epochs_give_different_orders(strata, m, seed, rng):
+    # With N >= 20 two uniform permutations coincide with probability <= 1/20!.
+    if rng == "R":
+        seed %= 2**31
+    plans = [quiet(plan_batches, strata, m, seed=seed, rng=rng, epoch=e) for e in range(3)]
+    assert len({tuple(p.order.tolist()) for p in plans}) == 3
+    for p in plans[1:]:
+        np.testing.assert_array_equal(p.counts, plans[0].counts)
