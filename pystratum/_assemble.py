@@ -152,9 +152,14 @@ def _by_running_counts(codes_in_order, permutation, cuts):
         table_index = None
         for s in range(n_strata):
             is_s = codes == s
-            running = np.cumsum(is_s, dtype=np.intp)
-            running -= is_s
-            running += seen[s]
+            if n_strata == 2 and s == 1:
+                # Two strata: rows before j of stratum 1 = rows before j - those of stratum 0.
+                running = np.arange(start, start + codes.shape[0], dtype=np.intp)
+                running -= before[0]
+            else:
+                running = np.cumsum(is_s, dtype=np.intp)
+                running -= is_s
+                running += seen[s]
             seen[s] += np.count_nonzero(is_s)
             before.append(running)
             # Each row's index in the batch table: its stratum's table start + its rank.
@@ -166,10 +171,11 @@ def _by_running_counts(codes_in_order, permutation, cuts):
         # Output position = rows of earlier batches + rows of this batch that
         # precede this row = per stratum, the count before this row clipped
         # to that stratum's rank range for this row's batch.
-        out_position = np.zeros(codes.shape[0], dtype=np.intp)
         for s in range(n_strata):
             np.maximum(before[s], low[s][batch], out=before[s])
             np.minimum(before[s], high[s][batch], out=before[s])
+        out_position = before[0]
+        for s in range(1, n_strata):
             out_position += before[s]
         order[out_position] = permutation[start:start + _CHUNK_ROWS]
     return order
