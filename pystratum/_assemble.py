@@ -64,13 +64,13 @@ def assemble_batches(codes, permutation, rank_cuts, *, sizes=None,
     # methods only ever see "every row has a batch".
     cuts = np.concatenate([rank_cuts, np.asarray(sizes, dtype=rank_cuts.dtype)[:, None]], axis=1)
     bounds = cuts.sum(axis=0, dtype=np.int64)
-    codes_in_order = codes.astype(_smallest_int_dtype(n_strata), copy=False)[permutation]
+    codes = codes.astype(_smallest_int_dtype(n_strata), copy=False)
     if method is None:
         method = "running_count" if n_strata <= _RUNNING_COUNT_MAX_STRATA else "chunked_sort"
     if method == "running_count":
-        order = _by_running_counts(codes_in_order, permutation, cuts)
+        order = _by_running_counts(codes[permutation], permutation, cuts)
     elif method == "chunked_sort":
-        order = _by_chunked_sorts(codes_in_order, permutation, cuts, bounds)
+        order = _by_chunked_sorts(codes, permutation, cuts, bounds)
     else:
         raise ValueError(f"unknown method {method!r}")
     used = int(bounds[n_batches])
@@ -86,47 +86,27 @@ def _smallest_int_dtype(n_values: int):
     return np.int32
 
 
-# Above this many strata a per-stratum Python loop costs more than it saves.
-_PER_STRATUM_LOOP_MAX_STRATA = 4096
-
-
-def _batch_of_rank(cuts, dtype, method=None):
+def _batch_of_rank(cuts, dtype):
     """Concatenated per-stratum tables: the batch of each rank, strata in code order.
 
-    Three exact ways, chosen for speed and memory (tests check they agree):
-    ``repeat`` when batches hold many rows of a stratum, a per-stratum
-    ``searchsorted`` when they hold few, and for very many strata a running
-    sum of +1 at each batch start with a reset at each stratum start.
+    Built a group of strata at a time: with many strata and small batches the
+    cut table has about N entries, and numpy's repeat would otherwise hold an
+    N-sized intp copy of the counts.
     """
     n_strata, n_edges = cuts.shape
-    sizes = cuts[:, -1]
-    total = int(sizes.sum())
-    if method is None:
-        if n_strata > _PER_STRATUM_LOOP_MAX_STRATA:
-            method = "running_sum"
-        elif total >= 8 * n_strata * (n_edges - 1):
-            method = "repeat"
-        else:
-            method = "searchsorted"
-    if method == "repeat":
-        batch_ids = np.tile(np.arange(n_edges - 1, dtype=dtype), n_strata)
-        return np.repeat(batch_ids, np.diff(cuts, axis=1).ravel())
-    if method == "searchsorted":
-        table = np.empty(total, dtype=dtype)
-        ranks = np.arange(int(sizes.max()) if n_strata else 0)
-        start = 0
-        for s in range(n_strata):
-            size = int(sizes[s])
-            table[start:start + size] = np.searchsorted(cuts[s, 1:-1], ranks[:size], side="right")
-            start += size
-        return table
-    n_batches = n_edges - 2  # the last edge closes the pseudo-batch
-    stratum_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    batch_starts = (stratum_start[:, None] + cuts[:, 1:-1]).ravel()
-    steps = np.bincount(batch_starts, minlength=total + 1)[:total]
-    del batch_starts
-    np.subtract.at(steps, stratum_start[1:], n_batches)
-    return np.cumsum(steps, dtype=dtype)
+    batch_ids = np.arange(n_edges - 1, dtype=dtype)
+    strata_per_group = max(1, _CHUNK_ROWS // n_edges)
+    if strata_per_group >= n_strata:
+        return np.repeat(np.tile(batch_ids, n_strata), np.diff(cuts, axis=1).ravel())
+    table = np.empty(int(cuts[:, -1].sum()), dtype=dtype)
+    start = 0
+    for first in range(0, n_strata, strata_per_group):
+        group = cuts[first:first + strata_per_group]
+        stop = start + int(group[:, -1].sum())
+        table[start:stop] = np.repeat(np.tile(batch_ids, group.shape[0]),
+                                      np.diff(group, axis=1).ravel())
+        start = stop
+    return table
 
 
 # Rows handled per step of the running-count method: big enough that numpy's
@@ -136,7 +116,7 @@ _CHUNK_ROWS = 1 << 18
 
 
 def _by_running_counts(codes_in_order, permutation, cuts):
-    n = codes_in_order.shape[0]
+    n = permutation.shape[0]
     n_strata = cuts.shape[0]
     sizes = cuts[:, -1]
     table_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -146,6 +126,7 @@ def _by_running_counts(codes_in_order, permutation, cuts):
     seen = np.zeros(n_strata, dtype=np.intp)  # rows of each stratum in earlier chunks
     order = np.empty(n, dtype=np.int64)
     for start in range(0, n, _CHUNK_ROWS):
+        rows = permutation[start:start + _CHUNK_ROWS]
         codes = codes_in_order[start:start + _CHUNK_ROWS]
         # before[s][j] = rows of stratum s at positions < j (whole epoch).
         before = []
@@ -177,11 +158,11 @@ def _by_running_counts(codes_in_order, permutation, cuts):
         out_position = before[0]
         for s in range(1, n_strata):
             out_position += before[s]
-        order[out_position] = permutation[start:start + _CHUNK_ROWS]
+        order[out_position] = rows
     return order
 
 
-def _by_chunked_sorts(codes_in_order, permutation, cuts, bounds):
+def _by_chunked_sorts(row_codes, permutation, cuts, bounds):
     """Any number of strata: two running counts (per stratum, per batch) over chunks.
 
     In a chunk, a stable sort by stratum gives each row its rank (rows of
@@ -190,7 +171,7 @@ def _by_chunked_sorts(codes_in_order, permutation, cuts, bounds):
     of its batch, hence its output position. Sorting chunk by chunk keeps
     the sorts in cache; numpy sorts 8/16-bit keys by radix.
     """
-    n = codes_in_order.shape[0]
+    n = permutation.shape[0]
     n_strata = cuts.shape[0]
     table_start = np.concatenate([[0], np.cumsum(cuts[:, -1])[:-1]]).astype(np.intp)
     batch_of_rank = _batch_of_rank(cuts, np.int32)
@@ -199,7 +180,8 @@ def _by_chunked_sorts(codes_in_order, permutation, cuts, bounds):
     seen_in_batch = np.zeros(bounds.shape[0], dtype=np.intp)
     order = np.empty(n, dtype=np.int64)
     for start in range(0, n, _CHUNK_ROWS):
-        codes = codes_in_order[start:start + _CHUNK_ROWS]
+        rows = permutation[start:start + _CHUNK_ROWS]
+        codes = row_codes[rows]  # gathered per chunk: no N-sized copy with many strata
         size = codes.shape[0]
         places = np.arange(size, dtype=np.intp)
         # Rank within stratum -> batch of every row of the chunk.
@@ -223,7 +205,7 @@ def _by_chunked_sorts(codes_in_order, permutation, cuts, bounds):
         out_position += (batch_start[lowest:lowest + per_batch.shape[0]]
                          + seen_in_batch[lowest:lowest + per_batch.shape[0]])[sorted_local]
         seen_in_batch[lowest:lowest + per_batch.shape[0]] += per_batch
-        order[out_position] = permutation[start:start + _CHUNK_ROWS][by_batch]
+        order[out_position] = rows[by_batch]
     return order
 
 

@@ -353,8 +353,8 @@ def test_public_names():
 @settings(max_examples=100)
 @given(sizes=st.lists(st.integers(1, 30), min_size=1, max_size=6), n_batches=st.integers(1, 10),
        data=st.data())
-def test_batch_tables_agree(sizes, n_batches, data):
-    from pystratum._assemble import _batch_of_rank
+def test_batch_table_matches_the_cuts(sizes, n_batches, data):
+    import pystratum._assemble as assemble
 
     cuts = np.zeros((len(sizes), n_batches + 2), dtype=np.int64)
     for s, size in enumerate(sizes):
@@ -364,8 +364,14 @@ def test_batch_tables_agree(sizes, n_batches, data):
     expected = np.concatenate([
         np.searchsorted(cuts[s, 1:-1], np.arange(size), side="right") for s, size in enumerate(sizes)
     ])
-    for method in ("repeat", "searchsorted", "running_sum"):
-        np.testing.assert_array_equal(_batch_of_rank(cuts, np.int32, method), expected)
+    np.testing.assert_array_equal(assemble._batch_of_rank(cuts, np.int32), expected)
+    # Groups of strata (as for many strata and small batches) give the same table.
+    chunk_rows = assemble._CHUNK_ROWS
+    try:
+        assemble._CHUNK_ROWS = 2 * (n_batches + 2)
+        np.testing.assert_array_equal(assemble._batch_of_rank(cuts, np.int32), expected)
+    finally:
+        assemble._CHUNK_ROWS = chunk_rows
 
 
 @pytest.mark.parametrize("method", ["running_count", "chunked_sort"])
