@@ -194,11 +194,11 @@ def _encode_integers(values):
     labels = (np.flatnonzero(present) + lo).tolist()
     if present.all():
         return offsets, labels  # already 0..k-1 (e.g. 0/1 labels): no table look-up
-    code_of_offset = (np.cumsum(present) - 1).astype(_code_dtype(len(labels)))
+    code_of_offset = (np.cumsum(present) - 1).astype(smallest_code_dtype(len(labels)))
     return code_of_offset[offsets], labels
 
 
-def _code_dtype(n_codes: int):
+def smallest_code_dtype(n_codes: int):
     """The smallest signed dtype for codes 0..n_codes-1 (keeps N-sized arrays small)."""
     for dtype in (np.int8, np.int16, np.int32):
         if n_codes <= np.iinfo(dtype).max:
@@ -312,5 +312,5 @@ def _finish(codes, labels) -> EncodedStrata:
         codes = code_of_old[codes]
         labels = tuple(label for label, k in zip(labels, keep) if k)
         sizes = sizes[keep]
-    codes = codes.astype(_code_dtype(len(labels)), copy=False)
+    codes = codes.astype(smallest_code_dtype(len(labels)), copy=False)
     return EncodedStrata(codes=codes, labels=tuple(labels), sizes=sizes)
