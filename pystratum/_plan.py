@@ -9,7 +9,7 @@ import numpy as np
 from ._allocation import min_samples_per_stratum_cuts
 from ._assemble import BatchOrder, assemble_batches
 from ._strata import EncodedStrata, encode_strata
-from ._streams import RNG_CHOICES, make_stream
+from ._streams import RNG_CHOICES, stream_for
 from ._validation import check_bool, check_choice, check_int
 
 __all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream"]
@@ -101,13 +101,8 @@ def plan_batches(strata, min_samples_per_stratum, *, seed=None, rng="numpy", epo
     rng = check_choice(rng, "rng", RNG_CHOICES)
     epoch = check_int(epoch, "epoch", minimum=0)
     shuffle = check_bool(shuffle, "shuffle")
-    if not shuffle and seed is not None:
-        raise ValueError(
-            f"seed={seed!r} has no effect since shuffle=False (batches then follow row "
-            f"order). Leave seed=None, or set shuffle=True."
-        )
     # Scalar arguments first (as the R package does), the O(N) strata last.
-    stream = make_stream(rng, seed) if shuffle else None
+    stream = stream_for(rng, seed, shuffle)
     encoded = encode_strata(strata)
     return plan_from_stream(encoded, m, stream, epoch=epoch, rng=rng)
 

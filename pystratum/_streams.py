@@ -25,11 +25,23 @@ import numpy as np
 
 from ._validation import check_int
 
-__all__ = ["RNG_CHOICES", "make_stream", "NumpyStream", "RSeededStream", "SequentialStream"]
+__all__ = ["RNG_CHOICES", "make_stream", "stream_for", "NumpyStream", "RSeededStream", "SequentialStream"]
 
 RNG_CHOICES = ("numpy", "R", "torch")
 
 _INT32_MAX = 2**31 - 1
+
+
+def stream_for(rng: str, seed, shuffle: bool):
+    """The epoch stream, or None for ``shuffle=False`` (row order), where a seed is an error."""
+    if shuffle:
+        return make_stream(rng, seed)
+    if seed is not None:
+        raise ValueError(
+            f"seed={seed!r} has no effect since shuffle=False (batches then follow row "
+            f"order). Leave seed=None, or set shuffle=True."
+        )
+    return None
 
 
 def make_stream(rng: str, seed):

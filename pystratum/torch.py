@@ -34,7 +34,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
 from ._allocation import StratumTooSmallWarning, min_samples_per_stratum_cuts
 from ._plan import BatchPlan, plan_from_stream
 from ._strata import encode_strata
-from ._streams import RNG_CHOICES, fresh_int32_seed, make_stream
+from ._streams import RNG_CHOICES, fresh_int32_seed, make_stream, stream_for
 from ._validation import check_bool, check_choice, check_int
 
 __all__ = ["StratifiedBatchSampler"]
@@ -119,16 +119,10 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         self.drop_last = check_bool(drop_last, "drop_last")
         self.num_replicas, self.rank = _resolve_replicas(num_replicas, rank)
         # Scalar arguments first (as the core does), the O(N) strata after.
-        if not self.shuffle:
-            if seed is not None:
-                raise ValueError(
-                    f"seed must be None when shuffle=False (batches then follow row order and "
-                    f"a seed has no effect), got seed={seed!r}. Leave seed=None, or set "
-                    f"shuffle=True."
-                )
-            self._stream = None
-        else:
-            self._stream = make_stream(self.rng, self._resolve_seed(seed))
+        # The core's check rejects a seed with shuffle=False; a missing seed is
+        # resolved (drawn, or broadcast from rank 0) only when there is shuffling.
+        self._stream = stream_for(self.rng, self._resolve_seed(seed) if self.shuffle else seed,
+                                  self.shuffle)
 
         labels, known_dataset = _labels_from(strata)
         self._encoded = encode_strata(labels)
