@@ -17,7 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["EncodedStrata", "encode_strata"]
+# Besides the encoder, the input predicates and the missing-value check are
+# shared with pystratum.r, which must accept and refuse exactly the same input.
+__all__ = ["EncodedStrata", "encode_strata", "check_object_missing", "is_column_like",
+           "is_dataframe", "raise_missing", "smallest_code_dtype"]
 
 # An integer column whose value range is at most this many times the row
 # count is compacted with bincount (linear time) instead of sorted.
@@ -83,16 +86,16 @@ def _split_columns(strata, name):
             f"pandas Series/DataFrame, 2-D array or list of columns), got "
             f"{name}={strata!r} of type {type(strata).__name__}."
         )
-    if _is_dataframe(strata):
+    if is_dataframe(strata):
         if strata.shape[1] == 0:
             raise ValueError(
                 f"{name} is a DataFrame with zero columns; pass at least one stratum column."
             )
         return [(f"{name}[{col!r}]", strata[col]) for col in strata.columns]
-    if _is_pandas_1d(strata):
+    if is_pandas_1d(strata):
         return [(name, strata)]
     if isinstance(strata, (list, tuple)) and len(strata) > 0 and all(
-        _is_column_like(item) for item in strata
+        is_column_like(item) for item in strata
     ):
         return [(f"{name}[{k}]", item) for k, item in enumerate(strata)]
     array = np.asarray(strata) if not isinstance(strata, np.ndarray) else strata
@@ -111,15 +114,15 @@ def _split_columns(strata, name):
     )
 
 
-def _is_dataframe(obj) -> bool:
+def is_dataframe(obj) -> bool:
     return hasattr(obj, "columns") and hasattr(obj, "iloc") and getattr(obj, "ndim", 0) == 2
 
 
-def _is_pandas_1d(obj) -> bool:
+def is_pandas_1d(obj) -> bool:
     return type(obj).__module__.startswith("pandas") and getattr(obj, "ndim", 0) == 1
 
 
-def _is_column_like(obj) -> bool:
+def is_column_like(obj) -> bool:
     if isinstance(obj, (str, bytes)) or np.isscalar(obj) or obj is None:
         return False
     return getattr(obj, "ndim", 1) == 1 and hasattr(obj, "__len__")
@@ -132,7 +135,7 @@ def _encode_column(column, column_name):
         codes, categories = categorical
         missing = codes < 0
         if missing.any():
-            _raise_missing(column_name, int(np.argmax(missing)), "missing category (NaN)")
+            raise_missing(column_name, int(np.argmax(missing)), "missing category (NaN)")
         return codes, list(categories)
 
     values = column.to_numpy() if hasattr(column, "to_numpy") else np.asarray(column)
@@ -153,7 +156,7 @@ def _encode_column(column, column_name):
         missing = np.isnan(values)
         if missing.any():
             row = int(np.argmax(missing))
-            _raise_missing(column_name, row, _show_value(values[row]))
+            raise_missing(column_name, row, _show_value(values[row]))
         if kind == "f" and np.all(np.isfinite(values)) and np.array_equal(values, np.round(values)):
             # Integral floats (e.g. 0.0/1.0 labels) take the linear-time path.
             codes, labels = _encode_integers(values.astype(np.int64))
@@ -161,12 +164,12 @@ def _encode_column(column, column_name):
         return _encode_sorted(values)
     if kind in "USO":
         if kind == "O":
-            _check_object_missing(values, column_name)
+            check_object_missing(values, column_name)
         return _encode_sorted(values)
     if kind in "mM":
         missing = np.isnat(values)
         if missing.any():
-            _raise_missing(column_name, int(np.argmax(missing)), "NaT")
+            raise_missing(column_name, int(np.argmax(missing)), "NaT")
         return _encode_sorted(values)
     raise TypeError(
         f"{column_name} has dtype {values.dtype}, which cannot be used as stratum labels; "
@@ -225,7 +228,7 @@ def _encode_by_appearance(values):
     return codes, list(code_of_label)
 
 
-def _check_object_missing(values, column_name):
+def check_object_missing(values, column_name):
     pandas = sys.modules.get("pandas")
     if pandas is not None:
         missing = np.asarray(pandas.isna(values), dtype=bool)
@@ -234,7 +237,7 @@ def _check_object_missing(values, column_name):
                               count=values.shape[0])
     if missing.any():
         row = int(np.argmax(missing))
-        _raise_missing(column_name, row, _show_value(values[row]))
+        raise_missing(column_name, row, _show_value(values[row]))
 
 
 def _is_missing_scalar(value) -> bool:
@@ -252,7 +255,7 @@ def _show_value(value) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
-def _raise_missing(column_name, row, shown):
+def raise_missing(column_name, row, shown):
     raise ValueError(
         f"{column_name} has a missing value at row {row} (0-based): {shown}. Every row "
         f"needs a stratum: fill the missing labels (e.g. with their own 'missing' level) "

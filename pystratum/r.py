@@ -34,15 +34,14 @@ thread-safe: call this module from one thread at a time.
 from __future__ import annotations
 
 import contextlib
-import math
 import numbers
-import sys
 import threading
 import warnings
 
 import numpy as np
 
 from ._allocation import StratumTooSmallWarning
+from ._strata import check_object_missing, is_column_like, is_dataframe, raise_missing
 
 __all__ = [
     "RError",
@@ -339,7 +338,7 @@ def _value_to_r(ri, value, name):
     converted = _scalar_to_r(ri, value, name)
     if converted is not None:
         return converted
-    if _is_dataframe(value) or _is_column_like(value):
+    if is_dataframe(value) or is_column_like(value):
         return _strata_to_r(ri, value, name)
     raise TypeError(
         f"{name}={value!r} of type {type(value).__name__} cannot be passed to R; "
@@ -354,7 +353,7 @@ def _strata_to_r(ri, strata, name="strata"):
     Series/Categorical/DataFrame, a 2-D array (one column per variable) or a
     list/tuple of 1-D columns. A scalar goes to R as a length-1 vector.
     """
-    if _is_dataframe(strata):
+    if is_dataframe(strata):
         names = [str(col) for col in strata.columns]
         columns = [strata[col] for col in strata.columns]
         labels = [f"{name}[{col!r}]" for col in strata.columns]
@@ -363,7 +362,7 @@ def _strata_to_r(ri, strata, name="strata"):
     if scalar is not None:
         return scalar
     if isinstance(strata, (list, tuple)) and len(strata) > 0 and all(
-        _is_column_like(item) for item in strata
+        is_column_like(item) for item in strata
     ):
         names = [f"V{k + 1}" for k in range(len(strata))]
         labels = [f"{name}[{k}]" for k in range(len(strata))]
@@ -407,7 +406,7 @@ def _column_to_r(ri, column, name):
         # pandas extension dtypes (Int64, boolean, string, ...): check for NA,
         # then take the plain values.
         values = column.to_numpy(dtype=object)
-        _check_no_missing(values, name)
+        check_object_missing(values, name)
         values = np.asarray(values.tolist())
         if values.dtype.kind == "O":
             return _object_column_to_r(ri, values, name)
@@ -424,13 +423,13 @@ def _column_to_r(ri, column, name):
         values = values.astype(np.float64)
         missing = np.isnan(values)
         if missing.any():
-            _raise_missing(name, int(np.argmax(missing)), "NaN")
+            raise_missing(name, int(np.argmax(missing)), "NaN")
         return ri.FloatSexpVector.from_memoryview(memoryview(np.ascontiguousarray(values)))
     if kind == "c":
         # R has complex vectors; the R package decides whether they are labels.
         missing = np.isnan(values)
         if missing.any():
-            _raise_missing(name, int(np.argmax(missing)), "NaN")
+            raise_missing(name, int(np.argmax(missing)), "NaN")
         return ri.ComplexSexpVector([complex(v) for v in values.tolist()])
     if kind == "U":
         return _strings_to_r(ri, values.tolist(), name)
@@ -468,7 +467,7 @@ def _int_column_to_r(ri, values, name):
 def _object_column_to_r(ri, values, name):
     """Object arrays: all bools, all ints, all reals or all strings (R vectors hold one type)."""
     items = values.tolist()
-    _check_no_missing(values, name)
+    check_object_missing(values, name)
     if all(isinstance(v, (bool, np.bool_)) for v in items):
         return ri.BoolSexpVector([bool(v) for v in items])
     if all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in items):
@@ -518,7 +517,7 @@ def _categorical_to_r(ri, column, name):
     codes = np.asarray(cat.codes, dtype=np.int64)
     missing = codes < 0
     if missing.any():
-        _raise_missing(name, int(np.argmax(missing)), "missing category (NaN)")
+        raise_missing(name, int(np.argmax(missing)), "missing category (NaN)")
     categories = list(cat.categories)
     levels = [str(c) for c in categories]
     if len(set(levels)) != len(levels):
@@ -536,28 +535,6 @@ def _categorical_to_r(ri, column, name):
                 ri.BoolSexpVector([bool(getattr(cat, "ordered", False))]))
 
 
-def _check_no_missing(values, name):
-    pandas = sys.modules.get("pandas")
-    items = values.tolist()
-    for row, value in enumerate(items):
-        if value is None or (pandas is not None and value is pandas.NA) or (
-            isinstance(value, float) and math.isnan(value)
-        ) or type(value).__name__ in ("NAType", "NaTType"):
-            _raise_missing(name, row, repr(value))
-
-
-def _raise_missing(name, row, shown):
-    raise ValueError(
-        f"{name} has a missing value at row {row} (0-based): {shown}. R would read it as NA, "
-        f"and every row needs a stratum: fill the missing labels (e.g. with their own "
-        f"'missing' level) or drop those rows before batching."
-    )
-
-
-def _is_dataframe(obj) -> bool:
-    return hasattr(obj, "columns") and hasattr(obj, "iloc") and getattr(obj, "ndim", 0) == 2
-
-
 def _is_pandas(obj) -> bool:
     return type(obj).__module__.startswith("pandas")
 
@@ -565,12 +542,6 @@ def _is_pandas(obj) -> bool:
 def _is_categorical(obj) -> bool:
     dtype = getattr(obj, "dtype", None)
     return dtype is not None and getattr(dtype, "name", "") == "category"
-
-
-def _is_column_like(obj) -> bool:
-    if isinstance(obj, (str, bytes)) or np.isscalar(obj) or obj is None:
-        return False
-    return getattr(obj, "ndim", 1) == 1 and hasattr(obj, "__len__")
 
 
 # ---------------------------------------------------------------------------
