@@ -19,7 +19,8 @@ import numpy as np
 
 # Besides the encoder, the input predicates and the missing-value check are
 # shared with pystratum.r, which must accept and refuse exactly the same input.
-__all__ = ["EncodedStrata", "encode_strata", "check_object_missing", "is_column_like",
+__all__ = ["EncodedStrata", "encode_strata", "check_object_missing", "first_rows_of_codes",
+           "is_column_like",
            "is_dataframe", "raise_missing", "smallest_code_dtype"]
 
 # An integer column whose value range is at most this many times the row
@@ -271,9 +272,8 @@ def _combine(encoded):
         combined = combined * len(labels) + codes  # int64: no overflow of small code dtypes
         n_levels *= len(labels)
         combined, n_levels = _compact(combined, n_levels)
-    level_codes, inverse = _compact_with_first_rows(combined, n_levels)
     # Label each combined stratum by its column values, read off one member row.
-    first_rows = level_codes
+    first_rows = first_rows_of_codes(combined, n_levels)
     labels = tuple(
         tuple(col_labels[int(col_codes[row])] for col_codes, col_labels in encoded)
         for row in first_rows
@@ -281,7 +281,7 @@ def _combine(encoded):
     order = sorted(range(len(labels)), key=lambda k: _sort_key(labels[k]))
     relabel = np.empty(len(labels), dtype=np.int64)
     relabel[np.asarray(order, dtype=np.int64)] = np.arange(len(labels))
-    return _finish(relabel[inverse], tuple(labels[k] for k in order))
+    return _finish(relabel[combined], tuple(labels[k] for k in order))
 
 
 def _sort_key(label):
@@ -299,11 +299,11 @@ def _compact(codes, n_levels):
     return inverse.reshape(-1), int(uniques.shape[0])
 
 
-def _compact_with_first_rows(codes, n_levels):
-    """Codes already compact (0..n_levels-1, all present): first row of each level."""
+def first_rows_of_codes(codes, n_levels):
+    """First row of each level, for compact codes (0..n_levels-1, all present)."""
     first_rows = np.full(n_levels, codes.shape[0], dtype=np.int64)
     np.minimum.at(first_rows, codes, np.arange(codes.shape[0], dtype=np.int64))
-    return first_rows, codes
+    return first_rows
 
 
 def _finish(codes, labels) -> EncodedStrata:

@@ -33,7 +33,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
 
 from ._allocation import StratumTooSmallWarning, min_samples_per_stratum_cuts
 from ._plan import BatchPlan, plan_from_stream
-from ._strata import encode_strata
+from ._strata import encode_strata, first_rows_of_codes
 from ._streams import RNG_CHOICES, fresh_int32_seed, make_stream, stream_for
 from ._validation import check_bool, check_choice, check_int
 
@@ -305,8 +305,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             codes = self._encoded.codes
             n_strata = self._encoded.n_strata
             # Number strata by first appearance: renaming labels keeps the digest.
-            first_row = np.full(n_strata, codes.shape[0], dtype=np.int64)
-            np.minimum.at(first_row, codes, np.arange(codes.shape[0], dtype=np.int64))
+            first_row = first_rows_of_codes(codes, n_strata)
             dtype = np.uint8 if n_strata <= 256 else np.uint16 if n_strata <= 65536 else np.int32
             canonical = np.empty(n_strata, dtype=dtype)
             canonical[np.argsort(first_row, kind="stable")] = np.arange(n_strata, dtype=dtype)
