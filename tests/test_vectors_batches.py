@@ -44,9 +44,6 @@ def _argument_leading(message: str):
 def test_core_matches_vector(case):
     index_base = HEADER["index_base"]
     strata, m, keywords = arguments_from_case(case, index_base)
-    if "expected_error" not in case and keywords["rng"] != "R":
-        pytest.skip(f"case expects batches from rng={keywords['rng']!r}; only rng='R' "
-                    f"batches are reproducible without R's torch")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if "expected_error" in case:
