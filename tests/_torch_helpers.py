@@ -132,6 +132,15 @@ def worker_main() -> None:
     result = globals()[name](config)
     rank = int(os.environ["RANK"])
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
+    # Frameworks (Lightning) may leave the process group alive; a gloo group
+    # torn down at interpreter exit while a peer still talks to it can abort
+    # the process ("terminate called without an active exception"). Leave
+    # together, then close it.
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 def _toy_data(config):
