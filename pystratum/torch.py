@@ -33,6 +33,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
 
 from ._allocation import StratumTooSmallWarning, min_samples_per_stratum_cuts
 from ._plan import BatchPlan, plan_from_stream
+from ._sharding import rank_batch_count, rank_batch_indices
 from ._strata import encode_strata, first_rows_of_codes
 from ._streams import RNG_CHOICES, fresh_int32_seed, make_stream, stream_for
 from ._validation import check_bool, check_choice, check_int
@@ -174,9 +175,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
 
     def __len__(self) -> int:
         """Batches one ``iter()`` yields on this rank (every epoch, every rank)."""
-        if self.drop_last:
-            return self.num_batches // self.num_replicas
-        return -(-self.num_batches // self.num_replicas)
+        return rank_batch_count(self.num_batches, self.num_replicas, self.drop_last)
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next ``iter()`` serve epoch ``epoch`` (as ``DistributedSampler.set_epoch``).
@@ -357,11 +356,8 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         n_replicas = self.num_replicas
         if n_replicas == 1:
             return order, bounds
-        total = self.num_batches
-        take = len(self)
-        # Padded position j*n + rank holds batch (j*n + rank) % total: short
-        # ranks reuse whole batches from the start of the epoch.
-        chosen = (np.arange(take, dtype=np.int64) * n_replicas + self.rank) % total
+        chosen = rank_batch_indices(self.num_batches, n_replicas, self.rank, self.drop_last)
+        take = chosen.shape[0]
         starts = bounds[:-1][chosen]
         sizes = bounds[1:][chosen] - starts
         rank_bounds = np.zeros(take + 1, dtype=np.int64)
