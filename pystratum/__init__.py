@@ -9,15 +9,19 @@ The core (this namespace) needs numpy only. Framework layers live in
 the R package).
 """
 
-from ._allocation import StratumTooSmallWarning
+from . import policies
 from ._plan import BatchPlan, plan_batches, stratified_batches
 from ._rstream import RStream
+from .policies import FixedSize, MinPerStratum, StratumTooSmallWarning
 
 __all__ = [
     "BatchPlan",
+    "FixedSize",
+    "MinPerStratum",
     "RStream",
     "StratumTooSmallWarning",
     "plan_batches",
+    "policies",
     "stratified_batches",
 ]
 

@@ -54,7 +54,7 @@ def assemble_batches(codes, permutation, rank_cuts, *, sizes=None,
 
     codes:       int array (N,), stratum code per row, ``0..S-1``.
     permutation: int64 array (N,), a permutation of ``0..N-1`` (row positions).
-    rank_cuts:   int array (S, B+1), see ``_allocation``.
+    rank_cuts:   int array (S, B+1), see ``pystratum.policies.Allocation``.
     sizes:       rows per stratum, if the caller has them already.
     method:      force "running_count" or "chunked_sort" (tests); default picks by S.
     """

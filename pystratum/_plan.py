@@ -6,13 +6,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._allocation import min_samples_per_stratum_cuts
 from ._assemble import BatchOrder, assemble_batches
 from ._strata import EncodedStrata, encode_strata
 from ._streams import RNG_CHOICES, stream_for
 from ._validation import check_bool, check_choice, check_int
+from .policies import MinPerStratum, Policy, as_policy
 
-__all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream"]
+__all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream",
+           "resolve_policy", "check_strata_are_groups"]
+
+# Below this many strata, few rows per stratum is plausible (small data);
+# above it, about one row per stratum means a feature column was passed.
+_GROUP_CHECK_MIN_STRATA = 100
 
 
 @dataclass(frozen=True, repr=False)
@@ -24,6 +29,7 @@ class BatchPlan:
     strata:  the stratum labels (tuples for multi-column strata).
     counts:  integer table (num_batches, n_strata): rows of each stratum per batch.
     seed:    pass it again (same ``rng``, ``epoch``) to get the same batches.
+    policy:  the composition (a :class:`pystratum.policies.Policy`).
     """
 
     order: np.ndarray
@@ -34,7 +40,12 @@ class BatchPlan:
     rng: str
     epoch: int
     shuffle: bool
-    min_samples_per_stratum: int
+    policy: Policy
+
+    @property
+    def min_samples_per_stratum(self):
+        """``m`` of a :class:`~pystratum.policies.MinPerStratum` plan, else None."""
+        return self.policy.m if isinstance(self.policy, MinPerStratum) else None
 
     @property
     def num_batches(self) -> int:
@@ -82,8 +93,8 @@ class BatchPlan:
     def __repr__(self) -> str:
         return (
             f"BatchPlan(num_batches={self.num_batches}, n_rows={self.order.shape[0]}, "
-            f"n_strata={len(self.strata)}, min_samples_per_stratum="
-            f"{self.min_samples_per_stratum}, rng={self.rng!r}, seed={self.seed!r}, "
+            f"n_strata={len(self.strata)}, policy={self.policy!r}, rng={self.rng!r}, "
+            f"seed={self.seed!r}, "
             f"epoch={self.epoch}, shuffle={self.shuffle})"
         )
 
@@ -94,57 +105,94 @@ def _label_text(label) -> str:
     return str(label)
 
 
-def plan_batches(strata, min_samples_per_stratum, *, seed=None, rng="numpy", epoch=0,
-                 shuffle=True) -> BatchPlan:
+def resolve_policy(policy, min_samples_per_stratum) -> Policy:
+    """The policy of a call that takes ``policy`` or the older ``min_samples_per_stratum``."""
+    if min_samples_per_stratum is not None:
+        if policy is not None:
+            raise TypeError(
+                f"Pass either policy or min_samples_per_stratum, not both: got policy="
+                f"{policy!r} and min_samples_per_stratum={min_samples_per_stratum!r}. "
+                f"An int policy means min_samples_per_stratum."
+            )
+        policy = min_samples_per_stratum
+    # A missing policy is refused as the shorthand's argument, as in R.
+    return as_policy(policy)
+
+
+def check_strata_are_groups(encoded: EncodedStrata, name: str = "strata") -> None:
+    """Refuse strata with (on average) under two rows each, among many strata.
+
+    A feature table, a row id or a continuous target passed as strata gives
+    about one row per stratum; every batch would then need every stratum, so
+    the whole data set would be one batch. That is never what was meant.
+    """
+    n_strata, n_rows = encoded.n_strata, encoded.n_rows
+    if n_strata >= _GROUP_CHECK_MIN_STRATA and n_rows < 2 * n_strata:
+        raise ValueError(
+            f"{name} has {n_strata} distinct strata for {n_rows} rows (on average "
+            f"{n_rows / n_strata:.2f} rows per stratum): this looks like a feature column, a "
+            f"row id or a continuous target, not group labels, and every batch would have to "
+            f"hold every stratum (one batch with the whole data set). Pass the class or group "
+            f"column(s) as {name}; bin a continuous target first (e.g. numpy.digitize or "
+            f"pandas.qcut)."
+        )
+
+
+def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffle=True,
+                 min_samples_per_stratum=None) -> BatchPlan:
     """Like :func:`stratified_batches`, returning a :class:`BatchPlan` report."""
-    m = check_int(min_samples_per_stratum, "min_samples_per_stratum", minimum=1)
+    policy = resolve_policy(policy, min_samples_per_stratum)
     rng = check_choice(rng, "rng", RNG_CHOICES)
     epoch = check_int(epoch, "epoch", minimum=0)
     shuffle = check_bool(shuffle, "shuffle")
     # Scalar arguments first (as the R package does), the O(N) strata last.
     stream = stream_for(rng, seed, shuffle)
     encoded = encode_strata(strata)
-    return plan_from_stream(encoded, m, stream, epoch=epoch, rng=rng)
+    check_strata_are_groups(encoded)
+    return plan_from_stream(encoded, policy, stream, epoch=epoch, rng=rng)
 
 
-def plan_from_stream(encoded: EncodedStrata, min_samples_per_stratum: int, stream, *,
-                     epoch: int, rng: str) -> BatchPlan:
+def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: int,
+                     rng: str) -> BatchPlan:
     """The plan for already-validated inputs; ``stream=None`` means row order.
 
     Framework layers (the torch sampler) call this with a stream they keep
     across epochs, so sequential streams do not restart every epoch.
     """
     n = encoded.n_rows
+    allocation = policy.allocate(encoded.sizes, encoded.labels, epoch)
     if stream is None:
         permutation = np.arange(n, dtype=np.int64)
     else:
         permutation = stream.permutation(n, epoch)
-    cuts = min_samples_per_stratum_cuts(encoded.sizes, min_samples_per_stratum, encoded.labels)
-    batches = assemble_batches(encoded.codes, permutation, cuts, sizes=encoded.sizes)
+    batches = assemble_batches(encoded.codes, permutation, allocation.cuts, sizes=encoded.sizes)
     return BatchPlan(
         order=batches.order,
         bounds=batches.bounds,
         strata=encoded.labels,
-        counts=np.diff(cuts, axis=1).T,  # same dtype as the cuts (int32 for any real data)
+        counts=allocation.counts,  # same dtype as the cuts (int32 for any real data)
         seed=None if stream is None else stream.seed,
         rng=rng,
         epoch=epoch,
         shuffle=stream is not None,
-        min_samples_per_stratum=min_samples_per_stratum,
+        policy=policy,
     )
 
 
-def stratified_batches(strata, min_samples_per_stratum, *, seed=None, rng="numpy", epoch=0,
-                       shuffle=True) -> list:
-    """Split rows into mini-batches that each contain every stratum.
+def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
+                       shuffle=True, min_samples_per_stratum=None) -> list:
+    """Split rows into mini-batches whose composition the policy guarantees.
 
     Parameters
     ----------
     strata : array-like, pandas Series/DataFrame, 2-D array or list of columns
         One label per row; with several columns every distinct combination of
         values is one stratum.
-    min_samples_per_stratum : int
-        ``m``, the fewest rows of each stratum a batch may hold.
+    policy : int or pystratum.policies.Policy
+        The composition. An int ``m`` means ``MinPerStratum(m)``: the fewest
+        rows of each stratum a batch may hold (``min_samples_per_stratum=m``
+        is accepted too). ``FixedSize(batch_size)`` gives batches of a chosen
+        size with every stratum spread evenly.
     seed : None, int, numpy SeedSequence or Generator
         With ``rng="R"`` an int means R's ``set.seed(seed)``. None draws fresh
         entropy (see :func:`plan_batches` to read back the seed used).
@@ -159,14 +207,16 @@ def stratified_batches(strata, min_samples_per_stratum, *, seed=None, rng="numpy
     -------
     list of int64 numpy arrays of 0-based row positions, one per batch.
 
-    Guarantees: every row appears in exactly one batch; with the smallest
-    stratum of size ``N_min >= m`` there are ``N_min // m`` batches, each
-    holding at least ``m`` rows of every stratum, and a stratum's per-batch
-    counts differ by at most one. Inside a batch rows keep permuted order.
-    The same (strata, m, seed, rng, epoch) always gives the same batches;
-    with ``rng="R"`` they equal R's ``pystratum::stratified_batches`` minus one.
-    If ``N_min < m`` a single batch holds every row and a
-    ``StratumTooSmallWarning`` says so.
+    Guarantees (every policy): every row appears in at most one batch, and
+    in exactly one unless the policy leaves rows out; inside a batch rows
+    keep permuted order; the same (strata, policy, seed, rng, epoch) always
+    gives the same batches, and with ``rng="R"`` they equal R's
+    ``pystratum::stratified_batches`` minus one. ``MinPerStratum(m)``: with
+    the smallest stratum of size ``N_min >= m`` there are ``N_min // m``
+    batches, each holding at least ``m`` rows of every stratum, and a
+    stratum's per-batch counts differ by at most one; if ``N_min < m`` a
+    single batch holds every row and a ``StratumTooSmallWarning`` says so.
+    ``FixedSize``: see :class:`pystratum.policies.FixedSize`.
     """
-    return plan_batches(strata, min_samples_per_stratum, seed=seed, rng=rng, epoch=epoch,
-                        shuffle=shuffle).batches
+    return plan_batches(strata, policy, seed=seed, rng=rng, epoch=epoch, shuffle=shuffle,
+                        min_samples_per_stratum=min_samples_per_stratum).batches

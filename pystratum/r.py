@@ -40,7 +40,7 @@ import warnings
 
 import numpy as np
 
-from ._allocation import StratumTooSmallWarning
+from .policies import StratumTooSmallWarning
 from ._strata import check_object_missing, is_column_like, is_dataframe, raise_missing
 
 __all__ = [

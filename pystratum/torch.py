@@ -31,12 +31,12 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
         "pystratum.torch needs PyTorch: pip install 'pystratum[torch]' (or torch itself)."
     ) from error
 
-from ._allocation import StratumTooSmallWarning, min_samples_per_stratum_cuts
 from ._plan import BatchPlan, plan_from_stream
 from ._sharding import rank_batch_count, rank_batch_indices
 from ._strata import encode_strata, first_rows_of_codes
 from ._streams import RNG_CHOICES, fresh_int32_seed, make_stream, stream_for
 from ._validation import check_bool, check_choice, check_int
+from .policies import MinPerStratum, StratumTooSmallWarning
 
 __all__ = ["StratifiedBatchSampler"]
 
@@ -115,6 +115,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         self.min_samples_per_stratum = check_int(
             min_samples_per_stratum, "min_samples_per_stratum", minimum=1
         )
+        self._policy = MinPerStratum(self.min_samples_per_stratum)
         self.rng = check_choice(rng, "rng", RNG_CHOICES)
         self.shuffle = check_bool(shuffle, "shuffle")
         self.drop_last = check_bool(drop_last, "drop_last")
@@ -135,9 +136,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         # Warn once, here, pointing at the caller's line; epochs do not repeat it.
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StratumTooSmallWarning)
-            cuts = min_samples_per_stratum_cuts(
-                self._encoded.sizes, self.min_samples_per_stratum, self._encoded.labels
-            )
+            cuts = self._policy.allocate(self._encoded.sizes, self._encoded.labels, 0).cuts
         for warning in caught:
             warnings.warn(warning.message, warning.category, stacklevel=2)
         self.num_batches = int(cuts.shape[1] - 1)
@@ -339,7 +338,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         with warnings.catch_warnings():
             # Already said once, at construction.
             warnings.simplefilter("ignore", StratumTooSmallWarning)
-            return plan_from_stream(self._encoded, self.min_samples_per_stratum, self._stream,
+            return plan_from_stream(self._encoded, self._policy, self._stream,
                                     epoch=epoch, rng=self.rng)
 
     def _rank_batches(self, epoch: int):

@@ -1,0 +1,30 @@
+"""Batch compositions: what every batch of an epoch must contain.
+
+A policy turns stratum sizes into an allocation (how many rows of each
+stratum each batch receives); the engine shared by every face (numpy core,
+torch sampler, R package) does the rest. Pass a policy wherever
+``min_samples_per_stratum`` was accepted; an int ``m`` still means
+``MinPerStratum(m)``.
+
+* :class:`MinPerStratum` ``(m)``: at least ``m`` rows of every stratum per
+  batch, as many batches as that allows (R: ``policy_min_per_stratum(m)``).
+* :class:`FixedSize` ``(batch_size, min_per_stratum=1)``: batches of about
+  ``batch_size`` rows, each stratum spread evenly (R: ``policy_fixed_size()``).
+
+New compositions subclass :class:`Policy`; see docs/ARCHITECTURE.md.
+"""
+
+from ._base import Allocation, Policy, as_policy, policy_from_params, registered_policies
+from ._fixed_size import FixedSize
+from ._min_per_stratum import MinPerStratum, StratumTooSmallWarning
+
+__all__ = [
+    "Allocation",
+    "FixedSize",
+    "MinPerStratum",
+    "Policy",
+    "StratumTooSmallWarning",
+    "as_policy",
+    "policy_from_params",
+    "registered_policies",
+]

@@ -1,0 +1,144 @@
+"""The policy protocol: stratum sizes in, an allocation (per-stratum rank cuts) out.
+
+A policy decides *how many* rows of each stratum each batch receives; it
+never sees rows or random numbers. The shared assembly step
+(``pystratum._assemble``) then takes the epoch's permutation, ranks every
+row within its stratum and sends the row of rank ``r`` of stratum ``s`` to
+batch ``b`` when ``cuts[s, b] <= r < cuts[s, b + 1]``. So a new composition
+is one new ``Policy`` subclass, and every face (core, torch sampler, R
+package) serves it without change.
+
+Policies are registered by ``name`` so that plans, sampler states and the
+golden vectors record them as ``{"name": ..., "params": ...}`` and
+:func:`policy_from_params` rebuilds them.
+"""
+
+from __future__ import annotations
+
+import abc
+import inspect
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from .._validation import check_int
+
+__all__ = ["Allocation", "Policy", "as_policy", "policy_from_params", "registered_policies"]
+
+_REGISTRY: dict = {}
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """What a policy decides for one epoch.
+
+    cuts:        int array ``(n_strata, num_batches + 1)``, non-decreasing along
+                 each row, ``cuts[:, 0] == 0`` and ``cuts[s, -1] <= size_s``:
+                 ranks ``cuts[s, b] <= r < cuts[s, b + 1]`` of stratum ``s``
+                 go to batch ``b``; ranks ``>= cuts[s, -1]`` to no batch.
+    row_weights: None, or float64 ``(n_strata,)``: the weight every served row
+                 of stratum ``s`` carries (importance weights of sampling
+                 policies; None means 1 for every row).
+    """
+
+    cuts: np.ndarray
+    row_weights: np.ndarray | None = None
+
+    @property
+    def num_batches(self) -> int:
+        return int(self.cuts.shape[1] - 1)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Rows of each stratum in each batch, shape ``(num_batches, n_strata)``."""
+        return np.diff(self.cuts, axis=1).T
+
+
+class Policy(abc.ABC):
+    """Base of every batch composition.
+
+    Subclasses set ``name`` (registered on definition), validate their
+    parameters in ``__init__``, return them from :meth:`params` (plain JSON
+    values, so ``policy_from_params(p.name, p.params()) == p``), and implement
+    :meth:`allocate`. ``allocate`` must give the same ``num_batches`` for
+    every epoch (``len(sampler)`` relies on it); counts may vary by epoch.
+    """
+
+    name: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("name")
+        if name is not None:
+            if name in _REGISTRY and _REGISTRY[name] is not cls:
+                raise ValueError(f"policy name {name!r} is already registered by "
+                                 f"{_REGISTRY[name].__name__}")
+            _REGISTRY[name] = cls
+
+    @abc.abstractmethod
+    def params(self) -> dict:
+        """The constructor's keyword arguments, as plain JSON values."""
+
+    @abc.abstractmethod
+    def allocate(self, sizes: np.ndarray, labels: tuple, epoch: int) -> Allocation:
+        """The allocation of one epoch for strata of ``sizes`` (int64, every entry >= 1)."""
+
+    def to_dict(self) -> dict:
+        """``{"name": ..., "params": ...}``: what plans, states and vectors record."""
+        return {"name": self.name, "params": self.params()}
+
+    def __eq__(self, other):
+        if not isinstance(other, Policy):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self):
+        return hash((self.name, tuple(sorted(self.params().items()))))
+
+    def __repr__(self) -> str:
+        arguments = ", ".join(f"{key}={value!r}" for key, value in self.params().items())
+        return f"{type(self).__name__}({arguments})"
+
+
+def registered_policies() -> dict:
+    """``{name: class}`` of every policy defined so far."""
+    return dict(_REGISTRY)
+
+
+def policy_from_params(name, params) -> Policy:
+    """Rebuild a policy from what :meth:`Policy.to_dict` recorded."""
+    if not isinstance(name, str) or name not in _REGISTRY:
+        known = ", ".join(repr(k) for k in sorted(_REGISTRY))
+        raise ValueError(f"policy name must be one of {known}, got name={name!r}.")
+    if not isinstance(params, dict):
+        raise TypeError(f"policy params must be a dict of keyword arguments, got "
+                        f"params={params!r} of type {type(params).__name__}.")
+    policy_class = _REGISTRY[name]
+    try:
+        inspect.signature(policy_class).bind(**params)
+    except TypeError as error:
+        raise TypeError(f"policy params {params!r} do not fit {name!r} "
+                        f"({policy_class.__name__}): {error}.") from None
+    return policy_class(**params)
+
+
+def as_policy(policy) -> Policy:
+    """A policy object, or an int as shorthand for ``MinPerStratum(m)``.
+
+    Anything else is refused as the shorthand's argument,
+    ``min_samples_per_stratum``, which is what the R package blames too.
+    """
+    if isinstance(policy, Policy):
+        return policy
+    from ._min_per_stratum import MinPerStratum
+
+    check_int(policy, "min_samples_per_stratum", minimum=1,
+              fix="Pass an int (at least m rows of every stratum per batch) or a policy "
+                  "object such as pystratum.policies.FixedSize(batch_size=64).")
+    return MinPerStratum(policy)
+
+
+def small_cuts(cuts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Cuts as int32 when every stratum fits: with many strata the table holds ~N entries."""
+    return cuts.astype(np.int32) if sizes.max() <= np.iinfo(np.int32).max else cuts

@@ -1,0 +1,87 @@
+"""``FixedSize(batch_size, min_per_stratum=1)``: stratified batches of a chosen size."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_int
+from ._base import Allocation, Policy, small_cuts
+
+__all__ = ["FixedSize", "fixed_size_num_batches"]
+
+
+def fixed_size_num_batches(n_rows: int, batch_size: int) -> int:
+    """``max(1, round(n_rows / batch_size))`` with halves rounded up, in integers.
+
+    The nearest number of batches keeps the mean batch size closest to the
+    request; the integer form (not Python's or R's half-to-even ``round``)
+    makes both languages agree on every input.
+    """
+    return max(1, (2 * n_rows + batch_size) // (2 * batch_size))
+
+
+class FixedSize(Policy):
+    """Batches of about ``batch_size`` rows, each stratum spread as evenly as possible.
+
+    ``B = max(1, round(N / batch_size))`` batches (halves up). Stratum ``s``
+    gives every batch ``N_s // B`` rows; its ``N_s % B`` extra rows go one
+    each to consecutive batches, cyclically, each stratum continuing where
+    the previous one stopped, and in epoch ``k`` the cycle starts where
+    epoch ``k - 1``'s stopped (so no batch is always the big one).
+
+    Guarantees: every row is in exactly one batch per epoch; every batch has
+    ``floor(N / B)`` or ``ceil(N / B)`` rows; a stratum's per-batch counts
+    differ by at most one; every batch holds at least ``min_per_stratum``
+    rows of every stratum. When a stratum is too small for that, a
+    ValueError names it, its size, and the smallest feasible ``batch_size``.
+    """
+
+    name = "fixed_size"
+
+    def __init__(self, batch_size, min_per_stratum=1):
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
+        self.min_per_stratum = check_int(min_per_stratum, "min_per_stratum", minimum=1)
+
+    def params(self) -> dict:
+        return {"batch_size": self.batch_size, "min_per_stratum": self.min_per_stratum}
+
+    def allocate(self, sizes, labels, epoch) -> Allocation:
+        sizes = np.asarray(sizes, dtype=np.int64)
+        n_rows = int(sizes.sum())
+        num_batches = fixed_size_num_batches(n_rows, self.batch_size)
+        base = sizes // num_batches
+        extra = sizes % num_batches
+        self._check_feasible(sizes, labels, num_batches, n_rows)
+        # Extras of stratum s occupy batches start_s, start_s + 1, ... (mod B),
+        # start_s = where stratum s - 1's stopped; the epoch shifts the cycle
+        # by a whole epoch's extras. All < B, so no overflow.
+        total_extra = int(extra.sum()) % num_batches
+        first = (epoch % num_batches) * total_extra % num_batches
+        starts = (first + np.cumsum(extra) - extra) % num_batches
+        batch_ids = np.arange(num_batches, dtype=np.int64)
+        takes_extra = (batch_ids[None, :] - starts[:, None]) % num_batches < extra[:, None]
+        cuts = np.zeros((sizes.shape[0], num_batches + 1), dtype=np.int64)
+        np.cumsum(base[:, None] + takes_extra, axis=1, out=cuts[:, 1:])
+        return Allocation(small_cuts(cuts, sizes))
+
+    def _check_feasible(self, sizes, labels, num_batches, n_rows):
+        m = self.min_per_stratum
+        smallest = int(np.argmin(sizes))
+        n_min = int(sizes[smallest])
+        if n_min // num_batches >= m:
+            return
+        label = labels[smallest] if labels is not None else smallest
+        most_batches = n_min // m
+        if most_batches == 0:
+            fix = (f"No batch size can do that: lower min_per_stratum to at most {n_min}, or "
+                   f"use a policy that oversamples small strata.")
+        else:
+            # Smallest b with round(N / b) <= most_batches: N / b < most_batches + 1/2.
+            smallest_size = 2 * n_rows // (2 * most_batches + 1) + 1
+            fix = (f"Use batch_size >= {smallest_size} (at most {most_batches} batches), lower "
+                   f"min_per_stratum, or use a policy that oversamples small strata.")
+        raise ValueError(
+            f"batch_size={self.batch_size} gives {num_batches} batches of {n_rows} rows, but "
+            f"stratum {label!r} has only {n_min} rows: it cannot give every batch "
+            f"min_per_stratum={m} row(s). {fix}"
+        )
