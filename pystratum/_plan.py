@@ -160,7 +160,7 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     across epochs, so sequential streams do not restart every epoch.
     """
     n = encoded.n_rows
-    allocation = policy.allocate(encoded.sizes, encoded.labels, epoch)
+    allocation = policy.allocate(encoded, epoch)
     if stream is None:
         permutation = np.arange(n, dtype=np.int64)
     else:

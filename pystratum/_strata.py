@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -48,6 +49,16 @@ class EncodedStrata:
     @property
     def n_strata(self) -> int:
         return int(self.sizes.shape[0])
+
+    @cached_property
+    def first_rows(self) -> np.ndarray:
+        """int64, the first row position of each stratum.
+
+        Policies that treat strata in turn (e.g. FixedSize's cyclic extras)
+        take them in order of first appearance: a property of the data, so
+        it is the same in both languages and under any relabelling.
+        """
+        return first_rows_of_codes(self.codes, self.n_strata)
 
 
 def encode_strata(strata, *, name: str = "strata") -> EncodedStrata:

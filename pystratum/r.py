@@ -40,7 +40,8 @@ import warnings
 
 import numpy as np
 
-from .policies import StratumTooSmallWarning
+from ._plan import resolve_policy
+from .policies import Policy, StratumTooSmallWarning
 from ._strata import check_object_missing, is_column_like, is_dataframe, raise_missing
 
 __all__ = [
@@ -590,13 +591,13 @@ def _raise_r_conditions(outcome, stacklevel):
     raise exception
 
 
-def stratified_batches(strata, min_samples_per_stratum, *, seed=None, rng="R", epoch=0,
-                       shuffle=True) -> list:
+def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
+                       shuffle=True, min_samples_per_stratum=None) -> list:
     """R's ``pystratum::stratified_batches``, with batches as 0-based int64 arrays.
 
     Same arguments and guarantees as :func:`pystratum.stratified_batches`
-    (every batch holds at least ``min_samples_per_stratum`` rows of every
-    stratum when the smallest stratum has that many), computed by the R
+    (``policy``: a :mod:`pystratum.policies` object, rebuilt in R by name and
+    parameters, or a number, R's shorthand for ``policy_min_per_stratum``), computed by the R
     package in embedded R. With ``rng="R"`` (the default here, as in R) the
     batches equal the Python core's ``rng="R"`` batches for the same seed and
     epoch; R's own ``.Random.seed`` is left untouched.
@@ -610,9 +611,9 @@ def stratified_batches(strata, min_samples_per_stratum, *, seed=None, rng="R", e
     session = _session()
     ri = session.ri
     with session.calling():
-        given = {"strata": strata, "min_samples_per_stratum": min_samples_per_stratum,
-                 "seed": seed, "rng": rng, "epoch": epoch, "shuffle": shuffle}
+        given = {"strata": strata, "seed": seed, "rng": rng, "epoch": epoch, "shuffle": shuffle}
         arguments = {name: _argument_to_r(ri, value, name) for name, value in given.items()}
+        arguments.update(_policy_arguments(session, policy, min_samples_per_stratum))
         outcome = session.helper("stratified_batches")(**arguments)
         _raise_r_conditions(outcome, stacklevel=2)
         if not bool(_field(outcome, "is_list")[0]):
@@ -630,6 +631,24 @@ def stratified_batches(strata, min_samples_per_stratum, *, seed=None, rng="R", e
     if sizes.size == 0:
         return []
     return np.split(positions, np.cumsum(sizes[:-1]))
+
+
+def _policy_arguments(session, policy, min_samples_per_stratum):
+    """The policy as R arguments: a policy object rebuilt in R, a number as R reads it."""
+    if policy is not None and min_samples_per_stratum is not None:
+        resolve_policy(policy, min_samples_per_stratum)  # raises the core's "not both" error
+    if min_samples_per_stratum is not None:
+        policy = min_samples_per_stratum
+    if not isinstance(policy, Policy):
+        # R validates the number (or refuses the value) as min_samples_per_stratum.
+        return {"min_samples_per_stratum": _argument_to_r(session.ri, policy,
+                                                          "min_samples_per_stratum")}
+    record = policy.to_dict()
+    params = session.ro.vectors.ListVector({
+        key: _argument_to_r(session.ri, value, key) for key, value in record["params"].items()
+    })
+    rebuild = session.ro.r("pystratum:::policy_from_params")
+    return {"policy": rebuild(session.ri.StrSexpVector([record["name"]]), params)}
 
 
 def batch_sampler_stratified(min_samples_per_stratum, *, shuffle=True, seed=None, rng="torch"):

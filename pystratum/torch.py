@@ -136,7 +136,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         # Warn once, here, pointing at the caller's line; epochs do not repeat it.
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StratumTooSmallWarning)
-            cuts = self._policy.allocate(self._encoded.sizes, self._encoded.labels, 0).cuts
+            cuts = self._policy.allocate(self._encoded, 0).cuts
         for warning in caught:
             warnings.warn(warning.message, warning.category, stacklevel=2)
         self.num_batches = int(cuts.shape[1] - 1)

@@ -26,6 +26,7 @@ __all__ = [
     "VectorFileMissing",
     "arguments_from_case",
     "load_cases",
+    "policy_from_case",
     "scalar_from_json",
     "strata_from_json",
     "zero_based",
@@ -123,8 +124,17 @@ def _column_from_json(column, index_base):
     raise ValueError(f"unknown column type {kind!r} in a vector file (column {column!r}).")
 
 
+def policy_from_case(case):
+    """The case's policy, rebuilt from its record (raises as the constructor does)."""
+    from pystratum.policies import policy_from_params
+
+    record = case["input"]["policy"]
+    return policy_from_params(record["name"], {key: scalar_from_json(value)
+                                               for key, value in record["params"].items()})
+
+
 def arguments_from_case(case, index_base: int):
-    """``(strata, min_samples_per_stratum, keyword arguments)`` for a case's input."""
+    """``(strata, keyword arguments)`` for a case's input; the policy: :func:`policy_from_case`."""
     given = case["input"]
     strata = strata_from_json(given["strata"], index_base)
     keywords = {}
@@ -133,4 +143,4 @@ def arguments_from_case(case, index_base: int):
             keywords[name] = scalar_from_json(given[name])
         else:
             keywords[name] = default
-    return strata, scalar_from_json(given["min_samples_per_stratum"]), keywords
+    return strata, keywords

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import pystratum
 from pystratum import RStream, StratumTooSmallWarning, plan_batches, stratified_batches
-from pystratum.policies import MinPerStratum
+from pystratum.policies import MinPerStratum, strata_of_sizes
 from pystratum._assemble import assemble_batches
 from pystratum._streams import NumpyStream
 
@@ -156,7 +156,7 @@ def test_float_rounding_defect_is_absent():
         batches = stratified_batches(strata, 1, seed=seed)
         assert len(batches) == 3
         assert [int(strata[b].sum()) for b in batches] == [1, 1, 1]
-    assert MinPerStratum(1).allocate([187, 3], None, 0).cuts.tolist() == [[0, 62, 124, 187], [0, 1, 2, 3]]
+    assert MinPerStratum(1).allocate(strata_of_sizes([187, 3]), 0).cuts.tolist() == [[0, 62, 124, 187], [0, 1, 2, 3]]
 
 
 def test_blog_example_without_shuffle():
@@ -386,7 +386,7 @@ def test_assembly_across_chunk_boundaries(monkeypatch, chunk_rows, method):
         codes = np.concatenate([np.arange(n_strata), rng.integers(0, n_strata, 300)]).astype(np.int8)
         permutation = rng.permutation(codes.size)
         for m in (1, 3):
-            cuts = MinPerStratum(m).allocate(np.bincount(codes), None, 0).cuts
+            cuts = MinPerStratum(m).allocate(strata_of_sizes(np.bincount(codes)), 0).cuts
             got = assemble_batches(codes, permutation, cuts, method=method).batches()
             assert_same_batches(got, reference_batches(codes, permutation, m))
 

@@ -302,7 +302,41 @@ def bad_input_configs():
     return configs
 
 
+def fixed_size_configs(count=60, seed=CONFIG_SEED + 1):
+    """FixedSize on generated strata: batch sizes from tiny (infeasible: same error) to huge."""
+    gen = np.random.default_rng(seed)
+    configs = []
+    for k in range(count):
+        n_strata = int(gen.integers(1, 8))
+        sizes = _stratum_sizes(gen, int(gen.integers(2, 3000)), n_strata,
+                               float(np.exp(gen.uniform(0, np.log(200)))))
+        codes, layout = _row_codes(gen, sizes)
+        n_rows, n_min = int(codes.shape[0]), int(sizes.min())
+        minimum = int(gen.choice([1, 1, 2, 3]))
+        # The smallest feasible batch size (FixedSize's error message states the same rule).
+        most_batches = max(1, n_min // minimum)
+        smallest_size = 2 * n_rows // (2 * most_batches + 1) + 1
+        batch_size = int(gen.choice([1, smallest_size - 1, smallest_size,
+                                     smallest_size + int(gen.integers(0, 50)),
+                                     int(gen.integers(1, 2 * n_rows + 2))],
+                                    p=[0.1, 0.1, 0.3, 0.3, 0.2]))
+        batch_size = max(1, batch_size)
+        columns, kinds = _strata_columns(gen, codes, sizes.shape[0], int(gen.choice([1, 2])))
+        strata, container = _wrap(gen, columns, kinds)
+        shuffle = bool(gen.random() < 0.85)
+        seed_value = _seed(gen) if shuffle else None
+        epoch = int(gen.integers(0, 6)) if shuffle else 0
+        policy = pystratum.FixedSize(batch_size, minimum)
+        configs.append(Config(
+            id=f"fixed{k:02d}-N{n_rows}-S{sizes.shape[0]}-b{batch_size}-min{minimum}",
+            strata=strata, m=policy, seed=seed_value, epoch=epoch, shuffle=shuffle,
+            describe=f"N={n_rows} S={sizes.shape[0]} {layout} {policy!r} {container} "
+                     f"seed={seed_value} epoch={epoch}"))
+    return configs
+
+
 RANDOM_CONFIGS = random_configs()
+FIXED_SIZE_CONFIGS = fixed_size_configs()
 EDGE_CONFIGS = edge_configs()
 BAD_CONFIGS = bad_input_configs()
 
@@ -379,6 +413,19 @@ def test_same_batches_as_r(r_session, config):
     r_side = run(pr.stratified_batches, config, from_r=True)
     py_side = run(pystratum.stratified_batches, config, from_r=False)
     assert_same(config, r_side, py_side)
+
+
+@pytest.mark.parametrize("config", FIXED_SIZE_CONFIGS, ids=[c.id for c in FIXED_SIZE_CONFIGS])
+def test_same_fixed_size_batches_as_r(r_session, config):
+    r_side = run(pr.stratified_batches, config, from_r=True)
+    py_side = run(pystratum.stratified_batches, config, from_r=False)
+    assert_same(config, r_side, py_side)
+
+
+def test_fixed_size_configurations_reach_both_outcomes():
+    outcomes = [run(pystratum.stratified_batches, c, from_r=False) for c in FIXED_SIZE_CONFIGS]
+    assert sum(o.error is not None for o in outcomes) >= 5
+    assert sum(o.error is None and len(o.batches) > 1 for o in outcomes) >= 30
 
 
 @pytest.mark.parametrize("config", BAD_CONFIGS, ids=[c.id for c in BAD_CONFIGS])

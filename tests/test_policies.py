@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import pystratum
 from pystratum.policies import (Allocation, FixedSize, MinPerStratum, Policy, as_policy,
-                                policy_from_params, registered_policies)
+                                policy_from_params, registered_policies, strata_of_sizes)
 from pystratum.policies._fixed_size import fixed_size_num_batches
 
 stratum_sizes = st.lists(st.integers(1, 400), min_size=1, max_size=8)
@@ -47,8 +47,8 @@ def test_a_new_policy_registers_itself_and_runs_through_the_core():
         def params(self):
             return {}
 
-        def allocate(self, sizes, labels, epoch):
-            sizes = np.asarray(sizes)
+        def allocate(self, strata, epoch):
+            sizes = strata.sizes
             return Allocation(np.stack([np.zeros_like(sizes), sizes], axis=1))
 
     try:
@@ -108,9 +108,9 @@ def test_fixed_size_guarantees(sizes, batch_size, epoch):
     policy = FixedSize(batch_size)
     if sizes.min() < num_batches:
         with pytest.raises(ValueError, match="batch_size"):
-            policy.allocate(sizes, None, epoch)
+            policy.allocate(strata_of_sizes(sizes), epoch)
         return
-    allocation = policy.allocate(sizes, tuple(range(len(sizes))), epoch)
+    allocation = policy.allocate(strata_of_sizes(sizes), epoch)
     _check_cuts(allocation, sizes)
     counts = allocation.counts
     assert allocation.num_batches == num_batches == max(1, round(n / batch_size + 1e-12))
@@ -129,7 +129,7 @@ def test_fixed_size_extras_rotate_so_no_batch_is_always_the_big_one(sizes, batch
     num_batches = fixed_size_num_batches(int(sizes.sum()), batch_size)
     if sizes.min() < num_batches:
         return
-    totals = sum(policy.allocate(sizes, None, epoch).counts.sum(axis=1)
+    totals = sum(policy.allocate(strata_of_sizes(sizes), epoch).counts.sum(axis=1)
                  for epoch in range(num_batches))
     # Over B consecutive epochs every batch position gets the same number of rows.
     assert len(set(totals.tolist())) == 1
@@ -137,10 +137,10 @@ def test_fixed_size_extras_rotate_so_no_batch_is_always_the_big_one(sizes, batch
 
 def test_fixed_size_example_by_hand():
     # 10 + 7 rows, batch_size 5 -> round(17 / 5) = 3 batches of 6, 6, 5 (extras 1 and 1).
-    allocation = FixedSize(5).allocate([10, 7], ("a", "b"), 0)
+    allocation = FixedSize(5).allocate(strata_of_sizes([10, 7], ("a", "b")), 0)
     assert allocation.counts.tolist() == [[4, 2], [3, 3], [3, 2]]
     # Epoch 1 starts the extras where epoch 0 stopped (batch 2).
-    assert FixedSize(5).allocate([10, 7], ("a", "b"), 1).counts.tolist() == [[3, 3], [3, 2], [4, 2]]
+    assert FixedSize(5).allocate(strata_of_sizes([10, 7], ("a", "b")), 1).counts.tolist() == [[3, 3], [3, 2], [4, 2]]
 
 
 @pytest.mark.parametrize("n, batch_size, expected", [(100, 30, 3), (100, 40, 3), (100, 200, 1),
@@ -154,7 +154,7 @@ def test_infeasible_fixed_size_names_the_stratum_and_a_batch_size_that_works(siz
     sizes = np.asarray(sizes, dtype=np.int64)
     labels = tuple(f"s{k}" for k in range(len(sizes)))
     try:
-        FixedSize(batch_size, m).allocate(sizes, labels, 0)
+        FixedSize(batch_size, m).allocate(strata_of_sizes(sizes, labels), 0)
         return
     except ValueError as error:
         message = str(error)
@@ -166,11 +166,11 @@ def test_infeasible_fixed_size_names_the_stratum_and_a_batch_size_that_works(siz
         return
     suggested = int(message.split("batch_size >= ")[1].split(" ")[0])
     # The suggestion works, and one less does not: it is the smallest feasible size.
-    counts = FixedSize(suggested, m).allocate(sizes, labels, 0).counts
+    counts = FixedSize(suggested, m).allocate(strata_of_sizes(sizes, labels), 0).counts
     assert counts.min() >= m
     if suggested > 1:
         with pytest.raises(ValueError):
-            FixedSize(suggested - 1, m).allocate(sizes, labels, 0)
+            FixedSize(suggested - 1, m).allocate(strata_of_sizes(sizes, labels), 0)
 
 
 @pytest.mark.parametrize("kwargs, argument", [({"batch_size": 0}, "batch_size"),
@@ -181,6 +181,17 @@ def test_infeasible_fixed_size_names_the_stratum_and_a_batch_size_that_works(siz
 def test_fixed_size_arguments_are_checked(kwargs, argument):
     with pytest.raises((TypeError, ValueError), match=f"^{argument} must be"):
         FixedSize(**kwargs)
+
+
+def test_fixed_size_takes_strata_in_order_of_first_appearance_not_label_order():
+    # Same rows, labels swapped: the batches must not change (only the partition matters).
+    rows = np.repeat([0, 1, 0, 1], [10, 7, 5, 3])
+    a = pystratum.stratified_batches(rows, FixedSize(5), seed=2, epoch=1)
+    b = pystratum.stratified_batches(1 - rows, FixedSize(5), seed=2, epoch=1)
+    c = pystratum.stratified_batches(np.where(rows == 0, "z", "a"), FixedSize(5), seed=2, epoch=1)
+    for x, y, z in zip(a, b, c):
+        np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(x, z)
 
 
 def test_fixed_size_batches_through_the_core():

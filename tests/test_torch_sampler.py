@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader, Dataset, TensorDataset
 from _torch_helpers import (assert_every_batch_holds, assert_one_epoch, imbalanced_labels,
                             run_ranks, stratum_counts)
 from pystratum import RStream, StratumTooSmallWarning, plan_batches
-from pystratum.policies import MinPerStratum
+from pystratum.policies import MinPerStratum, strata_of_sizes
 from pystratum._assemble import assemble_batches
 from pystratum._strata import encode_strata
 from pystratum.torch import StratifiedBatchSampler
@@ -148,7 +148,7 @@ def test_global_torch_rng_untouched(labels):
 def test_rng_torch_is_randperm_of_a_private_generator(labels):
     generator = torch.Generator().manual_seed(11)
     encoded = encode_strata(labels)
-    cuts = MinPerStratum(M).allocate(encoded.sizes, None, 0).cuts
+    cuts = MinPerStratum(M).allocate(encoded, 0).cuts
     sampler = StratifiedBatchSampler(labels, M, seed=11, rng="torch")
     for _ in range(3):
         permutation = torch.randperm(N_ROWS, generator=generator).numpy()
@@ -167,7 +167,7 @@ def test_rng_torch_same_batches_in_another_process(labels, tmp_path):
 def test_rng_r_epochs_are_consecutive_rstream_permutations(labels):
     stream = RStream(2024)
     encoded = encode_strata(labels)
-    cuts = MinPerStratum(M).allocate(encoded.sizes, None, 0).cuts
+    cuts = MinPerStratum(M).allocate(encoded, 0).cuts
     sampler = StratifiedBatchSampler(labels, M, seed=2024, rng="R")
     for _ in range(3):
         expected = assemble_batches(encoded.codes, stream.permutation(N_ROWS), cuts).batches()

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import pystratum
-from _vectors import VectorFileMissing, arguments_from_case, load_cases, zero_based
+from _vectors import (VectorFileMissing, arguments_from_case, load_cases, policy_from_case,
+                      zero_based)
 
 VECTOR_FILE = "batches.json"
 
@@ -43,14 +44,14 @@ def _argument_leading(message: str):
 @pytest.mark.parametrize("case", CASES, ids=[str(case["id"]) for case in CASES])
 def test_core_matches_vector(case):
     index_base = HEADER["index_base"]
-    strata, m, keywords = arguments_from_case(case, index_base)
+    strata, keywords = arguments_from_case(case, index_base)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if "expected_error" in case:
             expected = case["expected_error"]
             error_class = ERROR_CLASSES[expected["class"]]
             with pytest.raises((TypeError, ValueError)) as raised:
-                pystratum.stratified_batches(strata, m, **keywords)
+                pystratum.stratified_batches(strata, policy_from_case(case), **keywords)
             assert type(raised.value) is error_class or isinstance(raised.value, error_class), (
                 f"{case['id']}: R raises {expected['class']}, Python raised "
                 f"{type(raised.value).__name__}: {raised.value}"
@@ -60,7 +61,7 @@ def test_core_matches_vector(case):
                 f"start with it: {raised.value}"
             )
             return
-        batches = pystratum.stratified_batches(strata, m, **keywords)
+        batches = pystratum.stratified_batches(strata, policy_from_case(case), **keywords)
     expected = zero_based(case["expected"]["batches"], index_base)
     assert len(batches) == len(expected), (
         f"{case['id']}: {len(batches)} batches, R has {len(expected)}"

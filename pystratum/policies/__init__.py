@@ -14,7 +14,8 @@ torch sampler, R package) does the rest. Pass a policy wherever
 New compositions subclass :class:`Policy`; see docs/ARCHITECTURE.md.
 """
 
-from ._base import Allocation, Policy, as_policy, policy_from_params, registered_policies
+from ._base import (Allocation, Policy, as_policy, policy_from_params, registered_policies,
+                    strata_of_sizes)
 from ._fixed_size import FixedSize
 from ._min_per_stratum import MinPerStratum, StratumTooSmallWarning
 
@@ -27,4 +28,5 @@ __all__ = [
     "as_policy",
     "policy_from_params",
     "registered_policies",
+    "strata_of_sizes",
 ]

@@ -24,7 +24,8 @@ import numpy as np
 
 from .._validation import check_int
 
-__all__ = ["Allocation", "Policy", "as_policy", "policy_from_params", "registered_policies"]
+__all__ = ["Allocation", "Policy", "as_policy", "policy_from_params", "registered_policies",
+           "strata_of_sizes"]
 
 _REGISTRY: dict = {}
 
@@ -81,8 +82,15 @@ class Policy(abc.ABC):
         """The constructor's keyword arguments, as plain JSON values."""
 
     @abc.abstractmethod
-    def allocate(self, sizes: np.ndarray, labels: tuple, epoch: int) -> Allocation:
-        """The allocation of one epoch for strata of ``sizes`` (int64, every entry >= 1)."""
+    def allocate(self, strata, epoch: int) -> Allocation:
+        """The allocation of one epoch.
+
+        ``strata`` describes the strata, not the rows: ``.sizes`` (int64, every
+        entry >= 1), ``.labels`` (for messages) and ``.first_rows`` (the first
+        row of each stratum; computed on first use, so only policies that
+        need an order of strata pay for it). ``pystratum._strata.EncodedStrata``
+        is one; :func:`strata_of_sizes` makes one from sizes alone.
+        """
 
     def to_dict(self) -> dict:
         """``{"name": ..., "params": ...}``: what plans, states and vectors record."""
@@ -99,6 +107,24 @@ class Policy(abc.ABC):
     def __repr__(self) -> str:
         arguments = ", ".join(f"{key}={value!r}" for key, value in self.params().items())
         return f"{type(self).__name__}({arguments})"
+
+
+@dataclass(frozen=True)
+class StrataOfSizes:
+    """Strata known by their sizes only, appearing in the order given."""
+
+    sizes: np.ndarray
+    labels: tuple
+    first_rows: np.ndarray
+
+
+def strata_of_sizes(sizes, labels=None) -> StrataOfSizes:
+    """Strata of the given sizes whose rows come stratum by stratum (for tests and tools)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if labels is None:
+        labels = tuple(range(sizes.shape[0]))
+    first_rows = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    return StrataOfSizes(sizes, tuple(labels), first_rows)
 
 
 def registered_policies() -> dict:

@@ -25,9 +25,10 @@ class FixedSize(Policy):
 
     ``B = max(1, round(N / batch_size))`` batches (halves up). Stratum ``s``
     gives every batch ``N_s // B`` rows; its ``N_s % B`` extra rows go one
-    each to consecutive batches, cyclically, each stratum continuing where
-    the previous one stopped, and in epoch ``k`` the cycle starts where
-    epoch ``k - 1``'s stopped (so no batch is always the big one).
+    each to consecutive batches, cyclically, strata taken in order of first
+    appearance in the data, each continuing where the previous one stopped;
+    in epoch ``k`` the cycle starts where epoch ``k - 1``'s stopped (so no
+    batch is always the big one).
 
     Guarantees: every row is in exactly one batch per epoch; every batch has
     ``floor(N / B)`` or ``ceil(N / B)`` rows; a stratum's per-batch counts
@@ -45,19 +46,22 @@ class FixedSize(Policy):
     def params(self) -> dict:
         return {"batch_size": self.batch_size, "min_per_stratum": self.min_per_stratum}
 
-    def allocate(self, sizes, labels, epoch) -> Allocation:
-        sizes = np.asarray(sizes, dtype=np.int64)
+    def allocate(self, strata, epoch) -> Allocation:
+        sizes, labels = strata.sizes, strata.labels
         n_rows = int(sizes.sum())
         num_batches = fixed_size_num_batches(n_rows, self.batch_size)
         base = sizes // num_batches
         extra = sizes % num_batches
         self._check_feasible(sizes, labels, num_batches, n_rows)
-        # Extras of stratum s occupy batches start_s, start_s + 1, ... (mod B),
-        # start_s = where stratum s - 1's stopped; the epoch shifts the cycle
-        # by a whole epoch's extras. All < B, so no overflow.
+        # Extras of a stratum occupy batches start, start + 1, ... (mod B), where
+        # the previous stratum's stopped, strata in order of first appearance
+        # (a property of the data, not of the label coding, so R agrees); the
+        # epoch shifts the cycle by a whole epoch's extras. All < B: no overflow.
         total_extra = int(extra.sum()) % num_batches
         first = (epoch % num_batches) * total_extra % num_batches
-        starts = (first + np.cumsum(extra) - extra) % num_batches
+        turn = np.argsort(strata.first_rows, kind="stable")
+        starts = np.empty_like(extra)
+        starts[turn] = (first + np.cumsum(extra[turn]) - extra[turn]) % num_batches
         batch_ids = np.arange(num_batches, dtype=np.int64)
         takes_extra = (batch_ids[None, :] - starts[:, None]) % num_batches < extra[:, None]
         cuts = np.zeros((sizes.shape[0], num_batches + 1), dtype=np.int64)
@@ -70,7 +74,7 @@ class FixedSize(Policy):
         n_min = int(sizes[smallest])
         if n_min // num_batches >= m:
             return
-        label = labels[smallest] if labels is not None else smallest
+        label = labels[smallest]
         most_batches = n_min // m
         if most_batches == 0:
             fix = (f"No batch size can do that: lower min_per_stratum to at most {n_min}, or "

@@ -40,13 +40,13 @@ class MinPerStratum(Policy):
     def params(self) -> dict:
         return {"m": self.m}
 
-    def allocate(self, sizes, labels, epoch) -> Allocation:
-        sizes = np.asarray(sizes, dtype=np.int64)
+    def allocate(self, strata, epoch) -> Allocation:
+        sizes, labels = strata.sizes, strata.labels
         m = self.m
         smallest = int(np.argmin(sizes))
         n_min = int(sizes[smallest])
         if n_min < m:
-            label = labels[smallest] if labels is not None else smallest
+            label = labels[smallest]
             warnings.warn(
                 f"The smallest stratum ({label!r}) has {n_min} rows, fewer than "
                 f"min_samples_per_stratum={m}: returning a single batch with every row. "

@@ -10,13 +10,23 @@
 # some indexing: no R-level loop over rows and no per-row multiplication
 # that could overflow or round.
 
-# Rows of each stratum (rows of the matrix) in each batch (columns).
-# Guarantee: when N_min >= m every entry is >= m, and the entries of a row
-# differ by at most one.
-batch_counts = function(sizes, min_samples_per_stratum) {
+# Rank cuts of the stratified allocation: an S x (B + 1) matrix, see policies.R.
+# Guarantee: when N_min >= m every batch gets >= m ranks of every stratum,
+# and a stratum's per-batch counts differ by at most one.
+min_per_stratum_cuts = function(sizes, min_samples_per_stratum) {
+  sizes = as.double(sizes)
   n_batches = max(1, min(sizes) %/% min_samples_per_stratum)
-  edges = seq.int(0, n_batches)
-  cuts = outer(as.double(sizes), edges, function(size, b) floor_mul_div(size, b, n_batches))
+  outer(sizes, seq.int(0, n_batches), function(size, b) floor_mul_div(size, b, n_batches))
+}
+
+# Rows of each stratum (rows of the matrix) in each batch (columns).
+batch_counts = function(sizes, min_samples_per_stratum) {
+  counts_from_cuts(min_per_stratum_cuts(sizes, min_samples_per_stratum))
+}
+
+# S x (B + 1) rank cuts -> S x B integer counts.
+counts_from_cuts = function(cuts) {
+  n_batches = ncol(cuts) - 1L
   counts = cuts[, -1L, drop = FALSE] - cuts[, -(n_batches + 1L), drop = FALSE]
   storage.mode(counts) = "integer"
   counts

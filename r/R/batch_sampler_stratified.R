@@ -4,8 +4,9 @@
 #' `batch_sampler` parameter of mlr3torch learners. mlr3torch creates one
 #' instance per data loader with the learner's `task_dataset`; the instance
 #' reads the strata from the task's `stratum` column role and serves batches
-#' in which every stratum has at least `min_samples_per_stratum` rows, with
-#' the allocation of [stratified_batches()].
+#' with the composition the `policy` guarantees (a number `m`: every stratum
+#' has at least `m` rows in every batch; see [policies]), with the allocation
+#' of [stratified_batches()].
 #'
 #' @section Strata:
 #' The stratum columns are `task$col_roles$stratum` (one or several columns;
@@ -25,7 +26,7 @@
 #' * With a `seed`: a private stream (torch's after `torch_manual_seed(seed)`,
 #'   or R's after `set.seed(seed)` for `rng = "R"`); epoch `k` uses its
 #'   `(k + 1)`-th permutation, exactly as
-#'   `stratified_batches(strata, min_samples_per_stratum, seed = seed, rng = rng, epoch = k)`
+#'   `stratified_batches(strata, policy, seed = seed, rng = rng, epoch = k)`
 #'   and the Python package's samplers do. The global generators (torch's,
 #'   and R's `.Random.seed`) are saved and restored around every draw.
 #' * `rng = "R"`, `seed = NULL`: R's session stream, which the learner's
@@ -66,11 +67,11 @@
 #' task = mlr3::tsk("sonar")
 #' task$col_roles$stratum = "Class"
 #' learner = mlr3::lrn("classif.mlp", epochs = 3, batch_size = 10, seed = 1,
-#'   batch_sampler = batch_sampler_stratified(min_samples_per_stratum = 2))
+#'   batch_sampler = batch_sampler_stratified(2))
 #' learner$train(task)
-batch_sampler_stratified = function(min_samples_per_stratum, shuffle = TRUE, seed = NULL,
-  rng = c("torch", "R")) {
-  m = assert_whole_number(min_samples_per_stratum, "min_samples_per_stratum", minimum = 1)
+batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL, rng = c("torch", "R"),
+  min_samples_per_stratum = NULL) {
+  policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
   rng = if (missing(rng)) "torch" else assert_choice(rng, "rng", c("torch", "R"))
   shuffle = assert_flag(shuffle, "shuffle")
   assert_seed_with_shuffle(seed, shuffle)
@@ -80,7 +81,7 @@ batch_sampler_stratified = function(min_samples_per_stratum, shuffle = TRUE, see
     "pystratum_batch_sampler_stratified",
     initialize = function(data_source) {
       self$data_source = data_source
-      self$plan = sampler_plan(data_source, m, shuffle, seed, rng)
+      self$plan = sampler_plan(data_source, policy, shuffle, seed, rng)
     },
     .iter = function() {
       self$plan$iter(coro::exhausted())
@@ -96,13 +97,12 @@ batch_sampler_stratified = function(min_samples_per_stratum, shuffle = TRUE, see
 # Called from the sampler's initialize(), i.e. from inside mlr3torch's
 # .dataloader(); no variable here may be called `param_vals`, which is what
 # loader_is_for_prediction() looks up in the callers.
-sampler_plan = function(data_source, min_samples_per_stratum, shuffle, seed, rng,
-  torch_backend = NULL) {
+sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend = NULL) {
   task = data_source_task(data_source)
   strata = task_strata(task)
   predicting = loader_is_for_prediction()
   make_epochs = function() {
-    stratified_epochs(strata, min_samples_per_stratum, shuffle = shuffle, seed = seed,
+    stratified_epochs(strata, policy, shuffle = shuffle, seed = seed,
       rng = rng, torch_backend = torch_backend)
   }
   # A too-small stratum is reported by the training loader; prediction and

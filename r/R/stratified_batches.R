@@ -1,7 +1,8 @@
 #' Mini-batches that contain every stratum
 #'
-#' Splits the rows of a data set into mini-batches such that every batch holds
-#' at least `min_samples_per_stratum` rows of every stratum. This is the
+#' Splits the rows of a data set into mini-batches whose composition the
+#' `policy` guarantees (see [policies]). With a number `m` (the default
+#' composition) every batch holds at least `m` rows of every stratum: the
 #' allocation of Hocking (2025), computed in exact integer arithmetic:
 #' with `N_min` the size of the smallest stratum and
 #' `m = min_samples_per_stratum`, there are `num_batches = max(1, N_min %/% m)`
@@ -15,7 +16,7 @@
 #'   and a stratum's per-batch counts differ by at most one.
 #' * Batches come in order `1..num_batches`; inside a batch, rows keep the
 #'   order of the permutation.
-#' * The same `(strata, min_samples_per_stratum, seed, rng, epoch)` always
+#' * The same `(strata, policy, seed, rng, epoch)` always
 #'   gives the same batches, and the Python function
 #'   `pystratum.stratified_batches(..., rng = "R")` gives the same batches
 #'   minus one (0-based positions).
@@ -45,8 +46,12 @@
 #'   distinct combination of values is one stratum. Only combinations that
 #'   occur are strata (unused factor levels are ignored). Missing values are
 #'   an error.
+#' @param policy (`pystratum_policy` or `integer(1)`)\cr
+#'   The batch composition, see [policies]: a number `m` means
+#'   `policy_min_per_stratum(m)`, the fewest rows of each stratum a batch may
+#'   hold; `policy_fixed_size(batch_size)` gives batches of a chosen size.
 #' @param min_samples_per_stratum (`integer(1)`)\cr
-#'   The fewest rows of each stratum a batch may hold, a positive whole number.
+#'   The older name of a number `policy`; give one of the two.
 #' @param seed (`NULL` or `integer(1)`)\cr
 #'   Seed of the random stream, see section *Random streams*. For
 #'   `rng = "R"` a whole number between -2147483647 and 2147483647, as
@@ -88,9 +93,9 @@
 #' # Several columns: every combination is a stratum.
 #' strata = data.frame(y = rep(c("a", "b"), 10), group = rep(1:2, each = 10))
 #' lengths(stratified_batches(strata, 1, seed = 1))
-stratified_batches = function(strata, min_samples_per_stratum, seed = NULL,
-  rng = c("R", "torch"), epoch = 0L, shuffle = TRUE) {
-  m = assert_whole_number(min_samples_per_stratum, "min_samples_per_stratum", minimum = 1)
+stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch"), epoch = 0L,
+  shuffle = TRUE, min_samples_per_stratum = NULL) {
+  policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
   rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch"))
   epoch = assert_whole_number(epoch, "epoch", minimum = 0)
   shuffle = assert_flag(shuffle, "shuffle")
@@ -108,8 +113,8 @@ stratified_batches = function(strata, min_samples_per_stratum, seed = NULL,
   if (shuffle && rng == "torch") {
     require_torch("stratified_batches(rng = \"torch\")")
   }
-  check_smallest_stratum(encoded, m)
-  counts = batch_counts(encoded$sizes, m)
+  check_strata_are_groups(encoded)
+  counts = counts_from_cuts(policy_allocate(policy, encoded, epoch)$cuts)
   permutation = epoch_permutation(encoded$n_rows, shuffle, rng, seed, epoch)
   allocate_batches(encoded$codes, counts, permutation)
 }

@@ -7,22 +7,24 @@
 # this object, so everything but the torch calls is tested without torch.
 #
 # Fields and methods of the returned environment (class "pystratum_epochs"):
-#   $n_rows, $batch_sizes         rows, and rows per batch (fixed across epochs)
+#   $n_rows, $batch_sizes         rows, and rows per batch of epoch 0
 #   $length()                     number of batches of every epoch
 #   $epochs_served()              how many epochs $next_epoch() has returned
 #   $next_epoch()                 the next epoch's batches (a new shuffle)
 #   $in_order()                   every row once, in row order, in batches of
 #                                 $batch_sizes (for prediction loaders)
-stratified_epochs = function(strata, min_samples_per_stratum, shuffle = TRUE, seed = NULL,
+stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   rng = c("R", "torch"), torch_backend = NULL) {
-  m = assert_whole_number(min_samples_per_stratum, "min_samples_per_stratum", minimum = 1)
+  policy = as_policy(policy)
   rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch"))
   shuffle = assert_flag(shuffle, "shuffle")
   assert_seed_with_shuffle(seed, shuffle)
   seed = assert_seed(seed, rng)
   encoded = encode_strata(strata)
-  check_smallest_stratum(encoded, m)
-  counts = batch_counts(encoded$sizes, m)
+  check_strata_are_groups(encoded)
+  # Epoch 0's allocation (and any warning) now; later epochs may rotate counts
+  # but keep the number of batches.
+  counts = counts_from_cuts(policy_allocate(policy, encoded, 0)$cuts)
   codes = encoded$codes
 
   self = new.env(parent = emptyenv())
@@ -46,8 +48,11 @@ stratified_epochs = function(strata, min_samples_per_stratum, shuffle = TRUE, se
       }
       permutation = draw(self$n_rows)
     }
+    epoch_counts = if (served == 0L) counts else
+      suppressWarnings(counts_from_cuts(policy_allocate(policy, encoded, served)$cuts),
+        classes = "pystratum_stratum_too_small")
     served <<- served + 1L
-    allocate_batches(codes, counts, permutation)
+    allocate_batches(codes, epoch_counts, permutation)
   }
   self$in_order = function() consecutive_batches(self$batch_sizes)
   class(self) = "pystratum_epochs"

@@ -56,8 +56,13 @@ strata_from_spec = function(spec) {
 
 # --- running a case ------------------------------------------------------------------------
 
-run_case = function(id, comment, strata, min_samples_per_stratum, seed = NULL, epoch = 0L,
+# `policy`: a number (shorthand for policy_min_per_stratum, stored as such so
+# bad numbers are stored as given) or list(name = , params = list(...)).
+run_case = function(id, comment, strata, policy, seed = NULL, epoch = 0L,
   shuffle = TRUE, rng = "R") {
+  if (!is.list(policy)) {
+    policy = list(name = "min_per_stratum", params = list(m = policy))
+  }
   spec = strata_spec(strata)
   # Run on the round-tripped input, so the file reproduces what is stored.
   parsed = jsonlite::fromJSON(jsonlite::toJSON(spec, auto_unbox = TRUE, digits = NA,
@@ -66,7 +71,8 @@ run_case = function(id, comment, strata, min_samples_per_stratum, seed = NULL, e
   warned = FALSE
   result = tryCatch(
     withCallingHandlers(
-      stratified_batches(input_strata, min_samples_per_stratum, seed = seed, rng = rng,
+      stratified_batches(input_strata,
+        pystratum:::policy_from_params(policy$name, policy$params), seed = seed, rng = rng,
         epoch = epoch, shuffle = shuffle),
       pystratum_stratum_too_small = function(w) {
         warned <<- TRUE
@@ -80,7 +86,7 @@ run_case = function(id, comment, strata, min_samples_per_stratum, seed = NULL, e
     comment = comment,
     input = list(
       strata = spec,
-      min_samples_per_stratum = min_samples_per_stratum,
+      policy = policy,
       seed = seed,
       rng = rng,
       epoch = epoch,
@@ -189,6 +195,31 @@ cases = list(
     rep(c("M", "R"), c(10L, 3L)), 5L, seed = 3L),
   run_case("stratum_too_small_no_shuffle", "Smallest stratum below m, row order.",
     rep(c("M", "R"), c(10L, 3L)), 4L, shuffle = FALSE),
+  # Fixed batch sizes (policy_fixed_size / FixedSize).
+  run_case("fixed_size_blog_32", "Blog strata (111 M, 12 R), batch_size 32: 4 batches of 30-31 rows.",
+    blog, list(name = "fixed_size", params = list(batch_size = 32L, min_per_stratum = 1L)),
+    seed = 1L),
+  run_case("fixed_size_epoch_2", "Three strata (87 rows), batch_size 15 (6 batches), epoch 2: the extras rotate.",
+    three, list(name = "fixed_size", params = list(batch_size = 15L, min_per_stratum = 1L)),
+    seed = 2024L, epoch = 2L),
+  run_case("fixed_size_no_shuffle", "Ten strata, batch_size 50, min 1, row order.", shuffled_ten,
+    list(name = "fixed_size", params = list(batch_size = 50L, min_per_stratum = 1L)),
+    shuffle = FALSE),
+  run_case("fixed_size_multi_column", "Two columns, batch_size 8, min 1, seed 5.", mixed,
+    list(name = "fixed_size", params = list(batch_size = 8L, min_per_stratum = 1L)), seed = 5L),
+  run_case("fixed_size_min_2", "Blog strata, batch_size 40, min_per_stratum 2, seed 9.", blog,
+    list(name = "fixed_size", params = list(batch_size = 40L, min_per_stratum = 2L)), seed = 9L),
+  run_case("fixed_size_one_batch", "batch_size above the row count: one batch of every row.",
+    small, list(name = "fixed_size", params = list(batch_size = 1000L, min_per_stratum = 1L)),
+    seed = 3L),
+  run_case("error_fixed_size_infeasible",
+    "batch_size 5 on 123 rows gives 25 batches, but stratum R has 12 rows: an error naming batch_size.",
+    blog, list(name = "fixed_size", params = list(batch_size = 5L, min_per_stratum = 1L)),
+    seed = 1L),
+  run_case("error_fixed_size_zero", "batch_size = 0.", small,
+    list(name = "fixed_size", params = list(batch_size = 0L, min_per_stratum = 1L)), seed = 1L),
+  run_case("error_fixed_size_min_fraction", "min_per_stratum = 1.5.", small,
+    list(name = "fixed_size", params = list(batch_size = 5L, min_per_stratum = 1.5)), seed = 1L),
   run_case("n_1000_epoch_1", "1000 rows, three strata (100, 300, 600), m = 5, seed 2025, epoch 1.",
     rep(c("low", "mid", "high"), c(100L, 300L, 600L))[c(seq(1L, 1000L, by = 2L), seq(2L, 1000L, by = 2L))],
     5L, seed = 2025L, epoch = 1L),
@@ -223,8 +254,10 @@ stopifnot(!anyDuplicated(ids))
 
 vectors = list(
   description = paste(
-    "Golden batches of the stratified allocation: every batch holds at least",
-    "min_samples_per_stratum rows of every stratum. Each case gives the input and either the",
+    "Golden batches of the batch policies (input$policy: name and params, as recorded by",
+    "pystratum.policies / policy_from_params; min_per_stratum: every batch holds at least m",
+    "rows of every stratum; fixed_size: batches of about batch_size rows). Each case gives the",
+    "input and either the",
     "expected batches (1-based row positions, batches in order, rows in permuted order inside",
     "a batch) or the expected error (pystratum_<class> in R, TypeError/ValueError in Python)",
     "and the argument it names. 'warning': 'stratum_too_small' marks cases that warn."

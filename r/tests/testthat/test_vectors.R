@@ -57,7 +57,8 @@ run_vector_case = function(case) {
   warned = FALSE
   result = tryCatch(
     withCallingHandlers(
-      stratified_batches(strata_from_spec(input$strata), input$min_samples_per_stratum,
+      stratified_batches(strata_from_spec(input$strata),
+        policy_from_params(input$policy$name, input$policy$params),
         seed = input$seed, rng = input$rng, epoch = input$epoch, shuffle = input$shuffle),
       pystratum_stratum_too_small = function(w) {
         warned <<- TRUE

@@ -1,0 +1,205 @@
+# Batch compositions (policies): stratum sizes in, rank cuts out.
+#
+# The twin of the Python package's pystratum.policies. A policy decides how
+# many rows of each stratum each batch receives; it never sees rows or random
+# numbers. policy_allocate() returns the rank cuts: an S x (B + 1) matrix
+# whose row s says that the ranks cuts[s, b] < i <= cuts[s, b + 1] (1-based
+# ranks, order of appearance in the epoch's permutation) of stratum s go to
+# batch b. Everything else (permuting, ranking, grouping) is shared, so a new
+# composition is one constructor and one policy_allocate() method here.
+
+#' Batch compositions (policies)
+#'
+#' A policy says what every batch of an epoch must contain. Pass one to
+#' [stratified_batches()] or [batch_sampler_stratified()]; a number `m` is
+#' shorthand for `policy_min_per_stratum(m)`. The Python package has the same
+#' policies (`pystratum.policies.MinPerStratum`, `FixedSize`) and, for the
+#' same seed and `rng = "R"`, gives the same batches.
+#'
+#' * `policy_min_per_stratum(m)`: at least `m` rows of every stratum in every
+#'   batch, as many batches as that allows (`max(1, N_min %/% m)`, Hocking
+#'   2025). A stratum's per-batch counts differ by at most one.
+#' * `policy_fixed_size(batch_size, min_per_stratum = 1)`: `B = max(1,
+#'   round(N / batch_size))` batches (halves rounded up, in exact integer
+#'   arithmetic), every batch of `floor(N / B)` or `ceiling(N / B)` rows,
+#'   every stratum spread as evenly as possible (its per-batch counts differ
+#'   by at most one, at least `min_per_stratum` each). Stratum `s` gives
+#'   every batch `N_s %/% B` rows; its `N_s %% B` extra rows go one each to
+#'   consecutive batches, cyclically, strata in order of first appearance in
+#'   the data, each continuing where the previous one stopped, and each epoch
+#'   continuing where the last one stopped. A stratum too small for `min_per_stratum` rows in every batch
+#'   is an error naming it and the smallest `batch_size` that works.
+#'
+#' Every policy serves every row at most once per epoch; these two serve
+#' every row exactly once.
+#'
+#' @param m (`integer(1)`)\cr The fewest rows of each stratum a batch holds.
+#' @param batch_size (`integer(1)`)\cr The wanted number of rows per batch.
+#' @param min_per_stratum (`integer(1)`)\cr The fewest rows of each stratum a
+#'   batch holds.
+#' @return An object of class `c("pystratum_policy_<name>",
+#'   "pystratum_policy")`: a list with `$name` and `$params`.
+#' @examples
+#' y = rep(c("pos", "neg"), c(30, 970))
+#' batches = stratified_batches(y, policy_fixed_size(100), seed = 1)
+#' lengths(batches)
+#' table(y[batches[[1]]])
+#' @name policies
+NULL
+
+#' @rdname policies
+#' @export
+policy_min_per_stratum = function(m) {
+  m = assert_whole_number(m, "min_samples_per_stratum", minimum = 1,
+    fix = paste("Pass a number (at least m rows of every stratum per batch) or a policy",
+      "such as policy_fixed_size(batch_size = 64)."))
+  new_policy("min_per_stratum", list(m = m))
+}
+
+#' @rdname policies
+#' @export
+policy_fixed_size = function(batch_size, min_per_stratum = 1) {
+  batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1)
+  min_per_stratum = assert_whole_number(min_per_stratum, "min_per_stratum", minimum = 1)
+  new_policy("fixed_size", list(batch_size = batch_size, min_per_stratum = min_per_stratum))
+}
+
+new_policy = function(name, params) {
+  structure(list(name = name, params = params),
+    class = c(paste0("pystratum_policy_", name), "pystratum_policy"))
+}
+
+#' @export
+print.pystratum_policy = function(x, ...) {
+  arguments = vapply(names(x$params), function(k) sprintf("%s = %s", k,
+    show_value(x$params[[k]])), "")
+  cat(sprintf("<pystratum_policy> %s(%s)\n", x$name, paste(arguments, collapse = ", ")))
+  invisible(x)
+}
+
+# A policy object, or a number as shorthand for policy_min_per_stratum();
+# anything else is refused as the shorthand's argument, as in Python.
+as_policy = function(policy) {
+  if (inherits(policy, "pystratum_policy")) policy else policy_min_per_stratum(policy)
+}
+
+# The policy of a call taking `policy` or the older `min_samples_per_stratum`.
+resolve_policy = function(policy, min_samples_per_stratum) {
+  if (!is.null(min_samples_per_stratum)) {
+    if (!is.null(policy)) {
+      abort_type("min_samples_per_stratum", sprintf(paste0(
+        "Pass either policy or min_samples_per_stratum, not both: got policy=%s and ",
+        "min_samples_per_stratum=%s. A number as policy means min_samples_per_stratum."),
+        show_value(policy), show_value(min_samples_per_stratum)))
+    }
+    policy = min_samples_per_stratum
+  }
+  as_policy(policy)
+}
+
+# Rebuild a policy from its name and parameters (the golden vectors' record).
+policy_from_params = function(name, params) {
+  constructor = switch(name, min_per_stratum = policy_min_per_stratum,
+    fixed_size = policy_fixed_size,
+    abort_value("name", sprintf("policy name must be one of 'min_per_stratum', 'fixed_size', got name=%s.",
+      show_value(name))))
+  do.call(constructor, as.list(params))
+}
+
+# The allocation of one epoch: list(cuts = S x (B + 1) double matrix of
+# whole numbers, row_weights = NULL or one weight per stratum).
+#   encoded: encode_strata() output ($sizes, labels for messages)
+#   epoch:   0-based epoch (compositions may rotate across epochs; the number
+#            of batches never depends on it)
+policy_allocate = function(policy, encoded, epoch) {
+  UseMethod("policy_allocate")
+}
+
+#' @export
+policy_allocate.pystratum_policy_min_per_stratum = function(policy, encoded, epoch) {
+  check_smallest_stratum(encoded, policy$params$m)
+  list(cuts = min_per_stratum_cuts(encoded$sizes, policy$params$m), row_weights = NULL)
+}
+
+#' @export
+policy_allocate.pystratum_policy_fixed_size = function(policy, encoded, epoch) {
+  sizes = as.double(encoded$sizes)
+  n_rows = sum(sizes)
+  batch_size = policy$params$batch_size
+  n_batches = fixed_size_num_batches(n_rows, batch_size)
+  check_fixed_size_feasible(policy, encoded, n_batches, n_rows)
+  base = sizes %/% n_batches
+  extra = sizes - base * n_batches
+  # Extras of stratum s fill batches start_s, start_s + 1, ... (mod B), where
+  # stratum s - 1's stopped; each epoch shifts the cycle by a whole epoch's
+  # extras. mul_mod keeps the product exact for any size.
+  total_extra = sum(extra) %% n_batches
+  first = mul_mod(epoch %% n_batches, total_extra, n_batches)
+  # Strata take turns in order of first appearance in the data (a property of
+  # the rows, not of the label coding, so Python agrees).
+  turn = order(match(seq_along(sizes), encoded$codes))
+  starts = numeric(length(sizes))
+  starts[turn] = (first + cumsum(extra[turn]) - extra[turn]) %% n_batches
+  takes_extra = outer(starts, seq.int(0, n_batches - 1),
+    function(start, b) (b - start) %% n_batches) < extra
+  counts = base + takes_extra  # S x B
+  cuts = cbind(0, if (n_batches == 1) counts else t(apply(counts, 1L, cumsum)))
+  dimnames(cuts) = NULL
+  list(cuts = cuts, row_weights = NULL)
+}
+
+# max(1, round(N / batch_size)) with halves rounded up, in whole numbers (R's
+# and Python's round() both round halves to even; this rule is the same in
+# both languages for every input).
+fixed_size_num_batches = function(n_rows, batch_size) {
+  max(1, (2 * n_rows + batch_size) %/% (2 * batch_size))
+}
+
+check_fixed_size_feasible = function(policy, encoded, n_batches, n_rows) {
+  m = policy$params$min_per_stratum
+  smallest = which.min(encoded$sizes)
+  n_min = encoded$sizes[[smallest]]
+  if (n_min %/% n_batches >= m) {
+    return(invisible(NULL))
+  }
+  most_batches = n_min %/% m
+  fix = if (most_batches == 0) {
+    sprintf(paste0("No batch size can do that: lower min_per_stratum to at most %d, or use a ",
+      "policy that oversamples small strata."), n_min)
+  } else {
+    # Smallest b with round(N / b) <= most_batches: N / b < most_batches + 1/2.
+    smallest_size = (2 * n_rows) %/% (2 * most_batches + 1) + 1
+    sprintf(paste0("Use batch_size >= %s (at most %s batches), lower min_per_stratum, or ",
+      "use a policy that oversamples small strata."), format(smallest_size, scientific = FALSE),
+      format(most_batches, scientific = FALSE))
+  }
+  abort_value("batch_size", sprintf(paste0(
+    "batch_size=%s gives %s batches of %s rows, but stratum %s has only %d rows: it cannot ",
+    "give every batch min_per_stratum=%s row(s). %s"), show_value(policy$params$batch_size),
+    format(n_batches, scientific = FALSE), format(n_rows, scientific = FALSE),
+    stratum_label(encoded, smallest), n_min, show_value(m), fix))
+}
+
+# (a * b) %% d, exact for whole numbers 0 <= a, b < 2^31, 1 <= d < 2^31 (the
+# product itself may pass 2^53, where doubles stop holding every integer).
+mul_mod = function(a, b, d) {
+  b_hi = b %/% 65536
+  b_lo = b - b_hi * 65536
+  (((a * b_hi) %% d) * 65536 + a * b_lo) %% d
+}
+
+# Refuse strata with (on average) fewer than two rows each among many strata:
+# a feature column, a row id or a continuous target, not group labels.
+check_strata_are_groups = function(encoded, name = "strata") {
+  n_strata = length(encoded$sizes)
+  n_rows = encoded$n_rows
+  if (n_strata >= 100 && n_rows < 2 * n_strata) {
+    abort_value(name, sprintf(paste0(
+      "%s has %d distinct strata for %d rows (on average %.2f rows per stratum): this looks ",
+      "like a feature column, a row id or a continuous target, not group labels, and every ",
+      "batch would have to hold every stratum (one batch with the whole data set). Pass the ",
+      "class or group column(s) as %s; bin a continuous target first (e.g. with cut())."),
+      name, n_strata, n_rows, n_rows / n_strata, name))
+  }
+  invisible(NULL)
+}
