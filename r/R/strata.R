@@ -32,52 +32,127 @@ encode_strata = function(strata, name = "strata") {
   list(codes = codes, sizes = sizes, n_rows = n_rows, columns = columns)
 }
 
-# The columns of `strata` as a named list of plain atomic vectors.
+# The columns of `strata` as a named list of plain atomic vectors (or
+# factors) of equal length. The accepted forms, as in the Python core:
+# an atomic vector or factor (one column), a data.frame / data.table, a
+# matrix (rows x variables), or a list of equal-length atomic vectors (the
+# columns). Anything else, and anything whose rows cannot be told apart
+# (matrix or list columns, unequal lengths, arrays of 3 or more
+# dimensions, tables of counts), is a classed error: never NA positions.
 strata_columns = function(strata, name) {
+  check_strata_container(strata, name)
   if (is.matrix(strata)) {
     strata = as.data.frame(strata, stringsAsFactors = FALSE)
   }
-  if (is.data.frame(strata)) {
-    if (length(strata) == 0L) {
-      abort_value(name, sprintf(
-        "%s is a data.frame with zero columns; pass at least one stratum column.", name))
-    }
+  if (is.data.frame(strata) || (is.list(strata) && !inherits(strata, "POSIXlt"))) {
     columns = as.list(strata)
-    labels = names(strata)
+    if (length(columns) == 0L) {
+      abort_value(name, sprintf(
+        "%s is a %s with zero columns; pass at least one stratum column.", name,
+        if (is.data.frame(strata)) "data.frame" else "list"))
+    }
+    labels = names(columns)
     if (is.null(labels)) labels = rep("", length(columns))
     names(columns) = ifelse(nzchar(labels) & !is.na(labels),
       sprintf("%s$%s", name, labels), sprintf("%s[[%d]]", name, seq_along(columns)))
-    for (column_name in names(columns)) {
-      columns[[column_name]] = as_label_vector(columns[[column_name]], column_name, name)
+    for (k in seq_along(columns)) {
+      column = columns[[k]]
+      if (length(dim(column)) >= 2L) {
+        abort_type(name, sprintf(paste0(
+          "%s is a %s with %d columns inside the %s, so its rows cannot be told apart from ",
+          "its values. Pass each stratum variable as its own column (e.g. cbind its columns ",
+          "into the data.frame, or as.data.frame() it first)."), names(columns)[[k]],
+          if (is.data.frame(column)) "data.frame" else "matrix", NCOL(column),
+          if (is.data.frame(strata)) "data.frame" else "list"))
+      }
+      columns[k] = list(as_label_vector(column, names(columns)[[k]], name))
+    }
+    lengths = lengths(columns)
+    n_rows = if (is.data.frame(strata)) nrow(strata) else lengths[[1L]]
+    if (any(lengths != n_rows)) {
+      abort_value(name, sprintf(paste0(
+        "%s columns must all have the same length (one label per row), got %s. ",
+        "Pass columns of equal length, e.g. data.frame(...), which checks this."), name,
+        paste(sprintf("%s: %d", names(columns), lengths), collapse = ", ")))
     }
     return(columns)
-  }
-  if (is.null(strata) || is.list(strata)) {
-    abort_type(name, sprintf(paste0(
-      "%s must be an atomic vector or factor with one label per row, or a data.frame with ",
-      "one column per stratum variable, got an object of type %s. ",
-      "For several columns use data.frame(...)."), name, type_name(strata)))
   }
   columns = list(as_label_vector(strata, name, name))
   names(columns) = name
   columns
 }
 
-# Factors, logicals, integers, doubles (including Date/POSIXct, compared by
-# their numeric value) and strings are labels; anything else is an error.
+# Refusals that need the whole object, with the fix for each.
+check_strata_container = function(strata, name) {
+  if (inherits(strata, "Task")) {
+    abort_type(name, sprintf(paste0(
+      "%s is an mlr3 Task (class %s); stratified_batches() needs the stratum labels. Pass ",
+      "%s = task$data(cols = task$col_roles$stratum) (positions then follow task$row_ids), ",
+      "or use batch_sampler_stratified() with the task's stratum column role for mlr3torch."),
+      name, paste(class(strata), collapse = "/"), name))
+  }
+  if (inherits(strata, "table")) {
+    abort_type(name, sprintf(paste0(
+      "%s is a table of counts (class 'table'), not one label per row. Pass the labels that ",
+      "were tabulated (e.g. the column given to table()), one per row of the data set."),
+      name))
+  }
+  if (length(dim(strata)) > 2L) {
+    abort_value(name, sprintf(paste0(
+      "%s must be 1-D (one label per row) or 2-D (one column per stratum variable), got an ",
+      "array with dim c(%s). Pass a vector, a matrix or a data.frame."), name,
+      paste(dim(strata), collapse = ", ")))
+  }
+  if (is.null(strata) || (!is.atomic(strata) && !is.list(strata))) {
+    abort_type(name, sprintf(paste0(
+      "%s must be an atomic vector or factor with one label per row, a data.frame, a ",
+      "matrix, or a list of equal-length vectors (one per stratum variable), got an object ",
+      "of type %s."), name, type_name(strata)))
+  }
+  invisible(NULL)
+}
+
+# Factors, logicals, integers, doubles (including Date, POSIXct and difftime,
+# compared by their numeric value), complex numbers and strings are labels;
+# POSIXlt becomes POSIXct (same instants); bit64::integer64 is read by value.
+# Anything else is an error.
 as_label_vector = function(x, name, argument) {
   if (is.factor(x)) {
     return(x)
   }
-  if (!is.atomic(x) || !(typeof(x) %in% c("logical", "integer", "double", "character"))) {
-    abort_type(argument, sprintf(paste0(
-      "%s has labels of type %s, which cannot be stratum labels; ",
-      "use integers, doubles, strings, logicals or factors."), name, type_name(x)))
+  if (inherits(x, "POSIXlt")) {
+    x = as.POSIXct(x)
   }
-  if (is.object(x) || !is.null(dim(x))) {
+  if (inherits(x, "integer64")) {
+    return(integer64_labels(x, name, argument))
+  }
+  if (!is.atomic(x) || is.null(x) ||
+    !(typeof(x) %in% c("logical", "integer", "double", "complex", "character"))) {
+    abort_type(argument, sprintf(paste0(
+      "%s has labels of type %s, which cannot be stratum labels; use integers, doubles, ",
+      "strings, logicals or factors (one label per row)."), name, type_name(x)))
+  }
+  if (is.object(x) || !is.null(dim(x)) || !is.null(attributes(x))) {
     x = as.vector(unclass(x))
   }
   x
+}
+
+# bit64::integer64 stores 64-bit integers in the bits of doubles, so the
+# doubles themselves must never be compared. Read the values: exactly as
+# doubles when every value is below 2^53 in magnitude, otherwise as their
+# decimal text (equal text if and only if equal value). NA stays NA.
+integer64_labels = function(x, name, argument) {
+  if (!requireNamespace("bit64", quietly = TRUE)) {
+    abort_type(argument, sprintf(paste0(
+      "%s holds bit64::integer64 labels, but the bit64 package is not installed to read ",
+      "them. Install bit64, or convert the labels first: as.character(x), or as.numeric(x) ",
+      "when every value is below 2^53 in magnitude."), name))
+  }
+  text = as.character(x)
+  values = as.double(text)
+  exact = is.na(values) | abs(values) < 2^53
+  if (all(exact)) values else text
 }
 
 check_missing = function(columns, name) {
@@ -107,10 +182,18 @@ encode_column = function(x) {
     return(compact_codes(as.integer(x) + 1L, 2L))
   }
   n = length(x)
+  if (is.complex(x)) {
+    # Equal complex numbers are equal real and imaginary parts: two columns.
+    re = encode_column(Re(x))
+    im = encode_column(Im(x))
+    return(combine_codes(re$codes, re$n_codes, im$codes, im$n_codes))
+  }
   if (is.numeric(x)) {
     lo = min(x)
     span = as.double(max(x)) - lo + 1
-    dense = span <= DENSE_RANGE_FACTOR * n + 1024 && (is.integer(x) || all(x == trunc(x)))
+    # span is NaN when every value is Inf (Inf - Inf): then not dense.
+    dense = is.finite(span) && span <= DENSE_RANGE_FACTOR * n + 1024 &&
+      (is.integer(x) || all(x == trunc(x)))
     if (dense) {
       return(compact_codes(as.integer(x - lo) + 1L, as.integer(span)))
     }

@@ -41,11 +41,14 @@
 #'   restored; without one, torch's global generator.
 #'
 #' @param strata One stratum label per row: an atomic vector (integer,
-#'   double, character, logical) or factor, or a data.frame / data.table (or
-#'   matrix) with one column per stratum variable, in which case every
-#'   distinct combination of values is one stratum. Only combinations that
-#'   occur are strata (unused factor levels are ignored). Missing values are
-#'   an error.
+#'   double, character, logical, complex; Date, POSIXct/POSIXlt, difftime and
+#'   `bit64::integer64` by value) or factor; or several stratum variables as
+#'   a data.frame / data.table, a matrix (rows x variables) or a list of
+#'   equal-length vectors (the columns), in which case every distinct
+#'   combination of values is one stratum. Only combinations that occur are
+#'   strata (unused factor levels are ignored). Missing values, matrix or
+#'   list columns, columns of unequal length, arrays of 3 or more
+#'   dimensions, `table()` counts and mlr3 Tasks are errors.
 #' @param policy (`pystratum_policy` or `integer(1)`)\cr
 #'   The batch composition, see [policies]: a number `m` means
 #'   `policy_min_per_stratum(m)`, the fewest rows of each stratum a batch may
@@ -60,7 +63,11 @@
 #' @param rng (`character(1)`)\cr
 #'   `"R"` (default) or `"torch"`: the random stream the permutation comes from.
 #' @param epoch (`integer(1)`)\cr
-#'   Which epoch's shuffle, 0 for the first. Each epoch is a new permutation.
+#'   Which epoch's shuffle, 0 for the first, at most 2147483647. Each epoch is
+#'   a new permutation. Both streams reach epoch `k` by drawing the `k`
+#'   permutations before it, so an epoch with `epoch * max(N, 1000) > 1e8`
+#'   is an error (iterate epochs with [batch_sampler_stratified()] instead).
+#'   Must be 0 when `shuffle = FALSE`.
 #' @param shuffle (`logical(1)`)\cr
 #'   `FALSE` keeps row order (the identity permutation).
 #'
@@ -97,9 +104,10 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch")
   shuffle = TRUE, min_samples_per_stratum = NULL) {
   policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
   rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch"))
-  epoch = assert_whole_number(epoch, "epoch", minimum = 0)
+  epoch = assert_epoch(epoch)
   shuffle = assert_flag(shuffle, "shuffle")
   assert_seed_with_shuffle(seed, shuffle)
+  assert_epoch_with_shuffle(epoch, shuffle)
   seed = assert_seed(seed, rng)
   if (shuffle && is.null(seed) && epoch > 0) {
     abort_value("epoch", sprintf(paste0(

@@ -115,6 +115,7 @@ epoch_permutation = function(n, shuffle, rng, seed, epoch) {
   if (!shuffle) {
     return(NULL)
   }
+  assert_epoch_cost(epoch, n, rng)
   draw = permutation_stream(rng, seed)
   for (k in seq_len(epoch)) {
     draw(n)

@@ -6,9 +6,16 @@
 # values and NA_integer_ with a value error, as the Python core does for
 # bools/floats (TypeError) and bad ranges (ValueError).
 
-# Largest seed R's set.seed() takes: it converts the seed to a C int, and
-# -2^31 is NA_integer_, so the range is symmetric.
-R_SEED_MAX = 2147483647
+# R integers are signed 32-bit and -2^31 is NA_integer_. It bounds seeds
+# for rng = "R" (set.seed() converts the seed to a C int, so the range is
+# symmetric) and epochs (as in the Python core).
+R_INT_MAX = 2147483647
+
+# Reaching epoch k of a sequential stream (R's, torch's) from its start
+# draws k earlier permutations of n rows; beyond this many row draws
+# (k * max(n, 1000)) a call would run for minutes, so it is refused. The
+# Python core uses the same rule.
+EPOCH_COST_MAX = 1e8
 
 # torch_manual_seed() passes the seed on as a decimal string; whole doubles
 # are exact up to 2^53.
@@ -19,7 +26,7 @@ is_whole_number = function(x) {
     is.finite(x) && x == trunc(x)
 }
 
-assert_whole_number = function(x, name, minimum = NULL, fix = "") {
+assert_whole_number = function(x, name, minimum = NULL, fix = "", maximum = NULL) {
   fail = function(kind, what) {
     text = sprintf("%s must be %s, got %s=%s", name, what, name, show_value(x))
     if (kind == "type") text = sprintf("%s of type %s", text, type_name(x))
@@ -41,7 +48,16 @@ assert_whole_number = function(x, name, minimum = NULL, fix = "") {
     what = if (minimum == 1) "a positive whole number" else sprintf("a whole number >= %d", minimum)
     fail("value", what)
   }
+  if (!is.null(maximum) && x > maximum) {
+    fail("value", sprintf("a whole number between %s and %s", format(minimum, scientific = FALSE),
+      format(maximum, scientific = FALSE)))
+  }
   x
+}
+
+# epoch: a whole number in [0, R_INT_MAX], as in the Python core.
+assert_epoch = function(epoch) {
+  assert_whole_number(epoch, "epoch", minimum = 0, maximum = R_INT_MAX)
 }
 
 assert_flag = function(x, name) {
@@ -79,7 +95,7 @@ assert_seed = function(seed, rng) {
       "seed must be a whole number (or NULL) for rng='%s', got seed=%s.", rng, show_value(seed)))
   }
   seed = as.double(seed)
-  if (rng == "R" && abs(seed) > R_SEED_MAX) {
+  if (rng == "R" && abs(seed) > R_INT_MAX) {
     abort_value("seed", sprintf(paste0(
       "seed must be a whole number between -2147483647 and 2147483647 for rng='R' ",
       "(R's set.seed() takes a 32-bit signed integer), got seed=%s."), show_value(seed)))
@@ -99,4 +115,30 @@ assert_seed_with_shuffle = function(seed, shuffle) {
       "Leave seed=NULL, or set shuffle=TRUE."), show_value(seed)))
   }
   invisible(seed)
+}
+
+assert_epoch_with_shuffle = function(epoch, shuffle) {
+  if (!shuffle && epoch != 0) {
+    abort_value("epoch", sprintf(paste0(
+      "epoch=%s has no effect since shuffle=FALSE (every epoch then follows row order). ",
+      "Leave epoch=0, or set shuffle=TRUE."), show_value(epoch)))
+  }
+  invisible(epoch)
+}
+
+# Sequential streams have no skip-ahead: refuse an epoch whose start costs
+# more than EPOCH_COST_MAX row draws, saying the cost and the fix, instead
+# of running for minutes (or forever).
+assert_epoch_cost = function(epoch, n_rows, rng) {
+  cost = as.double(epoch) * max(n_rows, 1000)
+  if (cost > EPOCH_COST_MAX) {
+    abort_value("epoch", sprintf(paste0(
+      "epoch=%s is too far to reach: rng='%s' has no skip-ahead, so epoch %s costs drawing ",
+      "%s earlier permutations of %d rows (epoch * max(n_rows, 1000) = %s row draws, the ",
+      "limit is %s). Iterate the epochs in order with one sampler (batch_sampler_stratified()), ",
+      "which draws one permutation per epoch, or pass a smaller epoch."), show_value(epoch), rng, show_value(epoch), show_value(epoch), n_rows,
+      format(cost, big.mark = ",", scientific = FALSE),
+      format(EPOCH_COST_MAX, big.mark = ",", scientific = FALSE)))
+  }
+  invisible(epoch)
 }
