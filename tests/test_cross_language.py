@@ -41,7 +41,7 @@ INT32_MAX = 2**31 - 1
 def r_session():
     """Embedded R with the R package loaded, or a failure naming what to install."""
     try:
-        return pr._session()
+        return pr._session.session()
     except (ImportError, RuntimeError) as error:
         pytest.fail(f"cross-language tests need R, rpy2 and the R package: {error}",
                     pytrace=False)

@@ -1,0 +1,137 @@
+"""The public functions of :mod:`pystratum.r`: the R package's entry points, called from Python."""
+
+from __future__ import annotations
+
+from ._conditions import raise_r_conditions
+from ._from_r import batches_from_r, field, task_frame_from_r
+from ._session import session as _session
+from .._plan import resolve_policy
+from ._to_r import argument_to_r, check_python_types, policy_arguments
+
+__all__ = ["batch_sampler_stratified", "sampler_from_r_task", "strata_from_r_task",
+           "stratified_batches"]
+
+
+def _arguments_to_r(active, given):
+    check_python_types(given)
+    return {name: argument_to_r(active, value, name) for name, value in given.items()}
+
+
+def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
+                       shuffle=True, min_samples_per_stratum=None) -> list:
+    """R's ``pystratum::stratified_batches``, with batches as 0-based int64 arrays.
+
+    Same arguments and guarantees as :func:`pystratum.stratified_batches`
+    (``policy``: a :mod:`pystratum.policies` object, rebuilt in R by name and
+    parameters, or a number, R's shorthand for ``policy_min_per_stratum``),
+    computed by the R package in embedded R. With ``rng="R"`` (the default here, as in R) the
+    batches equal the Python core's ``rng="R"`` batches for the same seed and
+    epoch; R's own ``.Random.seed`` is left untouched.
+
+    ``strata`` takes the core's forms and no others (the core's splitter
+    decides, with its messages): a scalar or a string is a TypeError, as in
+    the core.
+
+    Raises TypeError/ValueError for R's argument errors (R's message;
+    ``.argument`` names the argument), for Python types the core refuses
+    (e.g. ``epoch=1.0``) and for values R cannot hold (raised before R runs,
+    ``.argument`` set the same way), :class:`RError` for other R errors, and
+    ImportError/RuntimeError naming the install command when rpy2, R or the
+    R package is missing.
+    """
+    if policy is not None and min_samples_per_stratum is not None:
+        resolve_policy(policy, min_samples_per_stratum)  # raises the core's "not both" error
+    if min_samples_per_stratum is not None:
+        policy = min_samples_per_stratum
+    active = _session()
+    with active.calling():
+        check_python_types({"min_samples_per_stratum": policy, "rng": rng, "epoch": epoch,
+                            "shuffle": shuffle, "seed": seed})
+        given = {"strata": strata, "seed": seed, "rng": rng, "epoch": epoch, "shuffle": shuffle}
+        arguments = _arguments_to_r(active, given)
+        arguments.update(policy_arguments(active, policy))
+        outcome = active.bridge("bridge_stratified_batches")(**arguments)
+        raise_r_conditions(outcome, stacklevel=2)
+        return batches_from_r(outcome, "pystratum::stratified_batches")
+
+
+def batch_sampler_stratified(min_samples_per_stratum, *, shuffle=True, seed=None, rng="torch"):
+    """R's ``pystratum::batch_sampler_stratified()``: a torch sampler *class*, as an R object.
+
+    The result is an rpy2 object ready to be assigned in embedded R to an
+    mlr3torch learner's ``batch_sampler`` parameter. It needs R's torch
+    package; without it R's error (naming ``install.packages("torch")``) is
+    raised here as :class:`RError` (or the mapped TypeError/ValueError for bad
+    arguments).
+    """
+    active = _session()
+    with active.calling():
+        given = {"min_samples_per_stratum": min_samples_per_stratum, "shuffle": shuffle,
+                 "seed": seed, "rng": rng}
+        arguments = _arguments_to_r(active, given)
+        outcome = active.bridge("bridge_batch_sampler_stratified")(**arguments)
+        raise_r_conditions(outcome, stacklevel=2)
+        return field(outcome, "value")
+
+
+def strata_from_r_task(task):
+    """The stratum columns of an mlr3 ``Task`` held in embedded R, as a pandas DataFrame.
+
+    Row k of the result (0-based) is the task row with id ``task$row_ids[k + 1]``:
+    positions follow ``task$row_ids`` order, which is the order mlr3torch's
+    dataset indexes rows in, so batches computed on the result index that
+    dataset directly. The columns are ``task$col_roles$stratum`` (several
+    allowed, the target may be one); factors become pandas categoricals with
+    the same levels, logicals bools, integers int64, doubles float64,
+    characters str, complex complex128, Dates datetime64[D] (whole days) and
+    POSIXct datetime64[ns] (UTC), each keeping every distinct R value apart.
+
+    ``task`` is an rpy2 object for the R task (e.g. ``robjects.r("task")``).
+    Only the fields an mlr3 Task has are used: ``col_roles$stratum``,
+    ``row_ids`` and ``data(rows, cols)``. (The tests run it on a minimal R6
+    stand-in with those fields, since mlr3 is not installable there.)
+
+    Raises ValueError when the stratum role is empty or a label is missing
+    (NA), TypeError when ``task`` is not an R object or a column has another
+    R class, :class:`RError` when R fails (e.g. the object has no ``data()``
+    method).
+    """
+    active = _session()
+    pandas = _import_pandas("strata_from_r_task")
+    if not isinstance(task, active.ri.Sexp):
+        raise TypeError(
+            f"task must be an rpy2 object holding an R mlr3 Task (e.g. "
+            f"rpy2.robjects.r['task']), got task={task!r} of type {type(task).__name__}."
+        )
+    with active.calling():
+        outcome = active.bridge("bridge_task_strata_captured")(task)
+        raise_r_conditions(outcome, stacklevel=2)
+        return task_frame_from_r(field(outcome, "value"), pandas)
+
+
+def sampler_from_r_task(task, min_samples_per_stratum, **kwargs):
+    """A :class:`pystratum.torch.StratifiedBatchSampler` over an R mlr3 task's strata.
+
+    ``StratifiedBatchSampler(strata_from_r_task(task), min_samples_per_stratum,
+    **kwargs)``: batches are 0-based positions in ``task$row_ids`` order (add
+    one for R positions). Imports PyTorch only when called.
+    """
+    try:
+        from ..torch import StratifiedBatchSampler
+    except ImportError as error:
+        raise ImportError(
+            f"sampler_from_r_task needs pystratum.torch and PyTorch ({error}). Install it "
+            f"with: pip install 'pystratum[torch]'"
+        ) from error
+    return StratifiedBatchSampler(strata_from_r_task(task), min_samples_per_stratum, **kwargs)
+
+
+def _import_pandas(what):
+    try:
+        import pandas
+    except ImportError as error:
+        raise ImportError(
+            f"{what} returns a pandas DataFrame and needs pandas: pip install "
+            f"'pystratum[pandas]'"
+        ) from error
+    return pandas

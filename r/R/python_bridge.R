@@ -1,0 +1,127 @@
+# The R side of the Python bindings (pystratum.r, through rpy2).
+#
+# Internal: nothing here is exported; Python reaches these functions in the
+# package namespace (pystratum:::bridge_*). They exist so that the R code the
+# bindings need is R code in the package, linted and tested as R, rather
+# than text inside Python. Their contract with Python:
+#
+# * Calls never signal: bridge_call_capturing() returns
+#   list(value, error, warnings) and Python re-raises with its own classes
+#   (pystratum_type_error -> TypeError, pystratum_value_error -> ValueError,
+#   pystratum_stratum_too_small -> StratumTooSmallWarning, others -> RError /
+#   RWarning). Conditions travel as bridge_condition_info() lists.
+# * Lists of batches travel as one flat integer vector plus the batch
+#   lengths: one transfer, however many batches there are.
+# * Python builds factors and data.frames from plain vectors with
+#   bridge_factor() / bridge_data_frame(), so R (not Python) sets the
+#   attributes and the objects are ordinary S3 objects.
+
+# A condition as plain data: its classes, message and the argument it blames.
+bridge_condition_info = function(cond) {
+  argument = cond[["argument"]]
+  list(
+    class = class(cond),
+    message = conditionMessage(cond),
+    argument = if (is.character(argument) && length(argument) == 1L) argument else NA_character_
+  )
+}
+
+# Run fun(args) and return list(value, error, warnings) instead of signalling.
+bridge_call_capturing = function(fun, args) {
+  caught = list()
+  outcome = tryCatch(
+    list(value = withCallingHandlers(
+      do.call(fun, args),
+      warning = function(w) {
+        caught[[length(caught) + 1L]] <<- bridge_condition_info(w)
+        invokeRestart("muffleWarning")
+      }
+    ), error = NULL),
+    error = function(e) list(value = NULL, error = bridge_condition_info(e))
+  )
+  outcome[["warnings"]] = caught
+  outcome
+}
+
+# stratified_batches(...) with the batches flattened: `flat` (all positions,
+# 1-based), `sizes` (batch lengths), `is_list`, `all_integer` and `r_type`
+# let Python check the result's shape without walking an R list.
+bridge_stratified_batches = function(...) {
+  outcome = bridge_call_capturing(stratified_batches, list(...))
+  if (is.null(outcome[["error"]])) {
+    value = outcome[["value"]]
+    outcome[["value"]] = NULL
+    outcome[["is_list"]] = is.list(value)
+    outcome[["r_type"]] = paste(class(value), collapse = "/")
+    if (is.list(value)) {
+      outcome[["flat"]] = unlist(value, use.names = FALSE)
+      outcome[["sizes"]] = lengths(value)
+      outcome[["all_integer"]] = all(vapply(value, is.integer, logical(1L)))
+    }
+  }
+  outcome
+}
+
+bridge_batch_sampler_stratified = function(...) {
+  bridge_call_capturing(batch_sampler_stratified, list(...))
+}
+
+# A data.frame from equal-length columns (Python has checked the lengths).
+bridge_data_frame = function(columns, names, nrow) {
+  structure(columns, names = names, row.names = .set_row_names(nrow), class = "data.frame")
+}
+
+# A factor from 1-based codes and its levels, in that order.
+bridge_factor = function(codes, levels, ordered) {
+  structure(codes, levels = levels, class = if (ordered) c("ordered", "factor") else "factor")
+}
+
+# The stratum columns of an mlr3 Task in task$row_ids order: position k
+# (0-based in Python) is the row with id task$row_ids[k + 1]. Each column is
+# described as list(kind, class, first_na, levels, ordered, values), where
+# kind is "factor", "Date" (values: days since 1970-01-01), "POSIXct"
+# (values: seconds since 1970-01-01 UTC), "other" (values: NULL; Python
+# refuses it naming the class) or the column's typeof().
+bridge_task_strata = function(task) {
+  columns = task$col_roles$stratum
+  row_ids = task$row_ids
+  if (length(columns) == 0L) {
+    return(list(error = "empty", task_class = paste(class(task), collapse = "/")))
+  }
+  data = task$data(rows = row_ids, cols = columns)
+  data = as.list(data)[columns]
+  list(error = NULL, columns = columns, info = lapply(data, bridge_column_info),
+    n_rows = length(row_ids), n_data = length(data[[1L]]))
+}
+
+bridge_column_info = function(x) {
+  kind = if (is.factor(x)) {
+    "factor"
+  } else if (inherits(x, "Date")) {
+    "Date"
+  } else if (inherits(x, "POSIXct")) {
+    "POSIXct"
+  } else if (is.object(x) || !is.null(dim(x)) || !is.atomic(x)) {
+    "other"
+  } else {
+    typeof(x)
+  }
+  values = switch(kind,
+    factor = as.integer(x),
+    Date = ,
+    POSIXct = as.double(unclass(x)),
+    other = NULL,
+    x)
+  list(
+    kind = kind,
+    class = paste(class(x), collapse = "/"),
+    first_na = if (kind != "other" && anyNA(x)) which.max(is.na(x)) else 0L,
+    levels = if (is.factor(x)) levels(x) else NULL,
+    ordered = is.ordered(x),
+    values = values
+  )
+}
+
+bridge_task_strata_captured = function(task) {
+  bridge_call_capturing(bridge_task_strata, list(task))
+}

@@ -1,0 +1,48 @@
+"""pystratum.r._conditions: R's classed conditions as Python exceptions and warnings."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import pystratum
+import pystratum.r as pr
+from pystratum.r._conditions import raise_r_conditions
+from _r_helpers import describe_in_r, r_function, r_session  # noqa: F401 (fixture)
+
+
+def test_r_argument_errors_become_type_and_value_errors(r_session):
+    with pytest.raises(ValueError, match="^min_samples_per_stratum must be") as raised:
+        pr.stratified_batches([1, 2], 0)
+    assert raised.value.argument == "min_samples_per_stratum"
+    assert "pystratum_value_error" in raised.value.r_classes
+    with pytest.raises(TypeError, match="^epoch must be") as raised:
+        pr.stratified_batches([1, 2], 1, seed=1, epoch=1.5)
+    assert raised.value.argument == "epoch"
+    with pytest.raises(ValueError) as raised:
+        pr.stratified_batches([1, 2], 1, seed=1, rng="numpy")
+    assert raised.value.argument == "rng"
+
+
+def test_other_r_errors_and_warnings(r_session):
+    failing = r_function(r_session, "function() { warning('first'); stop('plain R failure') }")
+    run = r_session.bridge("bridge_call_capturing")
+    with r_session.localconverter(r_session.converter):
+        outcome = run(failing, r_session.ro.r("list()"))
+        with pytest.warns(pr.RWarning, match="first"):
+            with pytest.raises(pr.RError, match="plain R failure") as raised:
+                raise_r_conditions(outcome, stacklevel=1)
+    assert isinstance(raised.value, RuntimeError)
+    assert "simpleError" in raised.value.r_classes
+
+
+def test_stratum_too_small_warning_is_re_emitted(r_session):
+    with pytest.warns(pystratum.StratumTooSmallWarning, match="min_samples_per_stratum"):
+        batches = pr.stratified_batches(["a", "b", "b", "b"], 2, seed=4)
+    assert len(batches) == 1 and sorted(batches[0].tolist()) == [0, 1, 2, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pr.stratified_batches(["a", "b", "b", "a"], 2, seed=4)  # no warning at all
+
+
