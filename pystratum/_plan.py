@@ -145,6 +145,11 @@ def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffl
     rng = check_choice(rng, "rng", RNG_CHOICES)
     epoch = check_int(epoch, "epoch", minimum=0)
     shuffle = check_bool(shuffle, "shuffle")
+    if not shuffle and epoch != 0:
+        raise ValueError(
+            f"epoch={epoch} has no effect since shuffle=False (every epoch then follows row "
+            f"order). Leave epoch=0, or set shuffle=True."
+        )
     # Scalar arguments first (as the R package does), the O(N) strata last.
     stream = stream_for(rng, seed, shuffle)
     encoded = encode_strata(strata)

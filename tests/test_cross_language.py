@@ -212,6 +212,8 @@ def random_configs(count=N_RANDOM_CONFIGS, seed=CONFIG_SEED):
         shuffle = bool(gen.random() < 0.85)
         seed = _seed(gen) if shuffle else None
         epoch = int(gen.integers(0, 4))
+        if not shuffle:
+            epoch = 0  # an epoch has no meaning in row order (an error in both languages)
         describe = (f"N={codes.shape[0]} S={sizes.shape[0]} N_min={n_min} m={m} "
                     f"{layout} {'+'.join(kinds)} as {container} seed={seed} epoch={epoch} "
                     f"shuffle={shuffle}")

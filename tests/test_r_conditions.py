@@ -13,15 +13,20 @@ from _r_helpers import describe_in_r, r_function, r_session  # noqa: F401 (fixtu
 
 
 def test_r_argument_errors_become_type_and_value_errors(r_session):
-    with pytest.raises(ValueError, match="^min_samples_per_stratum must be") as raised:
-        pr.stratified_batches([1, 2], 0)
-    assert raised.value.argument == "min_samples_per_stratum"
+    # Checked in R (the Python core's type checks pass): R's classes travel along.
+    with pytest.raises(ValueError, match="^seed must be") as raised:
+        pr.stratified_batches([1, 2], 1, seed=3_000_000_000)
+    assert raised.value.argument == "seed"
     assert "pystratum_value_error" in raised.value.r_classes
-    with pytest.raises(TypeError, match="^epoch must be") as raised:
-        pr.stratified_batches([1, 2], 1, seed=1, epoch=1.5)
+    with pytest.raises(ValueError, match="^epoch=3 has no effect since shuffle=FALSE") as raised:
+        pr.stratified_batches([1, 2], 1, epoch=3, shuffle=False)
     assert raised.value.argument == "epoch"
     with pytest.raises(ValueError) as raised:
         pr.stratified_batches([1, 2], 1, seed=1, rng="numpy")
+    assert raised.value.argument == "rng"
+    assert "pystratum_value_error" in raised.value.r_classes
+    with pytest.raises(ValueError, match="^rng must be one of") as raised:
+        pr.stratified_batches([1, 2], 1, seed=1, rng=["R"])  # "R" to R, refused by the core
     assert raised.value.argument == "rng"
 
 

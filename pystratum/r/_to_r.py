@@ -23,28 +23,36 @@ from .._strata import (
     is_dataframe,
     raise_missing,
 )
-from .._validation import check_bool, check_int
+from .._streams import RNG_CHOICES
+from .._validation import check_bool, check_choice, check_int
+from ..policies import Policy, as_policy
 from ._rvalues import R_DOUBLE_EXACT_MAX, R_INT_MAX, to_r_index
 
 __all__ = ["argument_to_r", "check_python_types", "policy_arguments", "strata_to_r"]
 
-# The integer-valued scalar arguments, checked for Python types as the core
-# checks them: R would take a whole double (epoch=1.0), Python does not.
-_INTEGER_ARGUMENTS = ("min_samples_per_stratum", "epoch")
-
 
 def check_python_types(given: dict) -> None:
-    """Refuse, as the core does, Python types R would accept (floats for ints, ints for bools).
+    """The core's checks of the scalar arguments, in the core's order, before R sees them.
 
-    Ranges are left to R, which names the range in its message.
+    R would take Python values the core refuses (a whole float ``epoch=1.0``
+    is an ordinary R number); running the core's own checks first makes the
+    bindings accept and refuse what the core does. Seed ranges and ``rng``
+    are left to R (R's streams, R's message).
     """
-    for name in _INTEGER_ARGUMENTS:
-        if name in given:
-            _named(check_int, given[name], name)
-    if given.get("seed") is not None:
-        _named(check_int, given["seed"], "seed")
+    if "min_samples_per_stratum" in given and not isinstance(
+            given["min_samples_per_stratum"], Policy):
+        _named(lambda value, name: as_policy(value), given["min_samples_per_stratum"],
+               "min_samples_per_stratum")
+    if "rng" in given and not isinstance(given["rng"], str):
+        # rng=["R"] is "R" to R; the core takes only a str. Which strings
+        # are streams is R's to say.
+        _named(check_choice, given["rng"], "rng", choices=RNG_CHOICES)
+    if "epoch" in given:
+        _named(check_int, given["epoch"], "epoch", minimum=0)
     if "shuffle" in given:
         _named(check_bool, given["shuffle"], "shuffle")
+    if given.get("seed") is not None:
+        _named(check_int, given["seed"], "seed")
 
 
 def policy_arguments(session, policy):
@@ -61,9 +69,9 @@ def policy_arguments(session, policy):
     return {"policy": rebuild(session.ri.StrSexpVector([record["name"]]), params)}
 
 
-def _named(check, value, name):
+def _named(check, value, name, **kwargs):
     try:
-        check(value, name)
+        check(value, name, **kwargs)
     except (TypeError, ValueError) as error:
         error.argument = name
         raise

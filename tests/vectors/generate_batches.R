@@ -149,7 +149,7 @@ cases = list(
     seed = 2024L, epoch = 1L),
   run_case("epoch_2", "Same, epoch 2: the 3rd sample(87).", three, 2L, seed = 2024L, epoch = 2L),
   run_case("epoch_3", "Same, epoch 3: the 4th sample(87).", three, 2L, seed = 2024L, epoch = 3L),
-  run_case("epoch_3_no_shuffle", "shuffle = FALSE ignores the epoch: row order in every epoch.",
+  run_case("epoch_3_no_shuffle", "epoch = 3 with shuffle = FALSE: an error, the epoch would have no effect.",
     three, 2L, epoch = 3L, shuffle = FALSE),
   run_case("interleaved_no_shuffle",
     "Interleaved strata, row order: ranks count appearances, batches keep row order.",

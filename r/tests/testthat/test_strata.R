@@ -91,8 +91,8 @@ test_that("empty and malformed strata are rejected", {
   expect_pystratum_error(encode_strata(data.frame(row.names = 1:3)), "value_error", "strata",
     "zero columns")
   expect_pystratum_error(encode_strata(NULL), "type_error", "strata", "data.frame")
-  expect_pystratum_error(encode_strata(list(1, 2)), "type_error", "strata", "data.frame")
-  expect_pystratum_error(encode_strata(c(1i, 2i)), "type_error", "strata", "complex")
+  expect_pystratum_error(encode_strata(list(1, 2:3)), "value_error", "strata", "same length")
+  expect_pystratum_error(encode_strata(list(1, list(2))), "type_error", "strata", "type list")
   expect_pystratum_error(encode_strata(as.raw(1:2)), "type_error", "strata")
   expect_pystratum_error(encode_strata(data.frame(x = I(list(1, 2)))), "type_error", "strata")
 })

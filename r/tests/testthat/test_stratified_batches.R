@@ -108,11 +108,13 @@ test_that("a seed leaves .Random.seed untouched, and absent when it was absent",
   })
 })
 
-test_that("shuffle = FALSE is the identity permutation whatever the epoch", {
+test_that("shuffle = FALSE is the identity permutation; an epoch there is an error", {
   y = c("b", "a", "b", "b", "a", "b")
   expected = list(c(1L, 2L, 3L), c(4L, 5L, 6L))
   expect_identical(stratified_batches(y, 1, shuffle = FALSE), expected)
-  expect_identical(stratified_batches(y, 1, shuffle = FALSE, epoch = 5), expected)
+  expect_identical(stratified_batches(y, 1, shuffle = FALSE, epoch = 0), expected)
+  expect_pystratum_error(stratified_batches(y, 1, shuffle = FALSE, epoch = 5), "value_error",
+    "epoch", "^epoch=5 has no effect since shuffle=FALSE .*Leave epoch=0, or set shuffle=TRUE\\.$")
 })
 
 test_that("small inputs: N = 1, one stratum, two rows", {
