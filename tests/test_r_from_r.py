@@ -128,3 +128,30 @@ def test_sampler_from_task_drives_a_dataloader(tasks):
     assert len(sampler) == len(expected)
 
 
+
+
+def test_strata_from_task_date_and_posixct_columns(r_session):
+    # Issue 7 item 9: a Date column used to give a pandas length error.
+    make = r_function(r_session, """function() list(
+      col_roles = list(stratum = c("day", "when")), row_ids = c(2L, 1L, 3L),
+      data = function(rows, cols) data.frame(
+        day = as.Date(c(0, 1, 0), origin = "1970-01-01"),
+        when = as.POSIXct(c(0, 0.5, 0), origin = "1970-01-01", tz = "UTC"),
+        raw = as.raw(1:3))[rows, cols, drop = FALSE])""")
+    with r_session.calling():
+        task = make()
+    strata = pr.strata_from_r_task(task)
+    assert strata["day"].tolist() == [pd.Timestamp("1970-01-02"), pd.Timestamp("1970-01-01"),
+                                      pd.Timestamp("1970-01-01")]
+    assert strata["when"].tolist() == [pd.Timestamp("1970-01-01 00:00:00.5"),
+                                       pd.Timestamp("1970-01-01"), pd.Timestamp("1970-01-01")]
+    assert len(pystratum.stratified_batches(strata, 1, seed=1)) == 1
+    with r_session.calling():
+        r_session.ro.r("function(t) t")(task)  # the object stays usable
+    raw_task = r_function(r_session, """function() list(
+      col_roles = list(stratum = "raw"), row_ids = 1:2,
+      data = function(rows, cols) data.frame(raw = as.raw(1:2))[rows, cols, drop = FALSE])""")
+    with r_session.calling():
+        raw_task = raw_task()
+    with pytest.raises(TypeError, match="as.character"):
+        pr.strata_from_r_task(raw_task)
