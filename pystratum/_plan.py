@@ -74,7 +74,12 @@ class BatchPlan:
         return result
 
     def counts_table(self, max_rows: int = 10) -> str:
-        """The per-batch x per-stratum count table as text (like the blog's ``dcast``)."""
+        """The per-batch x per-stratum count table as text (like the blog's ``dcast``).
+
+        Batches are numbered from 0, as in ``plan[b]`` and :meth:`batch_of_row`
+        (Python is 0-based throughout; the R package numbers from 1). With
+        more than ``max_rows`` batches the middle ones are elided.
+        """
         header = ["batch"] + [_label_text(label) for label in self.strata] + ["total"]
         rows = []
         shown = list(range(self.num_batches))
@@ -85,10 +90,21 @@ class BatchPlan:
                 rows.append(["..."] * len(header))
                 continue
             counts = self.counts[b]
-            rows.append([str(b + 1)] + [str(int(c)) for c in counts] + [str(int(counts.sum()))])
+            rows.append([str(b)] + [str(int(c)) for c in counts] + [str(int(counts.sum()))])
         widths = [max(len(r[k]) for r in [header] + rows) for k in range(len(header))]
         lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in [header] + rows]
         return "\n".join(lines)
+
+    def plot(self, ax=None, *, title=None, max_strata: int = 8):
+        """Stacked bars of this plan's per-batch counts (needs matplotlib); returns the Axes.
+
+        One bar per batch (0-based), one band per stratum; with more than
+        ``max_strata`` strata the largest ``max_strata - 1`` are drawn and the
+        rest summed into "other". See :func:`pystratum.plot.plot_counts`.
+        """
+        from .plot import plot_counts
+
+        return plot_counts(self.counts, self.strata, ax=ax, title=title, max_strata=max_strata)
 
     def __repr__(self) -> str:
         return (
