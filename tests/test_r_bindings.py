@@ -61,5 +61,22 @@ def test_batch_sampler_validates_arguments_in_r(r_session):
     with pytest.raises((TypeError, ValueError)) as raised:
         pr.batch_sampler_stratified(0)
     assert raised.value.argument == "min_samples_per_stratum"
+    with pytest.raises(TypeError, match="not both"):
+        pr.batch_sampler_stratified(2, min_samples_per_stratum=2)
+
+
+def test_batch_sampler_takes_a_policy_object(r_session):
+    import pystratum
+
+    policy = pystratum.FixedSize(64, min_per_stratum=2)
+    if pr.r_package_available("torch"):
+        assert pr.batch_sampler_stratified(policy, seed=1) is not None
+        return
+    # R rebuilds the policy, validates every argument, and only then needs torch.
+    with pytest.raises(pr.RError, match="torch"):
+        pr.batch_sampler_stratified(policy, seed=1)
+    with pytest.raises(ValueError) as raised:
+        pr.batch_sampler_stratified(policy, seed=1, rng="python")
+    assert raised.value.argument == "rng"
 
 

@@ -12,6 +12,13 @@ __all__ = ["batch_sampler_stratified", "sampler_from_r_task", "strata_from_r_tas
            "stratified_batches"]
 
 
+def _one_policy(policy, min_samples_per_stratum):
+    """``policy`` or the older ``min_samples_per_stratum`` (not both), unvalidated: R checks it."""
+    if policy is not None and min_samples_per_stratum is not None:
+        resolve_policy(policy, min_samples_per_stratum)  # raises the core's "not both" error
+    return min_samples_per_stratum if min_samples_per_stratum is not None else policy
+
+
 def _arguments_to_r(active, given):
     check_python_types(given)
     return {name: argument_to_r(active, value, name) for name, value in given.items()}
@@ -39,10 +46,7 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
     ImportError/RuntimeError naming the install command when rpy2, R or the
     R package is missing.
     """
-    if policy is not None and min_samples_per_stratum is not None:
-        resolve_policy(policy, min_samples_per_stratum)  # raises the core's "not both" error
-    if min_samples_per_stratum is not None:
-        policy = min_samples_per_stratum
+    policy = _one_policy(policy, min_samples_per_stratum)
     active = _session()
     with active.calling():
         check_python_types({"min_samples_per_stratum": policy, "rng": rng, "epoch": epoch,
@@ -55,9 +59,12 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
         return batches_from_r(outcome, "pystratum::stratified_batches")
 
 
-def batch_sampler_stratified(min_samples_per_stratum, *, shuffle=True, seed=None, rng="torch"):
+def batch_sampler_stratified(policy=None, *, shuffle=True, seed=None, rng="torch",
+                             min_samples_per_stratum=None):
     """R's ``pystratum::batch_sampler_stratified()``: a torch sampler *class*, as an R object.
 
+    ``policy``: a :mod:`pystratum.policies` object (rebuilt in R by name and
+    parameters) or a number (``policy_min_per_stratum``).
     The result is an rpy2 object ready to be assigned in embedded R to an
     mlr3torch learner's ``batch_sampler`` parameter. It needs R's torch
     package; without it R's error (naming ``install.packages("torch")``) is
@@ -66,9 +73,9 @@ def batch_sampler_stratified(min_samples_per_stratum, *, shuffle=True, seed=None
     """
     active = _session()
     with active.calling():
-        given = {"min_samples_per_stratum": min_samples_per_stratum, "shuffle": shuffle,
-                 "seed": seed, "rng": rng}
+        given = {"shuffle": shuffle, "seed": seed, "rng": rng}
         arguments = _arguments_to_r(active, given)
+        arguments.update(policy_arguments(active, _one_policy(policy, min_samples_per_stratum)))
         outcome = active.bridge("bridge_batch_sampler_stratified")(**arguments)
         raise_r_conditions(outcome, stacklevel=2)
         return field(outcome, "value")
@@ -109,11 +116,11 @@ def strata_from_r_task(task):
         return task_frame_from_r(field(outcome, "value"), pandas)
 
 
-def sampler_from_r_task(task, min_samples_per_stratum, **kwargs):
+def sampler_from_r_task(task, policy, **kwargs):
     """A :class:`pystratum.torch.StratifiedBatchSampler` over an R mlr3 task's strata.
 
-    ``StratifiedBatchSampler(strata_from_r_task(task), min_samples_per_stratum,
-    **kwargs)``: batches are 0-based positions in ``task$row_ids`` order (add
+    ``StratifiedBatchSampler(strata_from_r_task(task), policy, **kwargs)``
+    (``policy``: a number or a :mod:`pystratum.policies` object): batches are 0-based positions in ``task$row_ids`` order (add
     one for R positions). Imports PyTorch only when called.
     """
     try:
@@ -123,7 +130,7 @@ def sampler_from_r_task(task, min_samples_per_stratum, **kwargs):
             f"sampler_from_r_task needs pystratum.torch and PyTorch ({error}). Install it "
             f"with: pip install 'pystratum[torch]'"
         ) from error
-    return StratifiedBatchSampler(strata_from_r_task(task), min_samples_per_stratum, **kwargs)
+    return StratifiedBatchSampler(strata_from_r_task(task), policy, **kwargs)
 
 
 def _import_pandas(what):
