@@ -26,7 +26,7 @@ INSTALL_PLOT = "pip install 'stratabatch[plot]'"
 
 # Enough distinct colours for a legend a reader can still match to bars.
 DEFAULT_MAX_STRATA = 8
-_MISSING_COLOUR = "#d62728"
+_MISSING_COLOUR = "black"
 _OTHER_COLOUR = "#bbbbbb"
 
 
@@ -84,8 +84,8 @@ def plot_counts(counts, labels, *, ax=None, title=None, max_strata: int = DEFAUL
     """Stacked bars: one bar per batch, one band per stratum; returns the Axes.
 
     With more than ``max_strata`` strata the ``max_strata - 1`` largest are
-    drawn and the others summed into one grey "other" band. A red tick under
-    a bar marks a batch that misses at least one stratum (any stratum, not
+    drawn and the others summed into one grey "other" band. A black triangle
+    above a bar marks a batch that misses at least one stratum (any stratum, not
     only the drawn ones); the title says how many do.
     """
     _matplotlib()
@@ -116,17 +116,17 @@ def plot_counts(counts, labels, *, ax=None, title=None, max_strata: int = DEFAUL
     heading = title or ""
     if mark_missing and n_batches:
         if missing.any():
-            # Drawn below the bars so a missing stratum is visible even when
-            # its band would be a zero-height sliver anyway.
-            ax.plot(x[missing], np.full(missing.sum(), -0.04 * max(bottom.max(), 1)), "|",
-                    color=_MISSING_COLOUR, markersize=8, markeredgewidth=1.5, clip_on=False,
+            # A marker above the bar: visible even where the missing band
+            # would only have been a sliver, and in no stratum's colour.
+            ax.plot(x[missing], bottom[missing] + 0.04 * max(bottom.max(), 1), "v",
+                    color=_MISSING_COLOUR, markersize=5, linestyle="none",
                     label="batch misses a stratum")
         share = f"{int(missing.sum())} of {n_batches} batches miss a stratum"
         heading = f"{heading}: {share}" if heading else share
     if heading:
         ax.set_title(heading, fontsize=10, loc="left")
     ax.set_xlim(-0.5 - (0 if width == 1.0 else 0.2), n_batches - 0.5)
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, max(bottom.max(), 1) * 1.12)
     ax.set_xlabel("batch (0-based)")
     ax.set_ylabel("rows")
     if legend:
@@ -157,7 +157,7 @@ def composition_figure(panels, output=None, *, max_strata: int = DEFAULT_MAX_STR
     top = max((np.asarray(c).sum(axis=1).max() if len(c) else 0) for _, c, _ in panels)
     for ax, (title, counts, labels) in zip(axes, panels):
         plot_counts(counts, labels, ax=ax, title=title, max_strata=max_strata)
-        ax.set_ylim(0, top * 1.05 if top else 1)
+        ax.set_ylim(0, top * 1.12 if top else 1)
     if output is not None:
         figure.savefig(output, dpi=110)
     return figure
