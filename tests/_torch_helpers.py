@@ -189,7 +189,8 @@ def ddp_worker(config):
             model = DistributedDataParallel(torch.nn.Linear(4, 1))
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             epochs = []
-            for _ in range(run["epochs"]):
+            for epoch in range(run["epochs"]):
+                sampler.set_epoch(epoch)  # several replicas: the epoch moves only through it
                 seen = []
                 for index, features, target in loader:
                     _train_step(model, optimizer, features, target)
@@ -202,6 +203,40 @@ def ddp_worker(config):
                 "epochs": epochs, "weight": model.module.weight.detach().reshape(-1).tolist(),
             })
         return {"runs": results}
+    finally:
+        dist.destroy_process_group()
+
+
+def ddp_peek_worker(config):
+    """Plain DDP (gloo) where rank ``peek_rank`` takes one extra batch (a sanity check)
+    before the loop of epoch ``peek_epoch``; ``set_epoch`` called or not."""
+    import warnings
+    from datetime import timedelta
+
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+
+    from pystratum.torch import StratifiedBatchSampler
+
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    try:
+        labels, dataset = _toy_data(config)
+        sampler = StratifiedBatchSampler(labels, config["m"], seed=config["seed"])
+        loader = DataLoader(dataset, batch_sampler=sampler, num_workers=config["num_workers"])
+        rank = dist.get_rank()
+        epochs, peeked = [], None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for epoch in range(config["epochs"]):
+                if config["set_epoch"]:
+                    sampler.set_epoch(epoch)
+                if rank == config["peek_rank"] and epoch == config["peek_epoch"]:
+                    peeked = next(iter(loader))[0].tolist()
+                epochs.append([index.tolist() for index, _, _ in loader])
+        dist.barrier()
+        return {"rank": rank, "seed": sampler.seed, "epochs": epochs, "peeked": peeked,
+                "weight": [0.0],
+                "warnings": [str(w.message) for w in caught if "set_epoch" in str(w.message)]}
     finally:
         dist.destroy_process_group()
 

@@ -24,8 +24,11 @@ def expected_plan(labels, m, seed, epoch, rng):
     return [b.tolist() for b in sampler.plan(epoch)]
 
 
-def check_ranks(results, labels, m, epochs, *, drop_last=False, rng="numpy"):
-    """Per-rank guarantee, equal counts, and real (non-padded) batches = one epoch."""
+def check_ranks(results, labels, m, epochs, *, drop_last=False, rng="numpy", served_epochs=None):
+    """Per-rank guarantee, equal counts, and real (non-padded) batches = one epoch.
+
+    ``served_epochs[k]``: the epoch the k-th pass should serve (default k).
+    """
     world = len(results)
     seeds = {r["seed"] for r in results}
     assert len(seeds) == 1, f"ranks used different seeds: {seeds}"
@@ -33,7 +36,8 @@ def check_ranks(results, labels, m, epochs, *, drop_last=False, rng="numpy"):
     for epoch in range(epochs):
         served = [r["epochs"][epoch] for r in results]
         assert len({len(s) for s in served}) == 1, "ranks yielded different numbers of batches"
-        plan = expected_plan(labels, m, seed, epoch, rng)
+        plan = expected_plan(labels, m, seed,
+                             epoch if served_epochs is None else served_epochs[epoch], rng)
         total = len(plan)
         for rank, batches in enumerate(served):
             assert_every_batch_holds(batches, labels, m)
@@ -45,7 +49,7 @@ def check_ranks(results, labels, m, epochs, *, drop_last=False, rng="numpy"):
             assert len(real) == total // world * world
         else:
             assert_one_epoch(real, len(labels))
-    if epochs > 1:
+    if epochs > 1 and served_epochs is None:
         assert results[0]["epochs"][0] != results[0]["epochs"][1]  # a new shuffle each epoch
     # Every rank took the same number of optimizer steps: the DDP models agree.
     weights = np.array([r["weight"] for r in results])
@@ -86,10 +90,39 @@ def test_shards_by_hand_without_a_process_group():
         for drop_last in (False, True):
             samplers = [StratifiedBatchSampler(labels, 2, seed=3, num_replicas=world, rank=r,
                                                drop_last=drop_last) for r in range(world)]
-            results = [{"seed": 3, "epochs": [list(s), list(s)], "weight": [0.0]}
-                       for s in samplers]
+            results = []
+            for s in samplers:
+                passes = []
+                for epoch in range(2):
+                    s.set_epoch(epoch)  # several replicas: the epoch moves only through it
+                    passes.append(list(s))
+                results.append({"seed": 3, "epochs": passes, "weight": [0.0]})
             assert {len(s) for s in samplers} == {9 // world if drop_last else -(-9 // world)}
             check_ranks(results, labels, 2, epochs=2, drop_last=drop_last)
+
+
+@pytest.mark.parametrize("set_epoch, num_workers", [(True, 0), (False, 1)],
+                         ids=["set_epoch", "no-set_epoch-worker"])
+def test_ddp_peek_on_one_rank_keeps_ranks_in_step(tmp_path, set_epoch, num_workers):
+    """One extra iter() on rank 1 (a peeked batch) must not move rank 1 to another epoch."""
+    config = {"n_rows": N_ROWS, "n_positive": N_POSITIVE, "m": 2, "seed": 5, "epochs": 2,
+              "set_epoch": set_epoch, "num_workers": num_workers, "peek_rank": 1,
+              "peek_epoch": 1 if set_epoch else 0}
+    results = run_ranks("ddp_peek_worker", 2, config, tmp_path, timeout=120)
+    labels = imbalanced_labels(N_ROWS, N_POSITIVE)
+    # Without set_epoch both passes serve epoch 0 (as DistributedSampler would).
+    served = [0, 1] if set_epoch else [0, 0]
+    check_ranks(results, labels, 2, epochs=2, served_epochs=served)
+    peek_epoch = config["peek_epoch"]
+    assert results[1]["peeked"] == results[1]["epochs"][peek_epoch][0]
+    assert results[0]["peeked"] is None
+    if set_epoch:
+        assert results[0]["epochs"][0] != results[0]["epochs"][1]
+        assert [r["warnings"] for r in results] == [[], []]  # a peek alone does not warn
+    else:
+        # The second full pass of epoch 0 warns once on each rank that set_epoch is missing.
+        for r in results:
+            assert len(r["warnings"]) == 1 and "serves epoch 0 again" in r["warnings"][0]
 
 
 def test_lightning_ddp(tmp_path):

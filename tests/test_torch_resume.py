@@ -259,7 +259,12 @@ def test_pickled_sampler_continues(labels, rng):
     next(iterator)
     copy = pickle.loads(pickle.dumps(sampler))
     assert copy.state_dict()["batches_yielded"] == 1
-    assert list(copy) == expected[2]  # a new iter() starts the next epoch
+    # The copy is a checkpoint: it reports the epoch in progress and continues it.
+    assert copy.epoch == sampler.epoch == 1
+    assert list(copy) == expected[1][1:]
+    assert list(copy) == expected[2]  # then a new iter() starts the next epoch
+    assert list(iterator) == expected[1][1:]  # the original is untouched
+    assert list(sampler) == expected[2]
 
 
 # Lightning's advice (workers, logging) and its own deprecations, not ours.

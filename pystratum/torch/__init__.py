@@ -1,0 +1,25 @@
+"""PyTorch batch sampler: every batch contains every stratum, on every rank.
+
+::
+
+    from pystratum.torch import StratifiedBatchSampler
+    sampler = StratifiedBatchSampler(train_set.targets, 10, seed=1)
+    loader = DataLoader(train_set, batch_sampler=sampler)
+
+The package's parts, each tested on its own: ``_labels`` (labels out of
+tensors, datasets, callables), ``_distributed`` (rank, world size, the shared
+seed), ``_epoch`` (the epoch iterator), ``_state`` (the resume format),
+``_guards`` (misuse checks) and ``_sampler`` (the coordinator). Sharding of
+whole batches across ranks is the torch-free ``pystratum._sharding``.
+"""
+
+try:
+    import torch  # noqa: F401
+except ImportError as error:  # pragma: no cover - exercised without torch installed
+    raise ImportError(
+        "pystratum.torch needs PyTorch: pip install 'pystratum[torch]' (or torch itself)."
+    ) from error
+
+from ._sampler import StratifiedBatchSampler
+
+__all__ = ["StratifiedBatchSampler"]

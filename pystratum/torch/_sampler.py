@@ -1,0 +1,403 @@
+"""StratifiedBatchSampler: the coordinator of the torch layer.
+
+It validates arguments and wires the parts together: labels
+(:mod:`._labels`), ranks and the shared seed (:mod:`._distributed`), the
+epoch plan (the numpy core), sharding (:mod:`pystratum._sharding`), the
+epoch iterator (:mod:`._epoch`), the resume state (:mod:`._state`) and the
+misuse checks (:mod:`._guards`). Batches come from
+:func:`pystratum._plan.plan_from_stream`, so they are the batches
+``pystratum.plan_batches`` (and the R package) give for the same seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import warnings
+from typing import Iterator
+
+import numpy as np
+from torch.utils.data import Sampler
+
+from .._plan import BatchPlan, plan_from_stream
+from .._sharding import rank_batch_count, rank_batch_indices
+from .._strata import encode_strata, first_rows_of_codes
+from .._streams import RNG_CHOICES, make_stream, stream_for
+from .._validation import check_bool, check_choice, check_int
+from ..policies import MinPerStratum, StratumTooSmallWarning
+from ._distributed import resolve_replicas, resolve_seed
+from ._epoch import EpochBatches, EpochIterator, EpochSetter
+from ._guards import check_dataset_length, check_iterating_caller, single_batch_error
+from ._labels import labels_from
+from ._state import SamplerState, check_resumable, parse_state, same_seed
+
+__all__ = ["StratifiedBatchSampler"]
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class StratifiedBatchSampler(Sampler[list[int]]):
+    """Mini-batches that each hold at least ``min_samples_per_stratum`` rows of every stratum.
+
+    Use it as ``DataLoader(dataset, batch_sampler=sampler)`` (not ``sampler=``,
+    which is refused with a TypeError when the first epoch starts).
+
+    Parameters
+    ----------
+    strata
+        One label per row of the dataset, in anything the core accepts (list,
+        numpy array, pandas Series/DataFrame, 2-D array for multi-column
+        strata) or a torch tensor (any device but ``meta``; sparse,
+        non-contiguous, bfloat16/float16 and complex tensors are read
+        exactly); or a dataset exposing ``.targets`` or ``.labels``
+        (torchvision style), or a ``Subset`` of one; or a callable taking no
+        argument that returns such labels. A list of tensors with a shape
+        is refused as ambiguous (rows or columns?); a ``TensorDataset`` is
+        refused (pass its label tensor, and ``dataset=``).
+    min_samples_per_stratum : int
+        ``m``: the fewest rows of each stratum a batch holds. The epoch has
+        ``max(1, N_min // m)`` batches, ``N_min`` the smallest stratum's size.
+    shuffle : bool
+        False serves rows in order (the same batches every epoch).
+    seed : None, int (or numpy SeedSequence with ``rng="numpy"``)
+        None draws a fresh seed once, at construction, and keeps it (read it
+        back as ``sampler.seed``). Under ``torch.distributed`` rank 0's fresh
+        seed is broadcast to every rank, which needs every rank to build its
+        sampler (as DDP code does anyway); without an initialised process
+        group and ``num_replicas > 1``, pass ``seed=``.
+    rng : {"numpy", "R", "torch"}
+        Where each epoch's permutation comes from. ``"R"``: epoch k is the
+        (k+1)-th ``sample(N)`` after R's ``set.seed(seed)``. ``"torch"``: a
+        private ``torch.Generator`` seeded with ``seed``; epoch k is its
+        (k+1)-th ``torch.randperm(N)``, which is R torch's ``torch_randperm``
+        after ``torch_manual_seed(seed)`` when both use the same libtorch
+        version. The global random state is never used or changed.
+    num_replicas, rank : int, optional
+        Default to ``torch.distributed``'s world size and rank when it is
+        initialised, else 1 and 0. Every rank computes the same plan from
+        (seed, epoch), without communication, and takes whole batches
+        round-robin (``batches[rank::num_replicas]``).
+    drop_last : bool
+        With several replicas and a number of batches that is not a multiple
+        of ``num_replicas``: False (default) pads the short ranks with whole
+        batches reused from the start of the epoch; True drops the remainder.
+        On one replica nothing is ever dropped.
+    dataset : optional
+        The dataset the indices are for; if given, the number of labels must
+        equal ``len(dataset)`` (checked here). Without it the check happens
+        when a DataLoader starts the first epoch.
+    allow_single_batch : bool
+        When the smallest stratum has fewer than ``m`` rows the plan is one
+        batch holding every row; that is a ValueError unless this is True
+        (a whole-dataset batch usually exhausts GPU memory).
+
+    Guarantees
+    ----------
+    * Every batch holds at least ``m`` rows of every stratum (with
+      ``allow_single_batch=True`` and a stratum smaller than ``m``: one batch
+      holds every row and a ``StratumTooSmallWarning`` says so).
+    * ``len(sampler)`` is exactly the number of batches one ``iter()`` yields on
+      this rank, every epoch; all ranks yield the same number.
+    * Epochs. One replica: each ``iter()`` starts the next epoch (a new
+      shuffle with the same per-batch stratum counts). Several replicas: the
+      epoch changes only through ``set_epoch(k)``, as with
+      ``DistributedSampler``; another ``iter()`` in the same epoch serves
+      that epoch again, so an extra ``iter()`` on one rank (a peek) never
+      moves it out of step with the others. An epoch served to its end that
+      starts again without ``set_epoch`` warns once (``set_epoch`` was
+      probably forgotten). ``set_epoch(k)`` selects epoch k for the next ``iter()`` in
+      both cases. Batches are a pure function of (seed, epoch, rank).
+    * ``state_dict()``/``load_state_dict()`` follow torchdata's ``Stateful``
+      protocol: ``StatefulDataLoader`` resumes mid-epoch exactly. A copy or
+      pickle of the sampler is such a checkpoint: it continues the epoch in
+      progress from the same batch, and reports that epoch.
+    """
+
+    def __init__(self, strata, min_samples_per_stratum, *, shuffle=True, seed=None,
+                 rng="numpy", num_replicas=None, rank=None, drop_last=False, dataset=None,
+                 allow_single_batch=False):
+        self.min_samples_per_stratum = check_int(
+            min_samples_per_stratum, "min_samples_per_stratum", minimum=1
+        )
+        self._policy = MinPerStratum(self.min_samples_per_stratum)
+        self.rng = check_choice(rng, "rng", RNG_CHOICES)
+        self.shuffle = check_bool(shuffle, "shuffle")
+        self.drop_last = check_bool(drop_last, "drop_last")
+        self.allow_single_batch = check_bool(allow_single_batch, "allow_single_batch")
+        self.num_replicas, self.rank = resolve_replicas(num_replicas, rank)
+        # Scalar arguments first (as the core does), the O(N) strata after.
+        # The core's check rejects a seed with shuffle=False; a missing seed is
+        # resolved (drawn, or broadcast from rank 0) only when there is shuffling.
+        self._stream = stream_for(
+            self.rng, resolve_seed(seed, self.num_replicas) if self.shuffle else seed,
+            self.shuffle)
+
+        labels, known_dataset = labels_from(strata)
+        self._encoded = encode_strata(labels)
+        n_rows = self._encoded.n_rows
+        for data in (known_dataset, dataset):
+            if data is not None:
+                check_dataset_length(data, n_rows)
+
+        # Warn once, here, pointing at the caller's line; epochs do not repeat it.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StratumTooSmallWarning)
+            cuts = self._policy.allocate(self._encoded, 0).cuts
+        too_small = [w for w in caught if issubclass(w.category, StratumTooSmallWarning)]
+        if too_small and not self.allow_single_batch:
+            raise single_batch_error(str(too_small[0].message), n_rows)
+        for warning in caught:
+            warnings.warn(warning.message, warning.category, stacklevel=2)
+        self.num_batches = int(cuts.shape[1] - 1)
+        if self.drop_last and self.num_batches < self.num_replicas:
+            raise ValueError(
+                f"drop_last=True leaves no batch for any rank: the plan has "
+                f"{self.num_batches} batch(es) per epoch (smallest stratum "
+                f"{int(self._encoded.sizes.min())} rows // min_samples_per_stratum="
+                f"{self.min_samples_per_stratum}) but num_replicas={self.num_replicas}. "
+                f"Lower min_samples_per_stratum, use fewer replicas, or set drop_last=False "
+                f"(ranks then reuse whole batches)."
+            )
+        self._digest = None
+        # Progress. The iterator that started last holds the position inside
+        # its epoch; between epochs the sampler knows only what comes next.
+        self._next_epoch = 0
+        self._resume = None  # (epoch, batches already yielded) from load_state_dict or a copy
+        self._active = None  # the EpochIterator that started last
+        self._epoch_explicit = False  # set_epoch/load_state_dict since the last epoch began
+        self._warned_set_epoch = False
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def seed(self):
+        """The seed in use: pass it as ``seed=`` to get the same batches again (None unshuffled)."""
+        return None if self._stream is None else self._stream.seed
+
+    @property
+    def epoch(self) -> int:
+        """The epoch being served, or (between epochs) the one the next ``iter()`` serves."""
+        if self._active is not None and self._active.in_progress:
+            return self._active.epoch
+        return self._resume[0] if self._resume is not None else self._next_epoch
+
+    @property
+    def sampler(self) -> EpochSetter:
+        """A ``set_epoch`` hook where Lightning and accelerate look for one.
+
+        They call ``loader.batch_sampler.sampler.set_epoch(epoch)`` at each
+        epoch start; this forwards it to :meth:`set_epoch`.
+        """
+        return EpochSetter(self)
+
+    def __len__(self) -> int:
+        """Batches one ``iter()`` yields on this rank (every epoch, every rank)."""
+        return rank_batch_count(self.num_batches, self.num_replicas, self.drop_last)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` serve epoch ``epoch`` (as ``DistributedSampler.set_epoch``).
+
+        One replica: optional (each ``iter()`` moves to the next epoch).
+        Several replicas: the only way the epoch changes; call it before every
+        epoch. After ``load_state_dict``, ``set_epoch`` with the restored
+        epoch keeps the mid-epoch position; any other epoch starts it fresh.
+        """
+        epoch = check_int(epoch, "epoch", minimum=0)
+        self._epoch_explicit = True
+        if self._resume is not None and self._resume[0] == epoch:
+            return
+        self._resume = None
+        self._next_epoch = epoch
+
+    def __iter__(self) -> Iterator[list[int]]:
+        # The frame that called iter() tells whether DataLoader uses us as a
+        # per-row sampler (sampler= instead of batch_sampler=) and which
+        # dataset the indices are for.
+        check_iterating_caller(self, sys._getframe(1), self._encoded.n_rows)
+        return EpochIterator(self._begin_epoch)
+
+    def plan(self, epoch: int | None = None) -> BatchPlan:
+        """The core's :class:`~pystratum.BatchPlan` of an epoch (all ranks' batches).
+
+        Default: the epoch being served or about to be. Inspection only; the
+        sampler's own progress is not changed.
+        """
+        epoch = self.epoch if epoch is None else check_int(epoch, "epoch", minimum=0)
+        return self._plan(epoch)
+
+    def state_dict(self) -> dict:
+        """Progress to resume from: epoch, batches yielded on this rank, seed, stream position.
+
+        Plain Python values (and a uint8 tensor for ``rng="torch"``), so
+        ``torch.save``/``torch.load(weights_only=True)`` round-trip it. Every
+        rank yields the same number of batches, so rank 0's state resumes
+        every rank. The format is versioned (``state["format"]``).
+        """
+        active = self._active
+        if active is not None and active.in_progress:
+            epoch, yielded, stream_state = active.epoch, active.batches_yielded, active.stream_state
+        else:
+            epoch, yielded = self._resume if self._resume is not None else (self._next_epoch, 0)
+            if active is not None and active.epoch == epoch and self._resume is None:
+                stream_state = active.stream_state  # the epoch is served again (set_epoch rule)
+            else:
+                stream_state = {} if self._stream is None else self._stream.state_dict()
+        return self._state(epoch, yielded, stream_state).to_dict()
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Resume from :meth:`state_dict`: the next ``iter()`` continues that epoch.
+
+        The saved seed replaces this sampler's seed. The sampler must
+        otherwise match the saved one (same strata, m, rng, shuffle,
+        num_replicas, drop_last); a mismatch raises ValueError, and so does a
+        corrupted state (TypeError for a wrong type), naming the key.
+        """
+        saved = parse_state(state_dict)
+        check_resumable(saved, self._state(0, 0, {}), len(self))
+        stream = None
+        if self.shuffle:
+            stream = self._stream if same_seed(saved.seed, self.seed) else None
+            if stream is None:
+                try:
+                    stream = make_stream(self.rng, saved.seed)
+                except (TypeError, ValueError) as error:
+                    raise ValueError(
+                        f"state_dict['seed']={saved.seed!r} cannot seed rng={self.rng!r}: "
+                        f"{error}"
+                    ) from None
+            try:
+                stream.load_state_dict(saved.stream)
+            except (TypeError, ValueError, RuntimeError, KeyError) as error:
+                raise ValueError(
+                    f"state_dict['stream'] cannot be restored for rng={self.rng!r}: {error}. "
+                    f"Pass the dict StratifiedBatchSampler.state_dict() returned, unchanged."
+                ) from None
+        self._stream = stream
+        self._resume = (saved.epoch, saved.batches_yielded)
+        self._next_epoch = saved.epoch
+        self._active = None
+        self._epoch_explicit = True
+
+    def __getstate__(self) -> dict:
+        # A copy or pickle is a checkpoint: an epoch in progress is continued
+        # from the same batch by the copy (the live iterator is not copied).
+        state = self.__dict__.copy()
+        active = state["_active"]
+        if active is not None and active.in_progress:
+            state["_resume"] = (active.epoch, active.batches_yielded)
+            state["_next_epoch"] = active.epoch
+            state["_resume_stream_state"] = active.stream_state
+        state["_active"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        stream_state = state.pop("_resume_stream_state", None)
+        self.__dict__.update(state)
+        if stream_state is not None and self._stream is not None:
+            self._stream.load_state_dict(stream_state)
+
+    def __repr__(self) -> str:
+        return (
+            f"StratifiedBatchSampler(n_rows={self._encoded.n_rows}, n_strata="
+            f"{self._encoded.n_strata}, min_samples_per_stratum={self.min_samples_per_stratum}, "
+            f"num_batches={self.num_batches}, len={len(self)}, shuffle={self.shuffle}, "
+            f"seed={self.seed!r}, rng={self.rng!r}, epoch={self.epoch}, num_replicas="
+            f"{self.num_replicas}, rank={self.rank}, drop_last={self.drop_last})"
+        )
+
+    # ---------------------------------------------------------------- private
+
+    def _state(self, epoch: int, yielded: int, stream_state: dict) -> SamplerState:
+        return SamplerState(
+            epoch=int(epoch), batches_yielded=int(yielded), seed=self.seed, rng=self.rng,
+            shuffle=self.shuffle, num_replicas=self.num_replicas, drop_last=self.drop_last,
+            min_samples_per_stratum=self.min_samples_per_stratum,
+            policy={"name": "min_per_stratum", "params": {"m": self.min_samples_per_stratum}},
+            n_rows=self._encoded.n_rows, num_batches=self.num_batches,
+            strata_digest=self._strata_digest(), stream=stream_state,
+        )
+
+    def _begin_epoch(self, iterator: EpochIterator) -> EpochBatches:
+        """Called by ``iterator`` at its first batch: which epoch, from where."""
+        if self._resume is not None:
+            epoch, start = self._resume
+            self._resume = None
+        else:
+            epoch, start = self._next_epoch, 0
+            last = self._active
+            # Several replicas: an epoch served to its end starting again without
+            # set_epoch is the symptom of a forgotten set_epoch (a peek before the
+            # epoch's loop is not).
+            if (self.num_replicas > 1 and not self._epoch_explicit and last is not None
+                    and last.exhausted and last.epoch == epoch):
+                self._warn_epoch_repeated(epoch)
+        # One replica: each iter() is the next epoch. Several: only set_epoch moves it.
+        self._next_epoch = epoch + 1 if self.num_replicas == 1 else epoch
+        self._epoch_explicit = False
+        self._active = iterator
+        if start >= len(self):
+            # Resumed after the epoch's last batch: the rest of the epoch is empty.
+            stream_state = {} if self._stream is None else self._stream.state_dict()
+            return EpochBatches(epoch, start, _EMPTY, np.zeros(1, dtype=np.int64), stream_state)
+        return self._rank_batches(epoch, start)
+
+    def _warn_epoch_repeated(self, epoch: int) -> None:
+        if self._warned_set_epoch:
+            return
+        self._warned_set_epoch = True
+        warnings.warn(
+            f"StratifiedBatchSampler (rank {self.rank} of num_replicas={self.num_replicas}) "
+            f"serves epoch {epoch} again: with several replicas the epoch changes only through "
+            f"set_epoch(), so that an extra iter() on one rank (a peek, a sanity check) cannot "
+            f"move it out of step with the other ranks. Call sampler.set_epoch(epoch) before "
+            f"each epoch, as with DistributedSampler. (Shown once.)",
+            UserWarning,
+            stacklevel=4,
+        )
+
+    def _strata_digest(self) -> str:
+        """A fingerprint of the partition of rows into strata (labels' names do not matter).
+
+        Saved in the state so that resuming with other data fails loudly
+        instead of serving the old epoch's row numbers for new rows.
+        """
+        if self._digest is None:
+            codes = self._encoded.codes
+            n_strata = self._encoded.n_strata
+            # Number strata by first appearance: renaming labels keeps the digest.
+            first_row = first_rows_of_codes(codes, n_strata)
+            dtype = np.uint8 if n_strata <= 256 else np.uint16 if n_strata <= 65536 else np.int32
+            canonical = np.empty(n_strata, dtype=dtype)
+            canonical[np.argsort(first_row, kind="stable")] = np.arange(n_strata, dtype=dtype)
+            self._digest = hashlib.blake2b(canonical[codes].tobytes(), digest_size=16).hexdigest()
+        return self._digest
+
+    def _plan(self, epoch: int) -> BatchPlan:
+        with warnings.catch_warnings():
+            # Already said once, at construction.
+            warnings.simplefilter("ignore", StratumTooSmallWarning)
+            return plan_from_stream(self._encoded, self._policy, self._stream,
+                                    epoch=epoch, rng=self.rng)
+
+    def _rank_batches(self, epoch: int, start: int) -> EpochBatches:
+        """This rank's batches of ``epoch`` as (order, bounds) int64 arrays."""
+        if self._stream is not None:
+            # Record the stream position before this epoch: state_dict() saves
+            # it so a resume costs one permutation, not epoch + 1.
+            self._stream.advance_to(self._encoded.n_rows, epoch)
+            stream_state = self._stream.state_dict()
+        else:
+            stream_state = {}
+        plan = self._plan(epoch)
+        order, bounds = plan.order, plan.bounds
+        n_replicas = self.num_replicas
+        if n_replicas > 1:
+            chosen = rank_batch_indices(self.num_batches, n_replicas, self.rank, self.drop_last)
+            starts = bounds[:-1][chosen]
+            sizes = bounds[1:][chosen] - starts
+            bounds = np.zeros(chosen.shape[0] + 1, dtype=np.int64)
+            np.cumsum(sizes, out=bounds[1:])
+            positions = np.arange(int(bounds[-1]), dtype=np.int64)
+            positions += np.repeat(starts - bounds[:-1], sizes)
+            order = order[positions]
+        return EpochBatches(epoch, start, order, bounds, stream_state)

@@ -1,0 +1,288 @@
+"""The sampler's resume state: a versioned dict of plain values, read defensively.
+
+A state is what ``StratifiedBatchSampler.state_dict()`` returns and what
+checkpoints (``torch.save``, ``torch.load(weights_only=True)``, JSON for all
+but ``rng="torch"``) carry. Reading one either gives a :class:`SamplerState`
+whose every field has the right type and range, or raises a TypeError /
+ValueError naming the key and the fix; never a bare KeyError, a torch
+internal error, or a silent reseed from fresh entropy.
+
+Format 2 records the batch policy by name and parameters; format 1 (before
+policies) is still read, as the ``min_per_stratum`` policy.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._streams import RNG_CHOICES
+from .._validation import check_bool, check_choice, check_int
+
+__all__ = ["STATE_FORMAT", "SamplerState", "parse_state", "seed_to_state", "seed_from_state",
+           "same_seed", "check_resumable"]
+
+STATE_FORMAT = "pystratum.torch.StratifiedBatchSampler/2"
+_FORMAT_1 = "pystratum.torch.StratifiedBatchSampler/1"
+_FORMATS = (STATE_FORMAT, _FORMAT_1)
+
+_KEYS_1 = ("format", "epoch", "batches_yielded", "seed", "rng", "shuffle", "num_replicas",
+           "drop_last", "min_samples_per_stratum", "n_rows", "num_batches", "strata_digest",
+           "stream")
+_KEYS_2 = _KEYS_1 + ("policy",)
+
+# Settings a resumed sampler must share with the saved one, in the order they
+# are compared (the first difference is the one reported).
+_MUST_MATCH = ("rng", "shuffle", "num_replicas", "drop_last", "min_samples_per_stratum",
+               "policy", "n_rows", "num_batches", "strata_digest")
+
+_FIX = "pass the dict StratifiedBatchSampler.state_dict() returned, unchanged"
+_FIX_SENTENCE = "Pass the dict StratifiedBatchSampler.state_dict() returned, unchanged."
+
+
+@dataclass(frozen=True)
+class SamplerState:
+    """A validated state. ``seed`` is an int or SeedSequence (None only unshuffled)."""
+
+    epoch: int
+    batches_yielded: int
+    seed: object
+    rng: str
+    shuffle: bool
+    num_replicas: int
+    drop_last: bool
+    min_samples_per_stratum: int | None
+    policy: dict
+    n_rows: int
+    num_batches: int
+    strata_digest: str
+    stream: dict
+
+    def to_dict(self) -> dict:
+        """The state as plain values (``torch.load(weights_only=True)`` reads it back)."""
+        return {
+            "format": STATE_FORMAT,
+            "epoch": self.epoch,
+            "batches_yielded": self.batches_yielded,
+            "seed": seed_to_state(self.seed),
+            "rng": self.rng,
+            "shuffle": self.shuffle,
+            "num_replicas": self.num_replicas,
+            "drop_last": self.drop_last,
+            "min_samples_per_stratum": self.min_samples_per_stratum,
+            "policy": {"name": self.policy["name"], "params": dict(self.policy["params"])},
+            "n_rows": self.n_rows,
+            "num_batches": self.num_batches,
+            "strata_digest": self.strata_digest,
+            "stream": self.stream,
+        }
+
+
+def parse_state(state) -> SamplerState:
+    """Validate a saved state (any supported format) into a :class:`SamplerState`."""
+    if not isinstance(state, dict):
+        raise TypeError(
+            f"state_dict must be the dict StratifiedBatchSampler.state_dict() returned, got "
+            f"{type(state).__name__}."
+        )
+    form = state.get("format")
+    if form not in _FORMATS:
+        raise ValueError(
+            f"state_dict is not a StratifiedBatchSampler state: state_dict['format'] is "
+            f"{form!r}, expected one of {list(_FORMATS)}; {_FIX}."
+        )
+    missing = [key for key in (_KEYS_2 if form == STATE_FORMAT else _KEYS_1) if key not in state]
+    if missing:
+        raise ValueError(
+            f"state_dict is not a complete StratifiedBatchSampler state (format {form!r}): "
+            f"missing keys {missing}; {_FIX}."
+        )
+
+    def integer(key, minimum=0):
+        return check_int(state[key], f"state_dict[{key!r}]", minimum=minimum, fix=_FIX_SENTENCE)
+
+    def flag(key):
+        try:
+            return check_bool(state[key], f"state_dict[{key!r}]")
+        except TypeError as error:
+            raise TypeError(f"{error} {_FIX_SENTENCE}") from None
+
+    rng = check_choice(state["rng"], "state_dict['rng']", RNG_CHOICES)
+    shuffle = flag("shuffle")
+    m = state["min_samples_per_stratum"]
+    if form == _FORMAT_1 or m is not None:
+        m = integer("min_samples_per_stratum", minimum=1)
+    policy = (_policy_record(state["policy"]) if form == STATE_FORMAT
+              else {"name": "min_per_stratum", "params": {"m": m}})
+    digest = state["strata_digest"]
+    if not isinstance(digest, str):
+        raise TypeError(
+            f"state_dict['strata_digest'] must be a str, got {type(digest).__name__}; {_FIX}."
+        )
+    return SamplerState(
+        epoch=integer("epoch"),
+        batches_yielded=integer("batches_yielded"),
+        seed=_seed(state["seed"], shuffle),
+        rng=rng,
+        shuffle=shuffle,
+        num_replicas=integer("num_replicas", minimum=1),
+        drop_last=flag("drop_last"),
+        min_samples_per_stratum=m,
+        policy=policy,
+        n_rows=integer("n_rows", minimum=1),
+        num_batches=integer("num_batches", minimum=1),
+        strata_digest=digest,
+        stream=_stream_state(state["stream"], rng if shuffle else None),
+    )
+
+
+def check_resumable(saved: SamplerState, mine: SamplerState, length: int) -> None:
+    """Raise ValueError unless ``saved`` can resume a sampler whose own state is ``mine``."""
+    for key in _MUST_MATCH:
+        theirs, ours = getattr(saved, key), getattr(mine, key)
+        if theirs != ours:
+            raise ValueError(
+                f"Cannot resume: the state was saved with {key}={theirs!r} but this "
+                f"sampler has {key}={ours!r}. Build the sampler with the same strata and "
+                f"arguments (and the same number of replicas) as the run that saved it."
+            )
+    if saved.batches_yielded > length:
+        raise ValueError(
+            f"state_dict['batches_yielded'] must be at most len(sampler)={length}, got "
+            f"batches_yielded={saved.batches_yielded}; was the state saved by another sampler?"
+        )
+
+
+def _policy_record(policy) -> dict:
+    if not (isinstance(policy, dict) and isinstance(policy.get("name"), str)
+            and isinstance(policy.get("params"), dict)):
+        raise TypeError(
+            f"state_dict['policy'] must be a dict {{'name': str, 'params': dict}}, got "
+            f"{policy!r}; {_FIX}."
+        )
+    return {"name": policy["name"], "params": dict(policy["params"])}
+
+
+def _seed(seed, shuffle: bool):
+    if not shuffle:
+        if seed is not None:
+            raise ValueError(
+                f"state_dict['seed'] must be None for an unshuffled sampler (shuffle=False), got "
+                f"seed={seed!r}; {_FIX}."
+            )
+        return None
+    if seed is None:
+        raise ValueError(
+            "state_dict['seed'] is None, but the state is of a shuffled sampler: resuming would "
+            "reseed from fresh entropy and serve an epoch the saved run never saw. Pass the "
+            "state state_dict() returned (its seed is the int or SeedSequence in use)."
+        )
+    if isinstance(seed, dict):
+        return _seed_sequence(seed)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise TypeError(
+            f"state_dict['seed'] must be an int (or the dict of a numpy SeedSequence), got "
+            f"seed={seed!r} of type {type(seed).__name__}; {_FIX}."
+        )
+    return int(seed)
+
+
+def _seed_sequence(seed: dict) -> np.random.SeedSequence:
+    problem = None
+    if set(seed) != {"entropy", "spawn_key", "pool_size"}:
+        problem = f"keys {sorted(seed)}, expected ['entropy', 'pool_size', 'spawn_key']"
+    else:
+        entropy, spawn_key, pool_size = seed["entropy"], seed["spawn_key"], seed["pool_size"]
+        if not (_is_count(entropy) or (isinstance(entropy, list) and entropy
+                                       and all(_is_count(v) for v in entropy))):
+            problem = f"entropy={entropy!r} (a non-negative int or list of them)"
+        elif not (isinstance(spawn_key, list) and all(_is_count(v) for v in spawn_key)):
+            problem = f"spawn_key={spawn_key!r} (a list of non-negative ints)"
+        elif not (_is_count(pool_size) and pool_size >= 4):
+            problem = f"pool_size={pool_size!r} (an int >= 4)"
+    if problem is not None:
+        raise ValueError(
+            f"state_dict['seed'] is not a numpy SeedSequence record: {problem}; {_FIX}."
+        )
+    return np.random.SeedSequence(seed["entropy"], spawn_key=tuple(seed["spawn_key"]),
+                                  pool_size=seed["pool_size"])
+
+
+def _is_count(value) -> bool:
+    return (isinstance(value, (numbers.Integral, np.integer))
+            and not isinstance(value, (bool, np.bool_)) and value >= 0)
+
+
+def _stream_state(stream, rng) -> dict:
+    """Check the stream position's shape for ``rng`` (None: unshuffled, no stream)."""
+    if not isinstance(stream, dict):
+        raise TypeError(
+            f"state_dict['stream'] must be a dict, got {type(stream).__name__}; {_FIX}."
+        )
+    if rng in (None, "numpy"):
+        if stream:
+            raise ValueError(
+                f"state_dict['stream'] must be empty for "
+                f"{'an unshuffled sampler' if rng is None else repr('numpy') + ' streams'} "
+                f"(they have no position), got keys {sorted(stream)}; was it saved with "
+                f"another rng? {_FIX_SENTENCE}"
+            )
+        return {}
+    position_key = "random_seed" if rng == "R" else "generator_state"
+    missing = [key for key in ("n", "epoch", position_key) if key not in stream]
+    if missing:
+        raise ValueError(
+            f"state_dict['stream'] of rng={rng!r} misses keys {missing}; {_FIX}."
+        )
+    position = stream[position_key]
+    key = f"state_dict['stream'][{position_key!r}]"
+    if position is None:
+        return dict(stream)  # the stream has not drawn yet: n/epoch are not used
+    check_int(stream["n"], "state_dict['stream']['n']", minimum=0, fix=_FIX_SENTENCE)
+    check_int(stream["epoch"], "state_dict['stream']['epoch']", minimum=0, fix=_FIX_SENTENCE)
+    if rng == "R":
+        # RStream checks the values themselves (R's own rules) when it is loaded.
+        if not (isinstance(position, (list, tuple)) and all(
+                isinstance(v, (numbers.Integral, np.integer))
+                and not isinstance(v, (bool, np.bool_)) for v in position)):
+            raise TypeError(f"{key} must be a list of ints (R's .Random.seed); {_FIX}.")
+    else:
+        expected = torch.Generator().get_state()
+        if not (isinstance(position, torch.Tensor) and position.dtype == torch.uint8
+                and position.shape == expected.shape):
+            shown = (f"a {position.dtype} tensor of shape {tuple(position.shape)}"
+                     if isinstance(position, torch.Tensor) else type(position).__name__)
+            raise TypeError(
+                f"{key} must be a uint8 tensor of shape {tuple(expected.shape)} (what "
+                f"torch.Generator.get_state() returns), got {shown}; {_FIX}."
+            )
+    return dict(stream)
+
+
+def seed_to_state(seed):
+    """Seeds as plain values (``torch.load(weights_only=True)`` rejects numpy objects)."""
+    if isinstance(seed, np.random.SeedSequence):
+        entropy = seed.entropy
+        return {
+            "entropy": [int(v) for v in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
+            else int(entropy),
+            "spawn_key": [int(v) for v in seed.spawn_key],
+            "pool_size": int(seed.pool_size),
+        }
+    if isinstance(seed, numbers.Integral):
+        return int(seed)
+    return seed
+
+
+def seed_from_state(seed):
+    """Inverse of :func:`seed_to_state` for a validated state."""
+    if isinstance(seed, dict):
+        return _seed_sequence(seed)
+    return seed
+
+
+def same_seed(a, b) -> bool:
+    return seed_to_state(a) == seed_to_state(b)
