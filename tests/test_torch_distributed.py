@@ -163,3 +163,43 @@ def test_accelerate_batch_sampler_shard_in_process():
             assert len(loader) == len(epochs[0]) == -(-9 // world)
             results.append({"seed": 12, "epochs": epochs, "weight": [0.0]})
         check_ranks(results, labels, 2, epochs=2)
+
+
+def test_rank_and_seed_resolution_without_a_process_group():
+    from pystratum.torch._distributed import resolve_replicas, resolve_seed
+
+    assert resolve_replicas(None, None) == (1, 0)
+    assert resolve_replicas(3, 2) == (3, 2)
+    with pytest.raises(ValueError, match="rank must be given with num_replicas=2"):
+        resolve_replicas(2, None)
+    with pytest.raises(ValueError, match=r"rank must be in \[0, num_replicas\)"):
+        resolve_replicas(2, 2)
+    assert resolve_seed(7, 2) == 7
+    assert isinstance(resolve_seed(None, 1), int)
+    with pytest.raises(ValueError, match="ranks would disagree"):
+        resolve_seed(None, 2)
+    with pytest.raises(TypeError, match="got a numpy Generator"):
+        resolve_seed(np.random.default_rng(0), 1)
+
+
+def test_frameworks_reach_set_epoch_through_batch_sampler_sampler():
+    """Lightning and accelerate call set_epoch on loader.batch_sampler.sampler only."""
+    from accelerate.data_loader import prepare_data_loader
+    from lightning.fabric.utilities.data import _set_sampler_epoch
+
+    labels = imbalanced_labels(N_ROWS, N_POSITIVE)
+    dataset = TensorDataset(torch.arange(N_ROWS))
+    reference = StratifiedBatchSampler(labels, 2, seed=1, num_replicas=2, rank=1)
+    reference.set_epoch(3)
+    expected = list(reference)
+    sampler = StratifiedBatchSampler(labels, 2, seed=1, num_replicas=2, rank=1)
+    loader = DataLoader(dataset, batch_sampler=sampler)
+    _set_sampler_epoch(loader, 3)
+    assert sampler.epoch == 3
+    assert [index.tolist() for (index,) in loader] == expected
+    # accelerate's loader sets the epoch from its own counter at each iter().
+    sampler = StratifiedBatchSampler(labels, 2, seed=1)
+    shard = prepare_data_loader(DataLoader(dataset, batch_sampler=sampler), num_processes=1,
+                                process_index=0, put_on_device=False)
+    shard.set_epoch(5)
+    assert sampler.epoch == 5

@@ -105,6 +105,36 @@ def test_set_epoch_selects_any_epoch(labels):
         assert list(styled) == epochs[epoch]
 
 
+def test_several_replicas_move_epochs_only_through_set_epoch(labels):
+    """num_replicas > 1: an extra iter() (a peek) re-serves the epoch instead of skipping one."""
+    def make():
+        return StratifiedBatchSampler(labels, M, seed=4, num_replicas=2, rank=1)
+
+    plans = [[b.tolist() for b in make().plan(e)] for e in range(2)]
+    epochs = [plans[e][1::2] for e in range(2)]  # rank 1 of 2: batches 1, 3, 5, ...
+    sampler = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert next(iter(sampler)) == epochs[0][0]  # a peek
+        assert sampler.epoch == 0
+        assert list(sampler) == epochs[0]  # the epoch itself, from its start
+        sampler.set_epoch(1)
+        assert list(sampler) == epochs[1]
+        sampler.set_epoch(1)  # asked for explicitly: served again, no warning
+        assert list(sampler) == epochs[1]
+    # An epoch served to its end starting again without set_epoch: warned once.
+    with pytest.warns(UserWarning, match=r"serves epoch 1 again.*set_epoch\(epoch\) before each "
+                                         r"epoch"):
+        assert list(sampler) == epochs[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(sampler) == epochs[1]  # once per sampler
+    # One replica keeps moving on by itself.
+    single = StratifiedBatchSampler(labels, M, seed=4)
+    assert [list(single), list(single)] == [[b.tolist() for b in make().plan(e)]
+                                            for e in range(2)]
+
+
 def test_abandoned_iterators(labels):
     sampler = StratifiedBatchSampler(labels, M, seed=4)
     epochs = [list(StratifiedBatchSampler(labels, M, seed=4).plan(e)) for e in range(3)]
