@@ -241,6 +241,35 @@ def ddp_peek_worker(config):
         dist.destroy_process_group()
 
 
+def ddp_fixed_size_worker(config):
+    """Plain DDP (gloo) with a FixedSize policy; set_epoch before every epoch."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from pystratum.policies import FixedSize
+    from pystratum.torch import StratifiedBatchSampler
+
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    try:
+        labels = imbalanced_labels(config["n_rows"], config["n_positive"],
+                                   seed=config["data_seed"])
+        dataset = TensorDataset(torch.arange(len(labels)))
+        sampler = StratifiedBatchSampler(labels, FixedSize(config["batch_size"]),
+                                         seed=config["seed"])
+        loader = DataLoader(dataset, batch_sampler=sampler)
+        epochs = []
+        for epoch in range(config["epochs"]):
+            sampler.set_epoch(epoch)
+            epochs.append([index.tolist() for (index,) in loader])
+        dist.barrier()
+        return {"rank": dist.get_rank(), "epochs": epochs}
+    finally:
+        dist.destroy_process_group()
+
+
 def lightning_worker(config):
     """Lightning DDP (use_distributed_sampler=False), processes launched externally.
 

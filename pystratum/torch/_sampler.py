@@ -19,7 +19,7 @@ from typing import Iterator
 import numpy as np
 from torch.utils.data import Sampler
 
-from .._plan import BatchPlan, plan_from_stream
+from .._plan import BatchPlan, check_strata_are_groups, plan_from_stream, resolve_policy
 from .._sharding import rank_batch_count, rank_batch_indices
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
@@ -37,7 +37,7 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 
 
 class StratifiedBatchSampler(Sampler[list[int]]):
-    """Mini-batches that each hold at least ``min_samples_per_stratum`` rows of every stratum.
+    """Mini-batches whose stratum composition a policy guarantees, on every rank.
 
     Use it as ``DataLoader(dataset, batch_sampler=sampler)`` (not ``sampler=``,
     which is refused with a TypeError when the first epoch starts).
@@ -54,9 +54,13 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         argument that returns such labels. A list of tensors with a shape
         is refused as ambiguous (rows or columns?); a ``TensorDataset`` is
         refused (pass its label tensor, and ``dataset=``).
-    min_samples_per_stratum : int
-        ``m``: the fewest rows of each stratum a batch holds. The epoch has
-        ``max(1, N_min // m)`` batches, ``N_min`` the smallest stratum's size.
+    policy : int or pystratum.policies.Policy
+        The composition of every batch. An int ``m`` means
+        ``MinPerStratum(m)``: at least ``m`` rows of every stratum per batch,
+        ``max(1, N_min // m)`` batches per epoch (``N_min`` the smallest
+        stratum's size); ``min_samples_per_stratum=m`` is accepted as a
+        keyword too. ``FixedSize(batch_size)`` gives batches of about
+        ``batch_size`` rows with every stratum spread evenly.
     shuffle : bool
         False serves rows in order (the same batches every epoch).
     seed : None, int (or numpy SeedSequence with ``rng="numpy"``)
@@ -93,9 +97,10 @@ class StratifiedBatchSampler(Sampler[list[int]]):
 
     Guarantees
     ----------
-    * Every batch holds at least ``m`` rows of every stratum (with
-      ``allow_single_batch=True`` and a stratum smaller than ``m``: one batch
-      holds every row and a ``StratumTooSmallWarning`` says so).
+    * Every batch has the policy's composition; for ``MinPerStratum(m)``
+      at least ``m`` rows of every stratum (with ``allow_single_batch=True``
+      and a stratum smaller than ``m``: one batch holds every row and a
+      ``StratumTooSmallWarning`` says so).
     * ``len(sampler)`` is exactly the number of batches one ``iter()`` yields on
       this rank, every epoch; all ranks yield the same number.
     * Epochs. One replica: each ``iter()`` starts the next epoch (a new
@@ -113,13 +118,10 @@ class StratifiedBatchSampler(Sampler[list[int]]):
       progress from the same batch, and reports that epoch.
     """
 
-    def __init__(self, strata, min_samples_per_stratum, *, shuffle=True, seed=None,
-                 rng="numpy", num_replicas=None, rank=None, drop_last=False, dataset=None,
-                 allow_single_batch=False):
-        self.min_samples_per_stratum = check_int(
-            min_samples_per_stratum, "min_samples_per_stratum", minimum=1
-        )
-        self._policy = MinPerStratum(self.min_samples_per_stratum)
+    def __init__(self, strata, policy=None, *, shuffle=True, seed=None, rng="numpy",
+                 num_replicas=None, rank=None, drop_last=False, dataset=None,
+                 allow_single_batch=False, min_samples_per_stratum=None):
+        self.policy = resolve_policy(policy, min_samples_per_stratum)
         self.rng = check_choice(rng, "rng", RNG_CHOICES)
         self.shuffle = check_bool(shuffle, "shuffle")
         self.drop_last = check_bool(drop_last, "drop_last")
@@ -134,6 +136,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
 
         labels, known_dataset = labels_from(strata)
         self._encoded = encode_strata(labels)
+        check_strata_are_groups(self._encoded)
         n_rows = self._encoded.n_rows
         for data in (known_dataset, dataset):
             if data is not None:
@@ -142,21 +145,20 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         # Warn once, here, pointing at the caller's line; epochs do not repeat it.
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StratumTooSmallWarning)
-            cuts = self._policy.allocate(self._encoded, 0).cuts
+            num_batches = self.policy.allocate(self._encoded, 0).num_batches
         too_small = [w for w in caught if issubclass(w.category, StratumTooSmallWarning)]
         if too_small and not self.allow_single_batch:
             raise single_batch_error(str(too_small[0].message), n_rows)
         for warning in caught:
             warnings.warn(warning.message, warning.category, stacklevel=2)
-        self.num_batches = int(cuts.shape[1] - 1)
+        self.num_batches = int(num_batches)
         if self.drop_last and self.num_batches < self.num_replicas:
             raise ValueError(
                 f"drop_last=True leaves no batch for any rank: the plan has "
-                f"{self.num_batches} batch(es) per epoch (smallest stratum "
-                f"{int(self._encoded.sizes.min())} rows // min_samples_per_stratum="
-                f"{self.min_samples_per_stratum}) but num_replicas={self.num_replicas}. "
-                f"Lower min_samples_per_stratum, use fewer replicas, or set drop_last=False "
-                f"(ranks then reuse whole batches)."
+                f"{self.num_batches} batch(es) per epoch ({self.policy!r}, smallest stratum "
+                f"{int(self._encoded.sizes.min())} rows) but num_replicas={self.num_replicas}. "
+                f"Use a policy giving more batches (a smaller m or batch_size), fewer "
+                f"replicas, or drop_last=False (ranks then reuse whole batches)."
             )
         self._digest = None
         # Progress. The iterator that started last holds the position inside
@@ -168,6 +170,11 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         self._warned_set_epoch = False
 
     # ------------------------------------------------------------------ public
+
+    @property
+    def min_samples_per_stratum(self):
+        """``m`` of a ``MinPerStratum`` policy (None for other policies)."""
+        return self.policy.m if isinstance(self.policy, MinPerStratum) else None
 
     @property
     def seed(self):
@@ -248,7 +255,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         """Resume from :meth:`state_dict`: the next ``iter()`` continues that epoch.
 
         The saved seed replaces this sampler's seed. The sampler must
-        otherwise match the saved one (same strata, m, rng, shuffle,
+        otherwise match the saved one (same strata, policy, rng, shuffle,
         num_replicas, drop_last); a mismatch raises ValueError, and so does a
         corrupted state (TypeError for a wrong type), naming the key.
         """
@@ -299,8 +306,10 @@ class StratifiedBatchSampler(Sampler[list[int]]):
     def __repr__(self) -> str:
         return (
             f"StratifiedBatchSampler(n_rows={self._encoded.n_rows}, n_strata="
-            f"{self._encoded.n_strata}, min_samples_per_stratum={self.min_samples_per_stratum}, "
-            f"num_batches={self.num_batches}, len={len(self)}, shuffle={self.shuffle}, "
+            f"{self._encoded.n_strata}, policy={self.policy!r}"
+            + (f", min_samples_per_stratum={self.min_samples_per_stratum}"
+               if self.min_samples_per_stratum is not None else "")
+            + f", num_batches={self.num_batches}, len={len(self)}, shuffle={self.shuffle}, "
             f"seed={self.seed!r}, rng={self.rng!r}, epoch={self.epoch}, num_replicas="
             f"{self.num_replicas}, rank={self.rank}, drop_last={self.drop_last})"
         )
@@ -312,7 +321,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             epoch=int(epoch), batches_yielded=int(yielded), seed=self.seed, rng=self.rng,
             shuffle=self.shuffle, num_replicas=self.num_replicas, drop_last=self.drop_last,
             min_samples_per_stratum=self.min_samples_per_stratum,
-            policy={"name": "min_per_stratum", "params": {"m": self.min_samples_per_stratum}},
+            policy=self.policy.to_dict(),
             n_rows=self._encoded.n_rows, num_batches=self.num_batches,
             strata_digest=self._strata_digest(), stream=stream_state,
         )
@@ -376,7 +385,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         with warnings.catch_warnings():
             # Already said once, at construction.
             warnings.simplefilter("ignore", StratumTooSmallWarning)
-            return plan_from_stream(self._encoded, self._policy, self._stream,
+            return plan_from_stream(self._encoded, self.policy, self._stream,
                                     epoch=epoch, rng=self.rng)
 
     def _rank_batches(self, epoch: int, start: int) -> EpochBatches:
