@@ -67,13 +67,15 @@ def test_bfloat16_keeps_distinct_values_distinct():
     assert sorted(set(tensor_to_numpy(values).tolist())) == [0.5, 1.0, 1.5, 2.0]
 
 
-@pytest.mark.parametrize("tensor, error, match", [
-    (torch.empty(10, device="meta"), TypeError, "'meta' device, which has a shape but no values"),
-    (torch.tensor(3), TypeError, r"0-d tensor \(one value, 3\)"),
-    (torch.quantize_per_tensor(torch.tensor([0.0, 1.0]), 1.0, 0, torch.quint8), TypeError,
-     r"quantized tensor.*int_repr\(\)"),
-])
-def test_tensors_without_readable_labels(tensor, error, match):
+@pytest.mark.parametrize("make, error, match", [
+    (lambda: torch.empty(10, device="meta"), TypeError,
+     "'meta' device, which has a shape but no values"),
+    (lambda: torch.tensor(3), TypeError, r"0-d tensor \(one value, 3\)"),
+    (lambda: torch.quantize_per_tensor(torch.tensor([0.0, 1.0]), 1.0, 0, torch.quint8),
+     TypeError, r"quantized tensor.*int_repr\(\)"),
+], ids=["meta", "0-d", "quantized"])
+def test_tensors_without_readable_labels(make, error, match):
+    tensor = make()
     with pytest.raises(error, match=match):
         StratifiedBatchSampler(tensor, 1)
 
