@@ -218,3 +218,64 @@ def _stable_argsort_radix(keys):
     low_first = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
     high_in_low_order = (keys[low_first] >> 16).astype(np.uint16)
     return low_first[np.argsort(high_in_low_order, kind="stable")]
+
+
+def extra_passes(allocation, sizes, first_rows) -> list:
+    """``[(stratum, pool_size), ...]``: the extra passes an epoch draws, in draw order.
+
+    A stratum whose cuts reach beyond its pool is recycled: it needs
+    ``ceil(used / pool) - 1`` extra passes, each a fresh permutation of
+    ``range(pool)`` (the last one drawn whole even if cut short). Strata come
+    in order of first appearance in the data (``first_rows``), passes in order.
+    """
+    pool = sizes if allocation.pool_sizes is None else allocation.pool_sizes
+    used = allocation.cuts[:, -1].astype(np.int64)
+    pool = np.asarray(pool, dtype=np.int64)
+    passes = np.where(used > pool, (used - 1) // pool, 0)
+    recycled = np.flatnonzero(passes)
+    if recycled.shape[0] == 0:
+        return []
+    recycled = recycled[np.argsort(first_rows[recycled], kind="stable")]
+    return [(int(s), int(pool[s])) for s in recycled for _ in range(int(passes[s]))]
+
+
+def assemble_recycled(codes, main, pass_orders, allocation, sizes, passes) -> BatchOrder:
+    """Batches of an epoch whose strata may be pooled (``pool < N_s``) or recycled.
+
+    The epoch's *virtual sequence* is the main permutation followed by the
+    extra passes' rows (real row positions, repeated), pass ``p`` of stratum
+    ``s`` being its pool (its first ``pool_s`` rows in ``main``) reordered
+    by ``pass_orders[p]``. Rows of a recycled stratum's main permutation
+    beyond its pool are moved to a discard stratum, so each stratum's ranks
+    in the virtual sequence are exactly the allocation's ranks; the shared
+    :func:`assemble_batches` then does the rest (a repeated row keeps its
+    stratum since codes are indexed by real row).
+    """
+    n_strata = sizes.shape[0]
+    pool = sizes if allocation.pool_sizes is None else np.asarray(allocation.pool_sizes)
+    main_codes = codes[main]
+    by_stratum = np.argsort(main_codes, kind="stable")  # each stratum's rows in main order
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    virtual_sizes = np.asarray(sizes, dtype=np.int64).copy()
+    pieces = [main]
+    discard = []
+    first_of = {}
+    for (s, size), order in zip(passes, pass_orders):
+        stratum_rows = main[by_stratum[starts[s]:starts[s] + sizes[s]]]
+        if s not in first_of:
+            first_of[s] = True
+            virtual_sizes[s] = size
+            if size < sizes[s]:
+                discard.append(stratum_rows[size:])
+        pieces.append(stratum_rows[:size][order])
+        virtual_sizes[s] += size
+    cuts = allocation.cuts
+    virtual_codes = codes
+    if discard:
+        # Rows outside a recycled pool: their own stratum, which no batch takes.
+        virtual_codes = codes.astype(smallest_code_dtype(n_strata + 1), copy=True)
+        left_out = np.concatenate(discard)
+        virtual_codes[left_out] = n_strata
+        cuts = np.concatenate([cuts, np.zeros((1, cuts.shape[1]), dtype=cuts.dtype)])
+        virtual_sizes = np.concatenate([virtual_sizes, [left_out.shape[0]]])
+    return assemble_batches(virtual_codes, np.concatenate(pieces), cuts, sizes=virtual_sizes)

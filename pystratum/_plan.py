@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._assemble import BatchOrder, assemble_batches
+from ._assemble import BatchOrder, assemble_batches, assemble_recycled, extra_passes
 from ._strata import EncodedStrata, encode_strata
 from ._streams import RNG_CHOICES, stream_for
 from ._validation import check_bool, check_choice, check_int
@@ -30,6 +30,9 @@ class BatchPlan:
     counts:  integer table (num_batches, n_strata): rows of each stratum per batch.
     seed:    pass it again (same ``rng``, ``epoch``) to get the same batches.
     policy:  the composition (a :class:`pystratum.policies.Policy`).
+    weights: None when the policy has no importance weights (every row 1),
+             else float64 aligned with ``order``: the weight of each served
+             row (see :class:`pystratum.policies.Downsample`).
     """
 
     order: np.ndarray
@@ -41,6 +44,7 @@ class BatchPlan:
     epoch: int
     shuffle: bool
     policy: Policy
+    weights: np.ndarray | None = None
 
     @property
     def min_samples_per_stratum(self):
@@ -61,6 +65,13 @@ class BatchPlan:
 
     def __iter__(self):
         return iter(self.batches)
+
+    def batch_weights(self, batch: int) -> np.ndarray:
+        """The weights of batch ``batch``'s rows (ones when the policy has none)."""
+        batch = range(self.num_batches)[batch]
+        if self.weights is None:
+            return np.ones(int(self.bounds[batch + 1] - self.bounds[batch]), dtype=np.float64)
+        return self.weights[self.bounds[batch]:self.bounds[batch + 1]]
 
     def __getitem__(self, batch: int) -> np.ndarray:
         batch = range(self.num_batches)[batch]
@@ -179,14 +190,38 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
 
     Framework layers (the torch sampler) call this with a stream they keep
     across epochs, so sequential streams do not restart every epoch.
+
+    Draws of an epoch, in this order: the main ``permutation(N)``, then, for
+    every recycled stratum (order of first appearance in the data), one
+    permutation of its pool per extra pass (see
+    :func:`pystratum._assemble.extra_passes`). With the numpy stream they
+    come from the epoch's own generator; with the R and torch streams the
+    epoch is the (k+1)-th such group of draws. Policies that never recycle
+    draw exactly one permutation per epoch. ``stream=None`` (no shuffle)
+    uses row order and the identity for every pass.
     """
     n = encoded.n_rows
     allocation = policy.allocate(encoded, epoch)
+    passes = extra_passes(allocation, encoded.sizes, encoded.first_rows) \
+        if policy.may_recycle() else []
+    pass_sizes = [size for _, size in passes]
     if stream is None:
-        permutation = np.arange(n, dtype=np.int64)
+        draws = [np.arange(n, dtype=np.int64)] + [np.arange(k, dtype=np.int64)
+                                                   for k in pass_sizes]
+    elif policy.may_recycle():
+        draws = stream.epoch_draws(n, pass_sizes, epoch,
+                                   extras_of=lambda k: epoch_pass_sizes(encoded, policy, k))
     else:
-        permutation = stream.permutation(n, epoch)
-    batches = assemble_batches(encoded.codes, permutation, allocation.cuts, sizes=encoded.sizes)
+        draws = [stream.permutation(n, epoch)]
+    if passes or allocation.pool_sizes is not None:
+        batches = assemble_recycled(encoded.codes, draws[0], draws[1:], allocation,
+                                    encoded.sizes, passes)
+    else:
+        batches = assemble_batches(encoded.codes, draws[0], allocation.cuts,
+                                   sizes=encoded.sizes)
+    weights = None
+    if allocation.row_weights is not None:
+        weights = np.asarray(allocation.row_weights, dtype=np.float64)[encoded.codes[batches.order]]
     return BatchPlan(
         order=batches.order,
         bounds=batches.bounds,
@@ -197,7 +232,14 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
         epoch=epoch,
         shuffle=stream is not None,
         policy=policy,
+        weights=weights,
     )
+
+
+def epoch_pass_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list:
+    """Sizes of the extra draws epoch ``epoch`` makes after its main permutation."""
+    allocation = policy.allocate(encoded, epoch)
+    return [size for _, size in extra_passes(allocation, encoded.sizes, encoded.first_rows)]
 
 
 def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,

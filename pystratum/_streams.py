@@ -129,6 +129,11 @@ class NumpyStream:
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         return self.generator_for_epoch(epoch).permutation(n)
 
+    def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
+        """The epoch's draws: ``permutation(n)``, then one permutation per extra size."""
+        generator = self.generator_for_epoch(epoch)
+        return [generator.permutation(n)] + [generator.permutation(k) for k in extra_sizes]
+
     # Position protocol (used by framework layers to save and resume): epochs
     # of this stream are independent, so there is no position to keep.
 
@@ -165,20 +170,32 @@ class SequentialStream:
     def _draw(self, n: int) -> np.ndarray:
         raise NotImplementedError
 
-    def advance_to(self, n: int, epoch: int) -> None:
-        """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one."""
+    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
+        """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one.
+
+        ``extras_of(k)``: sizes of the extra draws epoch ``k`` makes after its
+        main permutation (recycling policies); None means none.
+        """
         if n != self._n or epoch < self._next_epoch:
             self._restart()
             self._n = n
             self._next_epoch = 0
         while self._next_epoch < epoch:
             self._draw(n)
+            for size in extras_of(self._next_epoch) if extras_of is not None else ():
+                self._draw(size)
             self._next_epoch += 1
 
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         self.advance_to(n, epoch)
         self._next_epoch += 1
         return self._draw(n)
+
+    def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
+        """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra size."""
+        self.advance_to(n, epoch, extras_of)
+        self._next_epoch += 1
+        return [self._draw(n)] + [self._draw(k) for k in extra_sizes]
 
 
 class RSeededStream(SequentialStream):

@@ -10,21 +10,31 @@ torch sampler, R package) does the rest. Pass a policy wherever
   batch, as many batches as that allows (R: ``policy_min_per_stratum(m)``).
 * :class:`FixedSize` ``(batch_size, min_per_stratum=1)``: batches of about
   ``batch_size`` rows, each stratum spread evenly (R: ``policy_fixed_size()``).
+* :class:`Targets` ``(shares, batch_size, epoch="largest")``: every batch of
+  exactly ``batch_size`` rows with each stratum's target share; small strata
+  recycled or large ones undersampled (R: ``policy_targets()``).
+* :class:`Downsample` ``(keep, base)``: a fresh random fraction of some strata
+  each epoch, batched by ``base``, with importance weights
+  (R: ``policy_downsample()``).
 
 New compositions subclass :class:`Policy`; see docs/ARCHITECTURE.md.
 """
 
 from ._base import (Allocation, Policy, as_policy, policy_from_params, registered_policies,
                     strata_of_sizes)
+from ._downsample import Downsample
 from ._fixed_size import FixedSize
 from ._min_per_stratum import MinPerStratum, StratumTooSmallWarning
+from ._targets import Targets
 
 __all__ = [
     "Allocation",
+    "Downsample",
     "FixedSize",
     "MinPerStratum",
     "Policy",
     "StratumTooSmallWarning",
+    "Targets",
     "as_policy",
     "policy_from_params",
     "registered_policies",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import inspect
+import json
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -35,16 +36,27 @@ class Allocation:
     """What a policy decides for one epoch.
 
     cuts:        int array ``(n_strata, num_batches + 1)``, non-decreasing along
-                 each row, ``cuts[:, 0] == 0`` and ``cuts[s, -1] <= size_s``:
-                 ranks ``cuts[s, b] <= r < cuts[s, b + 1]`` of stratum ``s``
-                 go to batch ``b``; ranks ``>= cuts[s, -1]`` to no batch.
+                 each row, ``cuts[:, 0] == 0``: ranks ``cuts[s, b] <= r <
+                 cuts[s, b + 1]`` of stratum ``s`` go to batch ``b``; ranks
+                 ``>= cuts[s, -1]`` to no batch.
     row_weights: None, or float64 ``(n_strata,)``: the weight every served row
                  of stratum ``s`` carries (importance weights of sampling
                  policies; None means 1 for every row).
+    pool_sizes:  None (every row), or int ``(n_strata,)``: stratum ``s`` draws
+                 from its first ``pool_s <= size_s`` rows in the epoch's
+                 permutation (its ranks ``pool_s..size_s - 1`` go to no batch).
+
+    Rank ``r`` of stratum ``s`` is row ``r % pool_s`` of pass ``r // pool_s``.
+    Pass 0 is the pool in the epoch's permuted order; a cut beyond the pool
+    (``cuts[s, -1] > pool_s``) *recycles* the stratum: pass ``p >= 1`` lists
+    the pool's rows (in pass 0's order) reordered by a fresh permutation of
+    ``range(pool_s)`` drawn from the epoch's stream after the main one (see
+    ``pystratum._plan.plan_from_stream`` for the order of draws).
     """
 
     cuts: np.ndarray
     row_weights: np.ndarray | None = None
+    pool_sizes: np.ndarray | None = None
 
     @property
     def num_batches(self) -> int:
@@ -92,6 +104,13 @@ class Policy(abc.ABC):
         is one; :func:`strata_of_sizes` makes one from sizes alone.
         """
 
+    def may_recycle(self) -> bool:
+        """Whether some epoch may serve a row twice (then epochs draw extra permutations).
+
+        Policies that never do keep drawing exactly one permutation per epoch.
+        """
+        return False
+
     def to_dict(self) -> dict:
         """``{"name": ..., "params": ...}``: what plans, states and vectors record."""
         return {"name": self.name, "params": self.params()}
@@ -102,7 +121,7 @@ class Policy(abc.ABC):
         return self.to_dict() == other.to_dict()
 
     def __hash__(self):
-        return hash((self.name, tuple(sorted(self.params().items()))))
+        return hash(json.dumps(self.to_dict(), sort_keys=True))
 
     def __repr__(self) -> str:
         arguments = ", ".join(f"{key}={value!r}" for key, value in self.params().items())

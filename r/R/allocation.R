@@ -52,7 +52,9 @@ floor_mul_div = function(a, b, d) {
 # The batches of one epoch: a list of integer vectors of row positions.
 #   codes:       stratum code (1..S) of each row position
 #   counts:      batch_counts(sizes, m)
-#   permutation: the epoch's permutation of 1..N, or NULL for row order
+#   permutation: the epoch's permutation of 1..N, or NULL for row order; or
+#                an epoch's virtual sequence (rows may repeat), when the
+#                counts of each stratum add up to its rows in it
 # Batches come in order 1..B; inside a batch rows keep permuted order.
 allocate_batches = function(codes, counts, permutation = NULL) {
   n_batches = ncol(counts)
@@ -60,7 +62,7 @@ allocate_batches = function(codes, counts, permutation = NULL) {
   # A stable sort by stratum lists each stratum's rows by rank (order of
   # appearance); ranks 1..N_s of stratum s fill its batches in order.
   by_stratum = order(codes_in_order, method = "radix")
-  batch_in_order = integer(length(codes))
+  batch_in_order = integer(length(codes_in_order))
   batch_in_order[by_stratum] = rep.int(rep.int(seq_len(n_batches), nrow(counts)), t(counts))
   # A stable sort by batch keeps permuted order inside each batch.
   by_batch = order(batch_in_order, method = "radix")

@@ -100,14 +100,16 @@ resolve_policy = function(policy, min_samples_per_stratum) {
 # Rebuild a policy from its name and parameters (the golden vectors' record).
 policy_from_params = function(name, params) {
   constructor = switch(name, min_per_stratum = policy_min_per_stratum,
-    fixed_size = policy_fixed_size,
-    abort_value("name", sprintf("policy name must be one of 'min_per_stratum', 'fixed_size', got name=%s.",
-      show_value(name))))
+    fixed_size = policy_fixed_size, targets = policy_targets, downsample = policy_downsample,
+    abort_value("name", sprintf(paste0("policy name must be one of 'downsample', 'fixed_size', ",
+      "'min_per_stratum', 'targets', got name=%s."), show_value(name))))
   do.call(constructor, as.list(params))
 }
 
 # The allocation of one epoch: list(cuts = S x (B + 1) double matrix of
-# whole numbers, row_weights = NULL or one weight per stratum).
+# whole numbers, row_weights = NULL or one weight per stratum, pool_sizes =
+# NULL or the rows each stratum draws from; see policy_targets.R for pools,
+# recycling and assemble_epoch()).
 #   encoded: encode_strata() output ($sizes, labels for messages)
 #   epoch:   0-based epoch (compositions may rotate across epochs; the number
 #            of batches never depends on it)
@@ -118,7 +120,8 @@ policy_allocate = function(policy, encoded, epoch) {
 #' @export
 policy_allocate.pystratum_policy_min_per_stratum = function(policy, encoded, epoch) {
   check_smallest_stratum(encoded, policy$params$m)
-  list(cuts = min_per_stratum_cuts(encoded$sizes, policy$params$m), row_weights = NULL)
+  list(cuts = min_per_stratum_cuts(encoded$sizes, policy$params$m), row_weights = NULL,
+    pool_sizes = NULL)
 }
 
 #' @export
@@ -145,7 +148,7 @@ policy_allocate.pystratum_policy_fixed_size = function(policy, encoded, epoch) {
   counts = base + takes_extra  # S x B
   cuts = cbind(0, if (n_batches == 1) counts else t(apply(counts, 1L, cumsum)))
   dimnames(cuts) = NULL
-  list(cuts = cuts, row_weights = NULL)
+  list(cuts = cuts, row_weights = NULL, pool_sizes = NULL)
 }
 
 # max(1, round(N / batch_size)) with halves rounded up, in whole numbers (R's

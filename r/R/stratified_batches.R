@@ -72,7 +72,9 @@
 #'   `FALSE` keeps row order (the identity permutation).
 #'
 #' @return A list of integer vectors, one per batch, of 1-based row
-#'   positions.
+#'   positions. With a policy that has importance weights
+#'   ([policy_downsample()]), the attribute `"weights"` is a list parallel to
+#'   the batches holding each row's weight.
 #'
 #' @section Errors:
 #' Wrong types raise conditions of class
@@ -122,7 +124,17 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch")
     require_torch("stratified_batches(rng = \"torch\")")
   }
   check_strata_are_groups(encoded)
-  counts = counts_from_cuts(policy_allocate(policy, encoded, epoch)$cuts)
-  permutation = epoch_permutation(encoded$n_rows, shuffle, rng, seed, epoch)
-  allocate_batches(encoded$codes, counts, permutation)
+  allocation = policy_allocate(policy, encoded, epoch)
+  pass_sizes = pass_draw_order(extra_passes(allocation, encoded$sizes),
+    first_appearance_turn(encoded))$sizes
+  draws = if (!shuffle) c(list(NULL), lapply(pass_sizes, seq_len)) else {
+    draw = permutation_stream(rng, seed)
+    recycles = policy_may_recycle(policy)
+    for (k in seq_len(epoch) - 1) {
+      # Skipped epochs: their whole group of draws (main + extra passes).
+      draw_epoch(draw, encoded$n_rows, if (recycles) epoch_pass_sizes(policy, encoded, k))
+    }
+    draw_epoch(draw, encoded$n_rows, pass_sizes)
+  }
+  assemble_epoch(encoded, allocation, draws)
 }

@@ -10,7 +10,9 @@
 #   $n_rows, $batch_sizes         rows, and rows per batch of epoch 0
 #   $length()                     number of batches of every epoch
 #   $epochs_served()              how many epochs $next_epoch() has returned
-#   $next_epoch()                 the next epoch's batches (a new shuffle)
+#   $next_epoch()                 the next epoch's batches (a new shuffle; its
+#                                 group of draws: main permutation, then one
+#                                 per extra pass of a recycled stratum)
 #   $in_order()                   every row once, in row order, in batches of
 #                                 $batch_sizes (for prediction loaders)
 stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
@@ -24,8 +26,8 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   check_strata_are_groups(encoded)
   # Epoch 0's allocation (and any warning) now; later epochs may rotate counts
   # but keep the number of batches.
-  counts = counts_from_cuts(policy_allocate(policy, encoded, 0)$cuts)
-  codes = encoded$codes
+  allocation_0 = policy_allocate(policy, encoded, 0)
+  counts = counts_from_cuts(allocation_0$cuts)
 
   self = new.env(parent = emptyenv())
   self$n_rows = encoded$n_rows
@@ -41,18 +43,20 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   self$length = function() length(self$batch_sizes)
   self$epochs_served = function() served
   self$next_epoch = function() {
-    permutation = NULL
+    allocation = if (served == 0L) allocation_0 else
+      suppressWarnings(policy_allocate(policy, encoded, served),
+        classes = "pystratum_stratum_too_small")
+    pass_sizes = pass_draw_order(extra_passes(allocation, encoded$sizes),
+      first_appearance_turn(encoded))$sizes
+    draws = c(list(NULL), lapply(pass_sizes, seq_len))
     if (shuffle) {
       if (is.null(draw)) {
         draw <<- permutation_stream(rng, seed, torch_backend)
       }
-      permutation = draw(self$n_rows)
+      draws = draw_epoch(draw, self$n_rows, pass_sizes)
     }
-    epoch_counts = if (served == 0L) counts else
-      suppressWarnings(counts_from_cuts(policy_allocate(policy, encoded, served)$cuts),
-        classes = "pystratum_stratum_too_small")
     served <<- served + 1L
-    allocate_batches(codes, epoch_counts, permutation)
+    assemble_epoch(encoded, allocation, draws)
   }
   self$in_order = function() consecutive_batches(self$batch_sizes)
   class(self) = "pystratum_epochs"

@@ -1,0 +1,106 @@
+"""``Downsample(keep, base)``: a fresh random subset of some strata each epoch, with weights."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+
+from ._base import Allocation, Policy, as_policy, policy_from_params
+from ._shares import label_key, match_keys
+
+__all__ = ["Downsample"]
+
+
+class _KeptStrata:
+    """The strata as the base policy sees them: same labels and order, kept sizes."""
+
+    def __init__(self, strata, kept):
+        self._strata = strata
+        self.sizes = kept
+        self.labels = strata.labels
+
+    @property
+    def first_rows(self):
+        return self._strata.first_rows
+
+
+class Downsample(Policy):
+    """Keep a fraction of some strata each epoch, then batch with ``base``; weights undo it.
+
+    keep: dict ``{label: fraction}``, fractions in (0, 1]; strata not named
+          keep every row.
+    base: the policy that batches the kept rows (a Policy, an int ``m`` for
+          ``MinPerStratum(m)``, or a ``{"name", "params"}`` record).
+
+    Stratum ``s`` named in ``keep`` keeps ``k_s = max(1, floor(keep_s * N_s +
+    0.5))`` rows (halves up, one double rounding, as in R): the first ``k_s``
+    rows of the stratum in the epoch's permutation, so each epoch keeps a
+    fresh uniformly random subset. ``base`` allocates over the kept sizes
+    (if it recycles a stratum, the extra passes reuse the kept rows). Every
+    kept row of a downsampled stratum carries the importance weight ``N_s /
+    k_s`` (times the base's weight), every other row 1: the weighted sum of
+    any per-row loss over an epoch is then an unbiased estimate of its sum
+    over all rows. ``BatchPlan.weights`` and the torch wrapper
+    ``pystratum.torch.WeightedDataset`` hand the weights to the loss.
+
+    Parameters are recorded with labels as text (see ``Targets``):
+    ``{"keep": {"0": 0.1}, "base": {"name": ..., "params": ...}}``.
+    """
+
+    name = "downsample"
+
+    def __init__(self, keep, base):
+        self.keep = _check_keep(keep)
+        if isinstance(base, Mapping):
+            if set(base) != {"name", "params"}:
+                raise TypeError(f"base must be a policy, an int or a record {{'name': ..., "
+                                f"'params': ...}}, got base={base!r}.")
+            base = policy_from_params(base["name"], base["params"])
+        self.base = as_policy(base)
+
+    def params(self) -> dict:
+        return {"keep": dict(self.keep), "base": self.base.to_dict()}
+
+    def may_recycle(self) -> bool:
+        return self.base.may_recycle()
+
+    def allocate(self, strata, epoch) -> Allocation:
+        sizes = strata.sizes
+        keys = list(self.keep)
+        index = match_keys(keys, strata, "keep",
+                           "Name strata by their label (as text for JSON: 1 -> '1').")
+        fractions = np.array([self.keep[key] for key in keys], dtype=np.float64)
+        kept = sizes.copy()
+        kept[index] = np.maximum(1, np.floor(fractions * sizes[index] + 0.5)).astype(np.int64)
+        inner = self.base.allocate(_KeptStrata(strata, kept), epoch)
+        pool = kept if inner.pool_sizes is None else inner.pool_sizes
+        weights = sizes / kept
+        if inner.row_weights is not None:
+            weights = weights * inner.row_weights
+        return Allocation(inner.cuts, row_weights=weights, pool_sizes=pool)
+
+
+def _check_keep(keep):
+    if not isinstance(keep, Mapping) or not keep:
+        raise TypeError(
+            f"keep must be a non-empty dict {{label: fraction}}, got keep={keep!r} of type "
+            f"{type(keep).__name__}."
+        )
+    result = {}
+    for label, fraction in keep.items():
+        key = label_key(label)
+        if key in result:
+            raise ValueError(f"keep names stratum {key!r} twice (labels are matched by their "
+                             f"text: 1 and '1' are the same). Give each stratum one fraction.")
+        if isinstance(fraction, (bool, np.bool_)) or not isinstance(fraction, numbers.Real):
+            raise TypeError(f"keep must map labels to numbers, got keep[{label!r}]={fraction!r} "
+                            f"of type {type(fraction).__name__}.")
+        fraction = float(fraction)
+        if not (math.isfinite(fraction) and 0 < fraction <= 1):
+            raise ValueError(f"keep fractions must be in (0, 1], got keep[{label!r}]="
+                             f"{fraction!r}. Use 1 to keep every row of a stratum.")
+        result[key] = fraction
+    return result

@@ -1,0 +1,123 @@
+"""Exact integer helpers shared by the sampling policies (Targets, Downsample).
+
+Everything here is integer arithmetic (or one documented double rounding),
+so that the R package, which mirrors it in ``r/R/policy_targets.R``, gets
+the same numbers on every input.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["label_key", "match_keys", "share_weights", "weyl_step", "extras_of_batches",
+           "window_hits"]
+
+# Shares are turned into integer weights at this resolution.
+SHARE_SCALE = 10**6
+# Shares must add up to 1 within this tolerance.
+SHARE_TOLERANCE = 1e-9
+
+
+def label_key(label) -> str:
+    """The text that names a stratum in a policy's parameters (JSON keys are strings).
+
+    Strings stay as they are; integers and integral floats print as integers
+    (``1`` and ``1.0`` are ``"1"``, as R prints them); booleans are ``"TRUE"``
+    / ``"FALSE"`` (R's spelling); other floats use ``repr``; a multi-column
+    label joins its parts with ``"/"``. The R package uses the same rule, so
+    a policy recorded in one language names the same strata in the other.
+    """
+    if isinstance(label, tuple):
+        return "/".join(label_key(part) for part in label)
+    if isinstance(label, (bool, np.bool_)):
+        return "TRUE" if label else "FALSE"
+    if isinstance(label, (numbers.Integral, np.integer)):
+        return str(int(label))
+    if isinstance(label, (float, np.floating)):
+        value = float(label)
+        if value.is_integer():
+            return str(int(value))
+        return repr(value)
+    return str(label)
+
+
+def match_keys(keys, strata, argument: str, fix: str) -> np.ndarray:
+    """Index of the stratum each key names (``-1`` never: unknown keys are an error)."""
+    texts = [label_key(label) for label in strata.labels]
+    position = {}
+    for index, text in enumerate(texts):
+        if text in position:
+            raise ValueError(
+                f"{argument} names strata by their label text, but strata "
+                f"{strata.labels[position[text]]!r} and {strata.labels[index]!r} both read "
+                f"{text!r}. Give the strata distinct labels."
+            )
+        position[text] = index
+    unknown = [key for key in keys if key not in position]
+    if unknown:
+        known = ", ".join(repr(t) for t in texts[:20]) + (", ..." if len(texts) > 20 else "")
+        raise ValueError(
+            f"{argument} names strata that are not in the data: {unknown[:10]!r}; the strata "
+            f"are {known}. {fix}".rstrip()
+        )
+    return np.array([position[key] for key in keys], dtype=np.int64)
+
+
+def share_weights(shares) -> np.ndarray:
+    """Integer weights ``floor(share * 10**6 + 0.5)`` (one double rounding per share)."""
+    return np.array([math.floor(share * SHARE_SCALE + 0.5) for share in shares], dtype=np.int64)
+
+
+def weyl_step(total: int) -> int:
+    """The smallest ``g >= max(1, floor(total * 0.618034))`` coprime to ``total``.
+
+    Stepping by ``g`` (mod ``total``) visits every point of the circle once
+    per ``total`` steps, and a step near the golden ratio spreads the visits
+    evenly (a Weyl sequence).
+    """
+    step = max(1, total * 618034 // 1000000)
+    while math.gcd(step, total) != 1:
+        step += 1
+    return step
+
+
+def extras_of_batches(starts, remainders, total, step, first_batch, n_batches) -> np.ndarray:
+    """0/1 table ``(n_strata, n_batches)``: which strata give batch ``first_batch + j`` an extra row.
+
+    Stratum ``s`` owns the arc ``[starts[s], starts[s] + remainders[s])`` of a
+    circle of circumference ``total``; batch ``J`` takes an extra from every
+    stratum whose arc holds the point ``J * step mod total``.
+    """
+    batch = (first_batch % total + np.arange(n_batches, dtype=np.int64)) % total
+    point = batch * step % total  # < total**2: total stays far below 2**31
+    return ((point[None, :] - starts[:, None]) % total) < remainders[:, None]
+
+
+def window_hits(start, remainder, total, step, length, *, fewest: bool) -> int:
+    """Fewest (or most) extras a stratum gets in any ``length`` consecutive batches.
+
+    The stratum's arc ``[start, start + remainder)`` is hit by batch ``J``
+    when ``J * step mod total`` falls in it, i.e. at the batches
+    ``J = inverse * (start + i) mod total`` (``i < remainder``), once per
+    period of ``total`` batches. The count over a window changes only when
+    the window passes one of those batches, so the extreme windows start
+    just after (fewest) or at (most) one of them.
+    """
+    full, rest = divmod(length, total)
+    count = full * remainder
+    if remainder == 0 or rest == 0:
+        return count
+    inverse = pow(step, -1, total)
+    hits = np.sort((inverse * ((start + np.arange(remainder, dtype=np.int64)) % total)) % total)
+    doubled = np.concatenate([hits, hits + total])
+    index = np.arange(remainder, dtype=np.int64)
+    if fewest:
+        # Window [h_i + 1, h_i + rest]: hits up to h_i + rest, minus those up to h_i.
+        inside = np.searchsorted(doubled, hits + rest, side="right") - (index + 1)
+        return count + int(inside.min())
+    # Window [h_i, h_i + rest - 1].
+    inside = np.searchsorted(doubled, hits + rest - 1, side="right") - index
+    return count + int(inside.max())

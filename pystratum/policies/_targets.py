@@ -1,0 +1,254 @@
+"""``Targets(shares, batch_size, epoch="largest")``: exact per-batch shares of every stratum."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+
+from .._validation import check_int
+from ._base import Allocation, Policy, small_cuts
+from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, label_key, match_keys,
+                      share_weights, weyl_step, window_hits)
+
+__all__ = ["Targets"]
+
+_EPOCH_MODES = ("largest", "smallest")
+
+
+class Targets(Policy):
+    """Every batch holds exactly ``batch_size`` rows, each stratum its target share.
+
+    shares:     ``"balanced"`` (equal shares) or a dict ``{label: share}``
+                naming every stratum once, shares >= 0 adding up to 1 (within
+                1e-9; they are not normalised: a wrong sum is an error). A
+                share of 0 leaves that stratum out of every batch.
+    batch_size: ``B``, the rows of every batch.
+    epoch:      ``"largest"``, ``"smallest"`` or a positive int (batches per epoch).
+
+    Per-batch counts. Shares become integer weights ``w_s = floor(share_s *
+    10**6 + 0.5)`` (``"balanced"``: ``w_s = 1``), ``W = sum(w)``. Batch ``J``
+    (counted across epochs: ``J = epoch * num_batches + j``) gives stratum
+    ``s`` either ``f_s = B * w_s // W`` rows or ``f_s + 1``: the strata's
+    remainders ``B * w_s - f_s * W`` lie end to end on a circle of length
+    ``W`` (strata in order of first appearance in the data), and batch ``J``
+    takes one extra row from each stratum whose arc holds the point ``J * g
+    mod W`` (``g`` coprime to ``W``, near ``0.618 W``). So every batch sums to
+    ``B``, every count is ``floor`` or ``ceil`` of ``B * share_s``, and over
+    any ``W`` consecutive batches stratum ``s`` gets exactly ``B * w_s`` rows:
+    the long-run shares are exact.
+
+    Epoch length (``num_batches``, the same in every epoch):
+
+    * ``"largest"``: the fewest batches in which every stratum with a positive
+      share gets at least ``N_s`` slots whatever the rotation's phase. Every
+      row of every such stratum appears at least once in every epoch; a
+      stratum with more slots than rows is recycled (see below).
+    * ``"smallest"``: the most batches in which no stratum gets more than
+      ``N_s`` slots whatever the phase. No row appears twice in an epoch;
+      strata with fewer slots than rows are undersampled (each epoch's
+      permutation picks a fresh uniformly random subset).
+    * an int: that many batches; strata are recycled or undersampled as needed.
+
+    Recycling: a stratum with ``T_s > N_s`` slots in an epoch serves its rows
+    in the epoch's permuted order, then again in fresh random orders (one new
+    permutation of the stratum per extra pass, the last pass cut short), so
+    every row is used ``floor(T_s / N_s)`` or ``ceil(T_s / N_s)`` times and a
+    row can repeat within a batch only if ``T_s / num_batches`` exceeds ``N_s``.
+    """
+
+    name = "targets"
+
+    def __init__(self, shares, batch_size, epoch="largest"):
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
+        self.shares = _check_shares(shares)
+        if isinstance(epoch, str):
+            if epoch not in _EPOCH_MODES:
+                raise ValueError(f"epoch must be 'largest', 'smallest' or a positive integer "
+                                 f"(batches per epoch), got epoch={epoch!r}.")
+            self.epoch = epoch
+        else:
+            self.epoch = check_int(epoch, "epoch", minimum=1,
+                                   fix="Pass 'largest', 'smallest' or a number of batches.")
+        if self.shares != "balanced":
+            positive = sum(1 for share in self.shares.values() if share > 0)
+            _check_batch_size(self.batch_size, positive)
+        self._cached = None
+
+    def params(self) -> dict:
+        shares = self.shares if self.shares == "balanced" else dict(self.shares)
+        return {"shares": shares, "batch_size": self.batch_size, "epoch": self.epoch}
+
+    def may_recycle(self) -> bool:
+        return True
+
+    def allocate(self, strata, epoch) -> Allocation:
+        layout = self._layout(strata)
+        weights, starts, floors, remainders, total, step, num_batches = layout
+        first_batch = epoch * num_batches
+        extras = extras_of_batches(starts, remainders, total, step, first_batch, num_batches)
+        cuts = np.zeros((weights.shape[0], num_batches + 1), dtype=np.int64)
+        np.cumsum(floors[:, None] + extras, axis=1, out=cuts[:, 1:])
+        return Allocation(small_cuts(cuts, np.maximum(strata.sizes, cuts[:, -1])))
+
+    def _layout(self, strata):
+        """Weights, arcs and the epoch length; cached for the last strata seen."""
+        sizes = strata.sizes
+        turn = np.argsort(strata.first_rows, kind="stable")
+        key = (sizes.tobytes(), tuple(strata.labels), turn.tobytes())
+        if self._cached is not None and self._cached[0] == key:
+            return self._cached[1]
+        weights = self._weights(strata)
+        total = int(weights.sum())
+        batch = self.batch_size
+        floors = batch * weights // total
+        remainders = batch * weights - floors * total
+        starts = np.empty_like(remainders)
+        starts[turn] = (np.cumsum(remainders[turn]) - remainders[turn]) % total
+        step = weyl_step(total)
+        layout = (weights, starts, floors, remainders, total, step)
+        num_batches = self._num_batches(strata, layout)
+        result = layout + (num_batches,)
+        self._cached = (key, result)
+        return result
+
+    def _weights(self, strata) -> np.ndarray:
+        n_strata = strata.sizes.shape[0]
+        if self.shares == "balanced":
+            _check_batch_size(self.batch_size, n_strata)
+            return np.ones(n_strata, dtype=np.int64)
+        keys = list(self.shares)
+        index = match_keys(keys, strata, "shares",
+                           "Name each stratum by its label (as text for JSON: 1 -> '1').")
+        if len(keys) < n_strata:
+            named = set(index.tolist())
+            missing = [strata.labels[s] for s in range(n_strata) if s not in named]
+            raise ValueError(
+                f"shares must give every stratum a share, but it misses {len(missing)} "
+                f"stratum/strata: {missing[:10]!r}. Add them (a share of 0 leaves a stratum "
+                f"out of every batch), or use shares='balanced'."
+            )
+        weights = np.zeros(n_strata, dtype=np.int64)
+        weights[index] = share_weights([self.shares[key] for key in keys])
+        return weights
+
+    def _num_batches(self, strata, layout) -> int:
+        if not isinstance(self.epoch, str):
+            return self.epoch
+        sizes = strata.sizes
+        weights, starts, floors, remainders, total, step = layout
+        positive = np.flatnonzero(weights > 0)
+        batch = self.batch_size
+        # Rows per batch on average: B * w_s / W; strata needs N_s * W / (B * w_s) batches.
+        need = sizes[positive] * total
+        per = batch * weights[positive]
+
+        def slots(s, n, fewest):
+            return int(n * floors[s]) + window_hits(int(starts[s]), int(remainders[s]), total,
+                                                    step, n, fewest=fewest)
+
+        if self.epoch == "largest":
+            lowest = int((-(-need // per)).max())
+
+            def enough(n):
+                return all(n * floors[s] >= sizes[s] or slots(s, n, True) >= sizes[s]
+                           for s in positive)
+
+            return _smallest_true(enough, lowest)
+        highest = int((need // per).min())
+
+        def fits(n):
+            return all(n * (floors[s] + 1) <= sizes[s] or slots(s, n, False) <= sizes[s]
+                       for s in positive)
+
+        num_batches = _largest_true(fits, highest)
+        if num_batches == 0:
+            ratio = (sizes[positive] * total) / (batch * weights[positive])
+            s = int(positive[np.argmin(ratio)])
+            raise ValueError(
+                f"epoch='smallest' leaves no batch: stratum {strata.labels[s]!r} has "
+                f"{int(sizes[s])} rows, fewer than one batch of batch_size={batch} takes from "
+                f"it. Lower batch_size, or use epoch='largest' (small strata recycled)."
+            )
+        return num_batches
+
+
+def _smallest_true(predicate, lowest: int) -> int:
+    """Smallest ``n >= lowest`` with ``predicate(n)`` for a predicate monotone in ``n``."""
+    if predicate(lowest):
+        return lowest
+    good = max(2 * lowest, lowest + 1)
+    bad = lowest
+    while not predicate(good):
+        bad, good = good, 2 * good
+    while good - bad > 1:
+        middle = (good + bad) // 2
+        if predicate(middle):
+            good = middle
+        else:
+            bad = middle
+    return good
+
+
+def _largest_true(predicate, highest: int) -> int:
+    """Largest ``0 <= n <= highest`` with ``predicate(n)`` (true at 0, monotone)."""
+    if highest <= 0:
+        return 0
+    if predicate(highest):
+        return highest
+    good, bad = 0, highest
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        if predicate(middle):
+            good = middle
+        else:
+            bad = middle
+    return good
+
+
+def _check_batch_size(batch_size: int, positive: int) -> None:
+    if batch_size < positive:
+        raise ValueError(
+            f"batch_size must be at least the number of strata with a positive share "
+            f"({positive}), got batch_size={batch_size}: a batch could not hold one row of "
+            f"each. Use batch_size >= {positive}, or give some strata a share of 0."
+        )
+
+
+def _check_shares(shares):
+    if isinstance(shares, str):
+        if shares != "balanced":
+            raise ValueError(f"shares must be 'balanced' or a dict {{label: share}}, got "
+                             f"shares={shares!r}.")
+        return shares
+    if not isinstance(shares, Mapping) or not shares:
+        raise TypeError(
+            f"shares must be 'balanced' or a non-empty dict {{label: share}}, got "
+            f"shares={shares!r} of type {type(shares).__name__}."
+        )
+    result = {}
+    for label, share in shares.items():
+        key = label_key(label)
+        if key in result:
+            raise ValueError(f"shares names stratum {key!r} twice (labels are matched by their "
+                             f"text: 1 and '1' are the same). Give each stratum one share.")
+        if isinstance(share, (bool, np.bool_)) or not isinstance(share, numbers.Real):
+            raise TypeError(f"shares must map labels to numbers, got shares[{label!r}]={share!r} "
+                            f"of type {type(share).__name__}.")
+        share = float(share)
+        if not math.isfinite(share) or share < 0:
+            raise ValueError(f"shares must be >= 0, got shares[{label!r}]={share!r}. Give a "
+                             f"share of 0 to leave a stratum out.")
+        if share > 0 and math.floor(share * SHARE_SCALE + 0.5) == 0:
+            raise ValueError(f"shares are resolved to 1e-6, got shares[{label!r}]={share!r}: "
+                             f"use a share of at least 5e-7, or 0 to leave the stratum out.")
+        result[key] = share
+    total = math.fsum(result.values())
+    if abs(total - 1.0) > SHARE_TOLERANCE:
+        raise ValueError(
+            f"shares must add up to 1 (they are not normalised), got a sum of {total!r} for "
+            f"shares={shares!r}. Divide each share by the sum."
+        )
+    return result

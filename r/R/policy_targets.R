@@ -1,0 +1,456 @@
+# Sampling policies: policy_targets() and policy_downsample(), the twins of
+# pystratum.policies.Targets and Downsample. Every count is exact whole-number
+# arithmetic in doubles below 2^53 (mul_mod for products that could pass it),
+# so both languages allocate the same ranks on every input.
+
+SHARE_SCALE = 1e6
+SHARE_TOLERANCE = 1e-9
+
+#' Sampling policies: target shares and downsampling with weights
+#'
+#' * `policy_targets(shares, batch_size, epoch = "largest")`: every batch holds
+#'   exactly `batch_size` rows, each stratum its target share. `shares` is
+#'   `"balanced"` or a named numeric vector (or list) naming every stratum by
+#'   its label text (see below), shares `>= 0` adding up to 1 within 1e-9
+#'   (not normalised: a wrong sum is an error; a share of 0 leaves a stratum
+#'   out). Shares become whole weights `w_s = floor(share_s * 1e6 + 0.5)`
+#'   (`"balanced"`: 1 each), `W = sum(w)`; batch `J` (counted across epochs,
+#'   `J = epoch * num_batches + j`) gives stratum `s` `f_s = (B * w_s) %/% W`
+#'   rows or one more: the remainders `B * w_s - f_s * W` lie end to end on a
+#'   circle of length `W` (strata in order of first appearance) and batch `J`
+#'   takes an extra row from each stratum whose arc holds `J * g mod W` (`g`
+#'   coprime to `W`, near `0.618 W`). Every batch sums to `B`; over any `W`
+#'   consecutive batches the shares are exact. `epoch = "largest"`: the fewest
+#'   batches in which every stratum with a positive share gets at least `N_s`
+#'   slots whatever the rotation's phase (every row at least once per epoch;
+#'   small strata recycled); `"smallest"`: the most batches in which no
+#'   stratum gets more than `N_s` slots (no row twice; large strata
+#'   undersampled, a fresh random subset each epoch); a number: that many
+#'   batches.
+#' * `policy_downsample(keep, base)`: `keep` a named numeric vector of
+#'   fractions in (0, 1]; stratum `s` keeps `max(1, floor(keep_s * N_s +
+#'   0.5))` rows, the first ones in the epoch's permutation (a fresh subset
+#'   each epoch); `base` (any policy, or a number `m`) batches the kept rows;
+#'   kept rows of downsampled strata carry the weight `N_s / k_s`, others 1.
+#'
+#' Recycling: a stratum with more slots than rows in an epoch serves its rows
+#' in the epoch's permuted order, then in fresh random orders, one new
+#' `sample(k)` (or `torch_randperm(k)`) per extra pass, so every row is used
+#' `floor` or `ceiling` of slots / rows times. An epoch's draws are the main
+#' permutation of all rows, then one permutation per extra pass of each
+#' recycled stratum (strata in order of first appearance, passes in order).
+#'
+#' Labels are named by text: strings as they are, whole numbers without
+#' decimals (`1`), logicals as `TRUE`/`FALSE`, several columns joined by `/`.
+#' The Python package uses the same rule, so recorded policies agree.
+#'
+#' Weights: [stratified_batches()] returns them as the attribute `"weights"`,
+#' a list parallel to the batches (`NULL` when the policy has none).
+#'
+#' @param shares (`character(1)` or named `numeric()`)\cr `"balanced"` or the
+#'   share of every stratum.
+#' @param batch_size (`integer(1)`)\cr Rows of every batch.
+#' @param epoch (`character(1)` or `integer(1)`)\cr `"largest"`,
+#'   `"smallest"` or the number of batches per epoch.
+#' @param keep (named `numeric()`)\cr Fraction of each named stratum to keep.
+#' @param base (`pystratum_policy` or `integer(1)`)\cr The policy that batches
+#'   the kept rows.
+#' @return A policy object (see [policies]).
+#' @examples
+#' y = rep(c("pos", "neg"), c(30, 970))
+#' b = stratified_batches(y, policy_targets(c(pos = 0.5, neg = 0.5), 20), seed = 1)
+#' table(y[b[[1]]])
+#' d = stratified_batches(y, policy_downsample(c(neg = 0.1), policy_fixed_size(50)), seed = 1)
+#' unique(unlist(attr(d, "weights")))
+#' @name sampling_policies
+NULL
+
+#' @rdname sampling_policies
+#' @export
+policy_targets = function(shares, batch_size, epoch = "largest") {
+  batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1)
+  shares = check_shares(shares)
+  if (is.character(epoch)) {
+    if (length(epoch) != 1L || is.na(epoch) || !(epoch %in% c("largest", "smallest"))) {
+      abort_value("epoch", sprintf(paste0("epoch must be 'largest', 'smallest' or a positive ",
+        "whole number (batches per epoch), got epoch=%s."), show_value(epoch)))
+    }
+  } else {
+    epoch = assert_whole_number(epoch, "epoch", minimum = 1,
+      fix = "Pass 'largest', 'smallest' or a number of batches.")
+  }
+  if (!identical(shares, "balanced")) {
+    check_targets_batch_size(batch_size, sum(unlist(shares) > 0))
+  }
+  new_policy("targets", list(shares = shares, batch_size = batch_size, epoch = epoch))
+}
+
+#' @rdname sampling_policies
+#' @export
+policy_downsample = function(keep, base) {
+  keep = check_keep(keep)
+  if (is.list(base) && !inherits(base, "pystratum_policy") &&
+    setequal(names(base), c("name", "params"))) {
+    base = policy_from_params(base$name, base$params)
+  }
+  base = as_policy(base)
+  new_policy("downsample", list(keep = keep, base = base))
+}
+
+check_shares = function(shares) {
+  if (is.character(shares) && length(shares) == 1L && !is.na(shares)) {
+    if (shares != "balanced") {
+      abort_value("shares", sprintf(
+        "shares must be 'balanced' or a named vector of shares, got shares=%s.",
+        show_value(shares)))
+    }
+    return("balanced")
+  }
+  check_named_fractions(shares, "shares", "share")
+  values = unlist(shares)
+  for (key in names(values)) {
+    share = values[[key]]
+    if (!is.finite(share) || share < 0) {
+      abort_value("shares", sprintf(paste0("shares must be >= 0, got shares[['%s']]=%s. ",
+        "Give a share of 0 to leave a stratum out."), key, show_value(share)))
+    }
+    if (share > 0 && floor(share * SHARE_SCALE + 0.5) == 0) {
+      abort_value("shares", sprintf(paste0("shares are resolved to 1e-6, got ",
+        "shares[['%s']]=%s: use a share of at least 5e-7, or 0 to leave the stratum out."),
+        key, show_value(share)))
+    }
+  }
+  total = sum(values)
+  if (abs(total - 1) > SHARE_TOLERANCE) {
+    abort_value("shares", sprintf(paste0("shares must add up to 1 (they are not normalised), ",
+      "got a sum of %s. Divide each share by the sum."), format(total, digits = 17)))
+  }
+  as.list(values)
+}
+
+check_keep = function(keep) {
+  check_named_fractions(keep, "keep", "fraction")
+  values = unlist(keep)
+  for (key in names(values)) {
+    fraction = values[[key]]
+    if (!is.finite(fraction) || fraction <= 0 || fraction > 1) {
+      abort_value("keep", sprintf(paste0("keep fractions must be in (0, 1], got ",
+        "keep[['%s']]=%s. Use 1 to keep every row of a stratum."), key, show_value(fraction)))
+    }
+  }
+  as.list(values)
+}
+
+# A non-empty named numeric vector or list of numbers, each name once.
+check_named_fractions = function(x, name, what) {
+  if (is.list(x) && all(vapply(x, function(v) is.numeric(v) && length(v) == 1L, TRUE))) {
+    x = unlist(x)
+  }
+  keys = names(x)
+  if (!is.numeric(x) || length(x) == 0L || is.null(keys) || anyNA(keys) || any(keys == "")) {
+    abort_type(name, sprintf(paste0("%s must be a non-empty named numeric vector ",
+      "(label = %s), got %s=%s of type %s."), name, what, name, show_value(x), type_name(x)))
+  }
+  if (anyDuplicated(keys)) {
+    abort_value(name, sprintf(paste0("%s names stratum '%s' twice (labels are matched by ",
+      "their text). Give each stratum one %s."), name, keys[anyDuplicated(keys)], what))
+  }
+  invisible(NULL)
+}
+
+check_targets_batch_size = function(batch_size, positive) {
+  if (batch_size < positive) {
+    abort_value("batch_size", sprintf(paste0("batch_size must be at least the number of ",
+      "strata with a positive share (%d), got batch_size=%s: a batch could not hold one row ",
+      "of each. Use batch_size >= %d, or give some strata a share of 0."), positive,
+      show_value(batch_size), positive))
+  }
+}
+
+# The text naming each stratum in policy parameters (the Python rule).
+stratum_keys = function(encoded) {
+  rows = match(seq_along(encoded$sizes), encoded$codes)
+  parts = lapply(encoded$columns, function(column) {
+    values = column[rows]
+    if (is.factor(values)) return(as.character(values))
+    if (is.character(values)) return(values)
+    if (is.logical(values)) return(ifelse(values, "TRUE", "FALSE"))
+    values = as.double(values)
+    ifelse(values == trunc(values), format(values, scientific = FALSE, trim = TRUE),
+      format(values, digits = 17, trim = TRUE))
+  })
+  do.call(paste, c(unname(parts), sep = "/"))
+}
+
+# Stratum index (1-based) of every key; unknown keys are an error.
+match_keys = function(keys, encoded, argument) {
+  texts = stratum_keys(encoded)
+  if (anyDuplicated(texts)) {
+    abort_value(argument, sprintf(paste0("%s names strata by their label text, but two strata ",
+      "both read '%s'. Give the strata distinct labels."), argument, texts[anyDuplicated(texts)]))
+  }
+  index = match(keys, texts)
+  if (anyNA(index)) {
+    shown = paste0("'", utils::head(texts, 20L), "'", collapse = ", ")
+    abort_value(argument, sprintf(paste0("%s names strata that are not in the data: %s; the ",
+      "strata are %s. Name strata by their label."), argument,
+      paste0("'", keys[is.na(index)], "'", collapse = ", "), shown))
+  }
+  index
+}
+
+first_appearance_turn = function(encoded) {
+  order(match(seq_along(encoded$sizes), encoded$codes))
+}
+
+#' @export
+policy_allocate.pystratum_policy_targets = function(policy, encoded, epoch) {
+  layout = targets_layout(policy, encoded)
+  n_batches = layout$n_batches
+  total = layout$total
+  first = (mul_mod(epoch %% total, n_batches %% total, total) + seq.int(0, n_batches - 1)) %% total
+  point = mul_mod(first, layout$step, total)
+  extras = outer(layout$starts, point, function(start, p) (p - start) %% total) < layout$remainders
+  counts = layout$floors + extras  # S x B
+  cuts = cbind(0, if (n_batches == 1) counts else t(apply(counts, 1L, cumsum)))
+  dimnames(cuts) = NULL
+  list(cuts = cuts, row_weights = NULL, pool_sizes = NULL)
+}
+
+targets_layout = function(policy, encoded) {
+  sizes = as.double(encoded$sizes)
+  n_strata = length(sizes)
+  batch = policy$params$batch_size
+  shares = policy$params$shares
+  if (identical(shares, "balanced")) {
+    check_targets_batch_size(batch, n_strata)
+    weights = rep(1, n_strata)
+  } else {
+    keys = names(shares)
+    index = match_keys(keys, encoded, "shares")
+    if (length(keys) < n_strata) {
+      missing = setdiff(seq_len(n_strata), index)
+      labels = vapply(utils::head(missing, 10L), function(s) stratum_label(encoded, s), "")
+      abort_value("shares", sprintf(paste0("shares must give every stratum a share, but it ",
+        "misses %d stratum/strata: %s. Add them (a share of 0 leaves a stratum out of every ",
+        "batch), or use shares='balanced'."), length(missing), paste(labels, collapse = ", ")))
+    }
+    weights = numeric(n_strata)
+    weights[index] = floor(unlist(shares) * SHARE_SCALE + 0.5)
+  }
+  total = sum(weights)
+  floors = (batch * weights) %/% total
+  remainders = batch * weights - floors * total
+  turn = first_appearance_turn(encoded)
+  starts = numeric(n_strata)
+  starts[turn] = (cumsum(remainders[turn]) - remainders[turn]) %% total
+  step = weyl_step(total)
+  layout = list(weights = weights, total = total, floors = floors, remainders = remainders,
+    starts = starts, step = step)
+  layout$n_batches = targets_num_batches(policy, encoded, sizes, layout)
+  layout
+}
+
+weyl_step = function(total) {
+  step = max(1, (total * 618034) %/% 1e6)
+  while (gcd(step, total) != 1) step = step + 1
+  step
+}
+
+gcd = function(a, b) {
+  while (b != 0) {
+    r = a %% b
+    a = b
+    b = r
+  }
+  a
+}
+
+# The inverse of a modulo m (a coprime to m), by the extended Euclidean algorithm.
+mod_inverse = function(a, m) {
+  if (m == 1) return(0)
+  r0 = m; r1 = a %% m; t0 = 0; t1 = 1
+  while (r1 != 0) {
+    q = r0 %/% r1
+    r = r0 - q * r1; r0 = r1; r1 = r
+    t = t0 - q * t1; t0 = t1; t1 = t
+  }
+  t0 %% m
+}
+
+# Fewest (or most) extras a stratum's arc gets in any `len` consecutive batches.
+window_hits = function(start, remainder, total, step, len, fewest) {
+  full = len %/% total
+  rest = len - full * total
+  count = full * remainder
+  if (remainder == 0 || rest == 0) return(count)
+  inverse = mod_inverse(step, total)
+  hits = sort(mul_mod(inverse, (start + seq.int(0, remainder - 1)) %% total, total))
+  doubled = c(hits, hits + total)
+  index = seq_len(remainder)
+  inside = if (fewest) {
+    findInterval(hits + rest, doubled) - index
+  } else {
+    findInterval(hits + rest - 1, doubled) - (index - 1)
+  }
+  count + if (fewest) min(inside) else max(inside)
+}
+
+targets_num_batches = function(policy, encoded, sizes, layout) {
+  epoch = policy$params$epoch
+  if (!is.character(epoch)) return(epoch)
+  positive = which(layout$weights > 0)
+  batch = policy$params$batch_size
+  need = sizes[positive] * layout$total
+  per = batch * layout$weights[positive]
+  slots = function(s, n, fewest) {
+    n * layout$floors[s] + window_hits(layout$starts[s], layout$remainders[s], layout$total,
+      layout$step, n, fewest)
+  }
+  if (epoch == "largest") {
+    enough = function(n) all(vapply(positive, function(s)
+      n * layout$floors[s] >= sizes[s] || slots(s, n, TRUE) >= sizes[s], TRUE))
+    return(smallest_true(enough, max(-((-need) %/% per))))
+  }
+  fits = function(n) all(vapply(positive, function(s)
+    n * (layout$floors[s] + 1) <= sizes[s] || slots(s, n, FALSE) <= sizes[s], TRUE))
+  n_batches = largest_true(fits, min(need %/% per))
+  if (n_batches == 0) {
+    s = positive[which.min(need / per)]
+    abort_value("epoch", sprintf(paste0("epoch='smallest' leaves no batch: stratum %s has %s ",
+      "rows, fewer than one batch of batch_size=%s takes from it. Lower batch_size, or use ",
+      "epoch='largest' (small strata recycled)."), stratum_label(encoded, s),
+      format(sizes[s], scientific = FALSE), show_value(batch)))
+  }
+  n_batches
+}
+
+smallest_true = function(predicate, lowest) {
+  if (predicate(lowest)) return(lowest)
+  good = max(2 * lowest, lowest + 1)
+  bad = lowest
+  while (!predicate(good)) {
+    bad = good
+    good = 2 * good
+  }
+  while (good - bad > 1) {
+    middle = (good + bad) %/% 2
+    if (predicate(middle)) good = middle else bad = middle
+  }
+  good
+}
+
+largest_true = function(predicate, highest) {
+  if (highest <= 0) return(0)
+  if (predicate(highest)) return(highest)
+  good = 0
+  bad = highest
+  while (bad - good > 1) {
+    middle = (good + bad) %/% 2
+    if (predicate(middle)) good = middle else bad = middle
+  }
+  good
+}
+
+#' @export
+policy_allocate.pystratum_policy_downsample = function(policy, encoded, epoch) {
+  sizes = as.double(encoded$sizes)
+  keep = policy$params$keep
+  index = match_keys(names(keep), encoded, "keep")
+  kept = sizes
+  kept[index] = pmax(1, floor(unlist(keep) * sizes[index] + 0.5))
+  inner_encoded = encoded
+  inner_encoded$sizes = kept
+  inner = policy_allocate(policy$params$base, inner_encoded, epoch)
+  pool = if (is.null(inner$pool_sizes)) kept else inner$pool_sizes
+  weights = sizes / kept
+  if (!is.null(inner$row_weights)) weights = weights * inner$row_weights
+  list(cuts = inner$cuts, row_weights = weights, pool_sizes = pool)
+}
+
+policy_may_recycle = function(policy) {
+  switch(policy$name, targets = TRUE,
+    downsample = policy_may_recycle(policy$params$base), FALSE)
+}
+
+# Extra passes of an epoch in draw order: list(stratum = , size = ) vectors.
+extra_passes = function(allocation, sizes) {
+  pool = if (is.null(allocation$pool_sizes)) as.double(sizes) else allocation$pool_sizes
+  used = allocation$cuts[, ncol(allocation$cuts)]
+  passes = ifelse(used > pool, (used - 1) %/% pool, 0)
+  list(passes = passes, pool = pool)
+}
+
+pass_draw_order = function(extra, turn) {
+  recycled = turn[extra$passes[turn] > 0]
+  strata = rep.int(recycled, extra$passes[recycled])
+  list(strata = strata, sizes = extra$pool[strata])
+}
+
+# Sizes of the extra draws epoch `epoch` makes after its main permutation.
+epoch_pass_sizes = function(policy, encoded, epoch) {
+  allocation = suppressWarnings(policy_allocate(policy, encoded, epoch),
+    classes = "pystratum_stratum_too_small")
+  pass_draw_order(extra_passes(allocation, encoded$sizes), first_appearance_turn(encoded))$sizes
+}
+
+# The batches of one epoch for any policy: the main permutation (NULL for row
+# order) and one order per extra pass (`draws[-1]`, in pass_draw_order()).
+# The epoch's virtual sequence is the main permutation followed by each extra
+# pass's rows (the stratum's pool, its first pool_s rows in the main
+# permutation, reordered by the pass's draw); rows of a recycled stratum
+# outside its pool move to a discard stratum; a trailing pseudo-batch takes
+# every rank no batch uses. Mirrors pystratum._assemble.assemble_recycled.
+# With row_weights, the result carries attr(, "weights"): a list parallel to
+# the batches.
+assemble_epoch = function(encoded, allocation, draws) {
+  codes = encoded$codes
+  sizes = as.double(encoded$sizes)
+  counts = counts_from_cuts(allocation$cuts)
+  passes = pass_draw_order(extra_passes(allocation, sizes), first_appearance_turn(encoded))
+  main = draws[[1L]]
+  plain = length(passes$strata) == 0L && all(rowSums(counts) == sizes)
+  batches = if (plain) allocate_batches(codes, counts, main) else {
+    if (is.null(main)) main = seq_len(encoded$n_rows)
+    virtual_codes = codes
+    virtual_sizes = sizes
+    pieces = list(main)
+    if (length(passes$strata) > 0L) {
+      by_stratum = main[order(codes[main], method = "radix")]
+      starts = c(0, cumsum(sizes))
+      seen = logical(length(sizes))
+      discard = integer(0)
+      for (i in seq_along(passes$strata)) {
+        s = passes$strata[[i]]
+        size = passes$sizes[[i]]
+        rows = by_stratum[(starts[[s]] + 1):(starts[[s]] + sizes[[s]])]
+        if (!seen[[s]]) {
+          seen[[s]] = TRUE
+          virtual_sizes[[s]] = size
+          if (size < sizes[[s]]) discard = c(discard, rows[(size + 1):sizes[[s]]])
+        }
+        pieces[[i + 1L]] = rows[seq_len(size)][draws[[i + 1L]]]
+        virtual_sizes[[s]] = virtual_sizes[[s]] + size
+      }
+      if (length(discard) > 0L) {
+        virtual_codes[discard] = length(sizes) + 1L
+        counts = rbind(counts, 0L)
+        virtual_sizes = c(virtual_sizes, length(discard))
+      }
+    }
+    leftover = virtual_sizes - rowSums(counts)
+    all_batches = allocate_batches(virtual_codes, cbind(counts, leftover),
+      unlist(pieces, use.names = FALSE))
+    all_batches[-length(all_batches)]
+  }
+  if (!is.null(allocation$row_weights)) {
+    attr(batches, "weights") = lapply(batches, function(rows) allocation$row_weights[codes[rows]])
+  }
+  batches
+}
+
+# An epoch's draws from a stream (a function(n) giving the next permutation):
+# the main permutation, then one per extra pass.
+draw_epoch = function(draw, n, pass_sizes) {
+  c(list(draw(n)), lapply(pass_sizes, draw))
+}
