@@ -61,8 +61,17 @@ def test_core_matches_vector(case):
                 f"start with it: {raised.value}"
             )
             return
-        batches = pystratum.stratified_batches(strata, policy_from_case(case), **keywords)
+        plan = pystratum.plan_batches(strata, policy_from_case(case), **keywords)
+        batches = plan.batches
     expected = zero_based(case["expected"]["batches"], index_base)
+    if "weights" in case["expected"]:
+        want = [np.asarray(w, dtype=np.float64) for w in case["expected"]["weights"]]
+        got = [plan.batch_weights(b) for b in range(len(plan))]
+        assert len(got) == len(want)
+        for k, (g, w) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(g, w, rtol=1e-13, err_msg=f"{case['id']}: weights {k}")
+    else:
+        assert plan.weights is None, f"{case['id']}: Python has weights, R has none"
     assert len(batches) == len(expected), (
         f"{case['id']}: {len(batches)} batches, R has {len(expected)}"
     )

@@ -97,7 +97,10 @@ run_case = function(id, comment, strata, policy, seed = NULL, epoch = 0L,
     kind = sub("^pystratum_", "", class(result)[[1L]])
     case$expected_error = list(class = kind, argument = result$argument)
   } else {
-    case$expected = list(batches = lapply(result, I))
+    case$expected = list(batches = lapply(unclass(result), I))
+    if (!is.null(attr(result, "weights"))) {
+      case$expected$weights = lapply(attr(result, "weights"), I)
+    }
     if (warned) case$warning = "stratum_too_small"
   }
   case
@@ -220,6 +223,36 @@ cases = list(
     list(name = "fixed_size", params = list(batch_size = 0L, min_per_stratum = 1L)), seed = 1L),
   run_case("error_fixed_size_min_fraction", "min_per_stratum = 1.5.", small,
     list(name = "fixed_size", params = list(batch_size = 5L, min_per_stratum = 1.5)), seed = 1L),
+  # Sampling policies (policy_targets / Targets, policy_downsample / Downsample).
+  run_case("targets_balanced_recycled", "Blog strata, balanced batches of 8: R recycled, fresh passes.",
+    blog, list(name = "targets", params = list(shares = "balanced", batch_size = 8L,
+      epoch = "largest")), seed = 11L, epoch = 1L),
+  run_case("targets_shares_rotating", "Three strata, shares 0.5/0.3/0.2, batch_size 7: rotating extras.",
+    three, list(name = "targets", params = list(shares = list(`1` = 0.5, `0` = 0.3, `2` = 0.2),
+      batch_size = 7L, epoch = "largest")), seed = 4L, epoch = 3L),
+  run_case("targets_smallest", "Blog strata, 1:1 shares, batch_size 4, epoch 'smallest': M undersampled.",
+    blog, list(name = "targets", params = list(shares = list(M = 0.5, R = 0.5), batch_size = 4L,
+      epoch = "smallest")), seed = 8L),
+  run_case("targets_fixed_epoch_no_shuffle", "Three strata, balanced, 5 batches of 6, row order.",
+    three, list(name = "targets", params = list(shares = "balanced", batch_size = 6L,
+      epoch = 5L)), shuffle = FALSE),
+  run_case("downsample_fixed_size", "Blog strata, keep 25% of M, batches of about 10; weights 111/28.",
+    blog, list(name = "downsample", params = list(keep = list(M = 0.25),
+      base = list(name = "fixed_size", params = list(batch_size = 10L, min_per_stratum = 1L)))),
+    seed = 3L, epoch = 2L),
+  run_case("downsample_targets", "Three strata, keep 10% of 0, balanced batches of 6 (kept rows recycled).",
+    three, list(name = "downsample", params = list(keep = list(`0` = 0.1),
+      base = list(name = "targets", params = list(shares = "balanced", batch_size = 6L,
+        epoch = "largest")))), seed = 6L, epoch = 1L),
+  run_case("error_targets_shares_sum", "Shares adding up to 0.9.", blog,
+    list(name = "targets", params = list(shares = list(M = 0.5, R = 0.4), batch_size = 4L,
+      epoch = "largest")), seed = 1L),
+  run_case("error_targets_unknown_stratum", "Shares naming a stratum not in the data.", blog,
+    list(name = "targets", params = list(shares = list(M = 0.5, X = 0.5), batch_size = 4L,
+      epoch = "largest")), seed = 1L),
+  run_case("error_downsample_keep_zero", "keep = 0.", blog,
+    list(name = "downsample", params = list(keep = list(M = 0),
+      base = list(name = "min_per_stratum", params = list(m = 1L)))), seed = 1L),
   run_case("n_1000_epoch_1", "1000 rows, three strata (100, 300, 600), m = 5, seed 2025, epoch 1.",
     rep(c("low", "mid", "high"), c(100L, 300L, 600L))[c(seq(1L, 1000L, by = 2L), seq(2L, 1000L, by = 2L))],
     5L, seed = 2025L, epoch = 1L),
