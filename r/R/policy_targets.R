@@ -94,7 +94,8 @@ policy_downsample = function(keep, base) {
     base = policy_from_params(base$name, base$params)
   }
   base = as_policy(base)
-  new_policy("downsample", list(keep = keep, base = base))
+  # Recorded as a plain list(name, params), as the golden vectors and Python store it.
+  new_policy("downsample", list(keep = keep, base = list(name = base$name, params = base$params)))
 }
 
 check_shares = function(shares) {
@@ -361,7 +362,8 @@ policy_allocate.pystratum_policy_downsample = function(policy, encoded, epoch) {
   kept[index] = pmax(1, floor(unlist(keep) * sizes[index] + 0.5))
   inner_encoded = encoded
   inner_encoded$sizes = kept
-  inner = policy_allocate(policy$params$base, inner_encoded, epoch)
+  base = policy$params$base
+  inner = policy_allocate(policy_from_params(base$name, base$params), inner_encoded, epoch)
   pool = if (is.null(inner$pool_sizes)) kept else inner$pool_sizes
   weights = sizes / kept
   if (!is.null(inner$row_weights)) weights = weights * inner$row_weights
