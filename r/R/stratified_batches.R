@@ -128,6 +128,7 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch")
   pass_sizes = pass_draw_order(extra_passes(allocation, encoded$sizes),
     first_appearance_turn(encoded))$sizes
   draws = if (!shuffle) c(list(NULL), lapply(pass_sizes, seq_len)) else {
+    assert_epoch_cost(epoch, encoded$n_rows, rng)
     draw = permutation_stream(rng, seed)
     recycles = policy_may_recycle(policy)
     for (k in seq_len(epoch) - 1) {
