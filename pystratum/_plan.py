@@ -236,6 +236,28 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     )
 
 
+def row_weights(encoded: EncodedStrata, policy: Policy) -> np.ndarray:
+    """float64 weight of every row under ``policy`` (ones when it has none).
+
+    The sampling policies' weights depend on the stratum sizes only, so they
+    are the same in every epoch; ``BatchPlan.weights`` is this table read in
+    the plan's order.
+    """
+    allocation = policy.allocate(encoded, 0)
+    if allocation.row_weights is None:
+        return np.ones(encoded.n_rows, dtype=np.float64)
+    return np.asarray(allocation.row_weights, dtype=np.float64)[encoded.codes]
+
+
+def advance_stream(stream, encoded: EncodedStrata, policy: Policy, epoch: int) -> None:
+    """Move ``stream`` to the start of ``epoch``, replaying skipped epochs' groups of draws."""
+    extras_of = None
+    if policy.may_recycle():
+        def extras_of(k):
+            return epoch_pass_sizes(encoded, policy, k)
+    stream.advance_to(encoded.n_rows, epoch, extras_of)
+
+
 def epoch_pass_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list:
     """Sizes of the extra draws epoch ``epoch`` makes after its main permutation."""
     allocation = policy.allocate(encoded, epoch)

@@ -137,8 +137,8 @@ class NumpyStream:
     # Position protocol (used by framework layers to save and resume): epochs
     # of this stream are independent, so there is no position to keep.
 
-    def advance_to(self, n: int, epoch: int) -> None:
-        """Nothing to do: any epoch costs one permutation."""
+    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
+        """Nothing to do: any epoch costs one group of draws from its own generator."""
 
     def state_dict(self) -> dict:
         """Empty: ``permutation(n, epoch)`` depends on (seed, epoch) only."""

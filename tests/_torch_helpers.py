@@ -371,3 +371,34 @@ def torch_rng_worker(config):
     labels = imbalanced_labels(config["n_rows"], config["n_positive"], seed=config["data_seed"])
     sampler = StratifiedBatchSampler(labels, config["m"], seed=config["seed"], rng="torch")
     return {"epochs": [list(sampler) for _ in range(config["epochs"])]}
+
+
+def ddp_policy_worker(config):
+    """Plain DDP (gloo) with any policy given as a record; weights carried by WeightedDataset."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from pystratum.policies import policy_from_params
+    from pystratum.torch import StratifiedBatchSampler, WeightedDataset
+
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    try:
+        labels = np.asarray(config["labels"])
+        policy = policy_from_params(config["policy"]["name"], config["policy"]["params"])
+        sampler = StratifiedBatchSampler(labels, policy, seed=config["seed"], rng=config["rng"])
+        dataset = WeightedDataset.for_sampler(TensorDataset(torch.arange(len(labels))), sampler)
+        loader = DataLoader(dataset, batch_sampler=sampler)
+        epochs, weights = [], []
+        for epoch in range(config["epochs"]):
+            sampler.set_epoch(epoch)
+            batches = [(index.tolist(), weight.tolist()) for index, weight in loader]
+            epochs.append([b for b, _ in batches])
+            weights.append([w for _, w in batches])
+        dist.barrier()
+        return {"rank": dist.get_rank(), "epochs": epochs, "weights": weights,
+                "length": len(sampler)}
+    finally:
+        dist.destroy_process_group()

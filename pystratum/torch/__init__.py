@@ -21,5 +21,6 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
     ) from error
 
 from ._sampler import StratifiedBatchSampler
+from ._weights import WeightedDataset
 
-__all__ = ["StratifiedBatchSampler"]
+__all__ = ["StratifiedBatchSampler", "WeightedDataset"]

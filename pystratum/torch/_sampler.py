@@ -19,7 +19,8 @@ from typing import Iterator
 import numpy as np
 from torch.utils.data import Sampler
 
-from .._plan import BatchPlan, check_strata_are_groups, plan_from_stream, resolve_policy
+from .._plan import (BatchPlan, advance_stream, check_strata_are_groups, plan_from_stream,
+                     resolve_policy)
 from .._sharding import rank_batch_count, rank_batch_indices
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
@@ -393,7 +394,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         if self._stream is not None:
             # Record the stream position before this epoch: state_dict() saves
             # it so a resume costs one permutation, not epoch + 1.
-            self._stream.advance_to(self._encoded.n_rows, epoch)
+            advance_stream(self._stream, self._encoded, self.policy, epoch)
             stream_state = self._stream.state_dict()
         else:
             stream_state = {}
