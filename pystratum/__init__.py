@@ -1,8 +1,13 @@
 """pystratum: mini-batches that contain every stratum.
 
-Every batch holds at least ``min_samples_per_stratum`` rows of every stratum,
-every row appears once per epoch, each epoch is a new shuffle, and the same
-seed gives the same batches in Python and in R.
+Every batch holds what its policy promises (``MinPerStratum(m)``, or just
+``m``: at least ``m`` rows of every stratum), every row appears once per
+epoch, each epoch is a new shuffle, and with ``rng="R"`` and a seed the
+batches equal the R package's for the same seed (0-based here, 1-based in R).
+The default ``rng="numpy"`` is Python only.
+
+Install: ``pip install stratabatch`` (the distribution name; the import name
+is ``pystratum``).
 
 The core (this namespace) needs numpy only. Framework layers live in
 ``pystratum.torch`` (PyTorch samplers) and ``pystratum.r`` (rpy2 bindings to

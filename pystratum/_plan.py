@@ -282,7 +282,11 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
         With ``rng="R"`` an int means R's ``set.seed(seed)``. None draws fresh
         entropy (see :func:`plan_batches` to read back the seed used).
     rng : {"numpy", "R", "torch"}
-        The random stream the epoch's permutation comes from.
+        The random stream the epoch's permutation comes from. ``"numpy"``
+        (default) is Python only. ``"R"`` with a seed gives exactly the R
+        package's batches (``stratified_batches(strata, policy, seed)``,
+        whose default stream is ``"R"``) minus one; ``"torch"`` with a seed
+        gives R torch's, for the same libtorch version only.
     epoch : int
         Which epoch's shuffle (0 first). Each epoch is a new permutation.
     shuffle : bool

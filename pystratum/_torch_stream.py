@@ -10,7 +10,7 @@ try:
     import torch
 except ImportError as error:  # pragma: no cover - exercised without torch installed
     raise ImportError(
-        "rng='torch' needs PyTorch: pip install 'pystratum[torch]' (or torch itself)."
+        "rng='torch' needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
     ) from error
 
 from ._streams import SequentialStream, fresh_int32_seed

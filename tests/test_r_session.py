@@ -52,7 +52,7 @@ def test_missing_rpy2_names_the_install_command():
         "try:\n    pr.stratified_batches([1, 2], 1)\n"
         "except ImportError as error:\n    print(error)\n"
     )
-    assert "pip install 'pystratum[r]'" in done.stdout, done.stdout + done.stderr
+    assert "pip install 'stratabatch[r]'" in done.stdout, done.stdout + done.stderr
 
 
 def test_r_that_cannot_start_names_the_install_command():

@@ -1,6 +1,6 @@
 """The R package ``pystratum``, run from Python in embedded R (rpy2).
 
-Install with ``pip install 'pystratum[r]'`` (rpy2), R itself (Debian/Ubuntu:
+Install with ``pip install 'stratabatch[r]'`` (rpy2), R itself (Debian/Ubuntu:
 ``apt-get install r-base-core r-base-dev``) and the R package from the
 repository root (``R CMD INSTALL r``).
 

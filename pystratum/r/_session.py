@@ -15,7 +15,7 @@ __all__ = ["INSTALL_R", "INSTALL_R_PACKAGE", "INSTALL_RPY2", "R_PACKAGE", "Sessi
            "r_package_available", "session"]
 
 R_PACKAGE = "pystratum"
-INSTALL_RPY2 = "pip install 'pystratum[r]'"
+INSTALL_RPY2 = "pip install 'stratabatch[r]'"
 INSTALL_R = "apt-get install r-base-core r-base-dev"
 INSTALL_R_PACKAGE = "R CMD INSTALL r"
 
@@ -53,7 +53,7 @@ class Session:
             raise RuntimeError(
                 f"rpy2 is installed but could not start R ({type(error).__name__}: {error}). "
                 f"Install R with: {INSTALL_R} (Debian/Ubuntu), then reinstall rpy2 so it "
-                f"finds that R: pip install --force-reinstall 'pystratum[r]'.{hint}"
+                f"finds that R: pip install --force-reinstall 'stratabatch[r]'.{hint}"
             ) from error
         self.ri = ri
         self.ro = ro

@@ -128,7 +128,7 @@ def sampler_from_r_task(task, policy, **kwargs):
     except ImportError as error:
         raise ImportError(
             f"sampler_from_r_task needs pystratum.torch and PyTorch ({error}). Install it "
-            f"with: pip install 'pystratum[torch]'"
+            f"with: pip install 'stratabatch[torch]'"
         ) from error
     return StratifiedBatchSampler(strata_from_r_task(task), policy, **kwargs)
 
@@ -139,6 +139,6 @@ def _import_pandas(what):
     except ImportError as error:
         raise ImportError(
             f"{what} returns a pandas DataFrame and needs pandas: pip install "
-            f"'pystratum[pandas]'"
+            f"'stratabatch[pandas]'"
         ) from error
     return pandas

@@ -17,7 +17,7 @@ try:
     import torch  # noqa: F401
 except ImportError as error:  # pragma: no cover - exercised without torch installed
     raise ImportError(
-        "pystratum.torch needs PyTorch: pip install 'pystratum[torch]' (or torch itself)."
+        "pystratum.torch needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
     ) from error
 
 from ._sampler import StratifiedBatchSampler

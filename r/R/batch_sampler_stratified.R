@@ -56,7 +56,11 @@
 #'   between -2147483647 and 2147483647, as [set.seed()] takes. Must be
 #'   `NULL` when `shuffle = FALSE`.
 #' @param rng (`character(1)`)\cr
-#'   `"torch"` (default) or `"R"`, see section *Epochs and seeds*.
+#'   `"torch"` (default) or `"R"`, see section *Epochs and seeds*. The
+#'   default differs from [stratified_batches()] (`"R"`) so that, with
+#'   `seed = NULL`, the mlr3torch learner's `seed` controls the shuffle; to
+#'   get the batches of a Python run, give a `seed` and the same `rng` on
+#'   both sides.
 #'
 #' @return A `torch_sampler` class generator: call it with a dataset (as
 #'   mlr3torch does) to get a batch sampler.

@@ -2,8 +2,12 @@
 #'
 #' Every batch holds at least `min_samples_per_stratum` rows of every
 #' stratum, every row appears once per epoch, each epoch is a new shuffle,
-#' and the same seed gives the same batches in R and in the Python package
-#' `pystratum`.
+#' and with a seed and `rng = "R"` (the default of [stratified_batches()])
+#' the batches equal those of the Python package (`pip install stratabatch`,
+#' imported as `pystratum`) with `rng = "R"`, plus one (R counts from 1).
+#'
+#' * [batch_count_table()]: rows of every stratum in every batch, with
+#'   `summary()` and `plot()` methods.
 #'
 #' * [stratified_batches()]: the batches of one epoch, as a list of row
 #'   positions.

@@ -62,6 +62,10 @@
 #'   Must be `NULL` when `shuffle = FALSE`.
 #' @param rng (`character(1)`)\cr
 #'   `"R"` (default) or `"torch"`: the random stream the permutation comes from.
+#'   With a `seed`, `"R"` gives exactly the batches of the Python package's
+#'   `pystratum.stratified_batches(..., seed = seed, rng = "R")` plus one
+#'   (whose own default, `"numpy"`, exists in Python only); `"torch"` matches
+#'   Python's `rng = "torch"` for the same libtorch version only.
 #' @param epoch (`integer(1)`)\cr
 #'   Which epoch's shuffle, 0 for the first, at most 2147483647. Each epoch is
 #'   a new permutation. Both streams reach epoch `k` by drawing the `k`
