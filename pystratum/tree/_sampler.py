@@ -1,0 +1,338 @@
+"""``TreeSampler``: the public face of the tree package (no torch needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from .._streams import NumpyStream
+from .._validation import _show, check_int
+from ._aux import AuxGenerator
+from ._config import load_config
+from ._engine import Engine
+from ._nodes import build_tree
+
+__all__ = ["TreeSampler", "TreeDraws"]
+
+_STATE_FORMAT = "pystratum.tree.TreeSampler/1"
+_STATE_KEYS = ("format", "seed", "tree_digest", "position", "engine")
+# Draws converted to Python values per step of iteration: bulk ``tolist()``
+# without holding a whole epoch as Python objects.
+_PIECE = 1 << 14
+
+
+@dataclass(frozen=True)
+class TreeDraws:
+    """Consecutive draws of the stream: ``indices`` (int64 row positions) and
+    ``aux`` (name -> array of the auxiliary values, one per draw), starting at
+    draw number ``start`` of the stream."""
+
+    indices: np.ndarray
+    aux: dict
+    start: int
+
+    def __len__(self) -> int:
+        return int(self.indices.shape[0])
+
+
+class TreeSampler:
+    """Row positions drawn by a declarative sampling tree over a metadata table.
+
+    Parameters
+    ----------
+    config : dict, str or path
+        The tree: a dict, YAML text, or the path of a YAML file (see
+        ``vignettes/tree.md`` for the node keys: ``column``/``op``/``value``,
+        ``mode``, ``weight``, ``for_each``, ``repeat``, ``prune``,
+        ``children``; top-level ``root``, ``epoch_length``, ``aux``).
+    metadata : pandas.DataFrame
+        One row per example; indices are 0-based row *positions* (the frame's
+        index labels play no part).
+    seed : None, int >= 0 or numpy.random.SeedSequence
+        None draws fresh entropy once (read it back as ``.seed``; pass it to
+        get the same stream again). Each node and each auxiliary generator
+        draws from its own stream spawned from the seed's SeedSequence.
+
+    Guarantees
+    ----------
+    * Every draw is a row its leaf selects (every condition on its path holds).
+    * The stream is a pure function of (config, metadata, seed); iterating,
+      ``draw(n)`` and ``batches(b)`` cut the same stream differently.
+    * Iteration yields forever, or with ``epoch_length`` the rest of the
+      current epoch (epochs are consecutive blocks of ``epoch_length``
+      draws; each ``iter()`` continues the stream, so a shuffled leaf goes on
+      through its order across epochs). Starting a new iterator ends the
+      previous one.
+    * ``state_dict()``/``load_state_dict()`` resume exactly: the draws after a
+      resume are the draws the uninterrupted run would have made.
+    * Long-run frequencies are the ``effective`` shares ``describe()`` shows.
+    """
+
+    def __init__(self, config, metadata, *, seed=None):
+        self.config = load_config(config)
+        self._set_seed(seed)
+        built = build_tree(self.config, metadata)
+        self.tree = built.root
+        self.pruned = list(built.pruned)
+        self.n_rows = built.n_rows
+        self.epoch_length = self.config["epoch_length"]
+        self._build_streams()
+        self._position = 0
+        self._active = None
+        self._digest = None
+
+    # ----------------------------------------------------------- set-up
+
+    def _set_seed(self, seed) -> None:
+        if isinstance(seed, np.random.Generator):
+            raise TypeError(
+                f"seed must be None, an int >= 0 or a numpy.random.SeedSequence, got "
+                f"seed={_show(seed)} of type Generator. Each node spawns its own stream from a "
+                f"SeedSequence, which a Generator cannot provide reproducibly; pass an int.")
+        stream = NumpyStream(seed)  # the project's seed checks and messages
+        self._seed_sequence = stream.seed_sequence
+        self._seed = stream.seed
+
+    def _build_streams(self) -> None:
+        self._engine = Engine(self.tree, self._seed_sequence)
+        self._aux = [AuxGenerator(name, spec, self._seed_sequence)
+                     for name, spec in self.config["aux"].items()]
+
+    # ----------------------------------------------------------- public
+
+    @property
+    def seed(self):
+        """The seed in use: pass it as ``seed=`` to get the same stream again."""
+        return self._seed
+
+    @property
+    def aux_names(self) -> tuple:
+        """Names of the declared auxiliary generators, in config order."""
+        return tuple(generator.name for generator in self._aux)
+
+    @property
+    def position(self) -> int:
+        """Number of draws served so far (the next draw's number in the stream)."""
+        return self._position
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next draw belongs to (0 without ``epoch_length``)."""
+        return self._position // self.epoch_length if self.epoch_length else 0
+
+    def __len__(self) -> int:
+        """``epoch_length``: draws one epoch yields."""
+        if self.epoch_length is None:
+            raise TypeError(
+                "TreeSampler has no length: the config sets no epoch_length, so iteration "
+                "yields forever. Set epoch_length: <draws per epoch> in the config, or stop "
+                "the loop yourself.")
+        return self.epoch_length
+
+    def __iter__(self) -> Iterator:
+        """Row positions (ints), or ``(position, {aux name: value})`` when the config has aux.
+
+        With ``epoch_length``: the rest of the current epoch; else forever.
+        """
+        return self._serve()
+
+    def draw(self, n: int) -> TreeDraws:
+        """The next ``n`` draws as arrays (the fast path: no Python objects per draw)."""
+        n = check_int(n, "n", minimum=0)
+        self._active = None  # any running iterator ends here
+        start = self._position
+        indices = self._take(n)
+        return TreeDraws(indices=indices, aux=self._aux_values(start, n), start=start)
+
+    def batches(self, batch_size: int) -> Iterator[list]:
+        """The stream in lists of ``batch_size`` items (as iteration yields them).
+
+        With ``epoch_length``: the rest of the current epoch, the last batch
+        shorter if ``batch_size`` does not divide it; else forever.
+        """
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
+        return self._serve_batches(batch_size)
+
+    def describe(self, simulate: int = 100_000) -> str:
+        """The pruned tree as text: each node's mode, rows, weight, probability given its
+        parent and effective long-run share of draws; pruned nodes; auxiliary values;
+        and, for ``simulate > 0``, the leaves' shares in ``simulate`` draws simulated
+        from the seed (this sampler's own position is not touched)."""
+        from ._describe import describe
+
+        simulate = check_int(simulate, "simulate", minimum=0)
+        return describe(self, simulate)
+
+    def state_dict(self) -> dict:
+        """Where the stream stands: seed, draws served, node stream positions.
+
+        Plain Python values (JSON and ``torch.load(weights_only=True)`` keep them).
+        """
+        return {
+            "format": _STATE_FORMAT,
+            "seed": _seed_to_state(self._seed),
+            "tree_digest": self.tree_digest(),
+            "position": int(self._position),
+            "engine": self._exact_engine_state(),
+        }
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Continue from :meth:`state_dict`: the next draw is the one the saved run
+        would have made next. The saved seed replaces this sampler's; the tree
+        (config and metadata) must be the saved one's."""
+        if not isinstance(state_dict, dict):
+            raise TypeError(
+                f"state_dict must be the dict TreeSampler.state_dict() returned, got "
+                f"{type(state_dict).__name__}.")
+        missing = [key for key in _STATE_KEYS if key not in state_dict]
+        if state_dict.get("format") != _STATE_FORMAT or missing:
+            raise ValueError(
+                f"state_dict is not a TreeSampler state (format {state_dict.get('format')!r}, "
+                f"expected {_STATE_FORMAT!r}; missing keys {missing}); pass what "
+                f"TreeSampler.state_dict() returned.")
+        if state_dict["tree_digest"] != self.tree_digest():
+            raise ValueError(
+                "Cannot resume: the state was saved for another tree (config or metadata "
+                "differ: tree_digest does not match). Build the sampler with the config and "
+                "metadata of the run that saved it.")
+        position = check_int(state_dict["position"], "state_dict['position']", minimum=0)
+        seed = _seed_from_state(state_dict["seed"])
+        if _seed_to_state(seed) != _seed_to_state(self._seed):
+            self._set_seed(seed)
+            self._build_streams()
+        self._engine.load(state_dict["engine"])
+        self._position = position
+        self._engine_position = position
+        self._active = None
+
+    def tree_digest(self) -> str:
+        """A fingerprint of the pruned tree (structure, modes, weights, rows)."""
+        if self._digest is None:
+            digest = hashlib.blake2b(digest_size=16)
+            for node in self.tree.walk():
+                digest.update(f"{node.path}|{node.mode}|{node.repeat}|{node.p_parent!r}|"
+                              f"{len(node.children)}|".encode())
+                if node.is_leaf:
+                    digest.update(np.ascontiguousarray(node.rows, dtype=np.int64).tobytes())
+            digest.update(repr(sorted(self.config["aux"].items(), key=str)).encode())
+            self._digest = digest.hexdigest()
+        return self._digest
+
+    def __repr__(self) -> str:
+        leaves = len(self.tree.leaves())
+        return (f"TreeSampler(n_rows={self.n_rows}, leaves={leaves}, pruned={len(self.pruned)}, "
+                f"epoch_length={self.epoch_length}, aux={list(self.aux_names)}, "
+                f"seed={self.seed!r}, position={self._position})")
+
+    # ---------------------------------------------------------- private
+
+    _engine_position = 0  # draws the engine has produced (>= _position mid-piece)
+    _piece_state = None   # engine state when the engine was at _piece_position
+    _piece_position = 0
+
+    def _exact_engine_state(self) -> dict:
+        """The engine state at ``_position`` (an iterator may have taken draws beyond it)."""
+        if self._engine_position == self._position:
+            return self._engine.state()
+        state = dict(self._piece_state)
+        state["offset"] = state["offset"] + (self._position - self._piece_position)
+        return state
+
+    def _sync(self) -> None:
+        """Bring the engine back to ``_position`` if an abandoned iterator ran ahead."""
+        if self._engine_position != self._position:
+            self._engine.load(self._exact_engine_state())
+            self._engine_position = self._position
+
+    def _take(self, n: int) -> np.ndarray:
+        """Advance by ``n`` draws (the position counts them at once)."""
+        self._sync()
+        indices = self._engine.take(n)
+        self._position += n
+        self._engine_position = self._position
+        return indices
+
+    def _aux_values(self, start: int, n: int) -> dict:
+        return {generator.name: generator.values(start, n) for generator in self._aux}
+
+    def _remaining_in_epoch(self):
+        if self.epoch_length is None:
+            return None
+        return self.epoch_length - self._position % self.epoch_length
+
+    def _serve(self):
+        token = object()
+        self._active = token
+        remaining = self._remaining_in_epoch()
+        while remaining is None or remaining > 0:
+            if self._active is not token:
+                return
+            self._sync()
+            size = _PIECE if remaining is None else min(_PIECE, remaining)
+            start = self._position
+            self._piece_state = self._engine.state()
+            self._piece_position = start
+            indices = self._engine.take(size)
+            self._engine_position = start + size
+            items = indices.tolist()
+            if self._aux:
+                names = self.aux_names
+                columns = [generator.values(start, size).tolist() for generator in self._aux]
+                items = [(index, dict(zip(names, values)))
+                         for index, values in zip(items, zip(*columns))]
+            for item in items:
+                if self._active is not token:
+                    return
+                self._position += 1
+                yield item
+            if remaining is not None:
+                remaining -= size
+        if self._active is token:
+            self._active = None
+
+    def _serve_batches(self, batch_size: int):
+        token = object()
+        self._active = token
+        remaining = self._remaining_in_epoch()
+        while remaining is None or remaining > 0:
+            if self._active is not token:
+                return
+            size = batch_size if remaining is None else min(batch_size, remaining)
+            start = self._position
+            items = self._take(size).tolist()
+            if self._aux:
+                names = self.aux_names
+                columns = [generator.values(start, size).tolist() for generator in self._aux]
+                items = [(index, dict(zip(names, values)))
+                         for index, values in zip(items, zip(*columns))]
+            if remaining is not None:
+                remaining -= size
+            yield items
+        if self._active is token:
+            self._active = None
+
+
+def _seed_to_state(seed):
+    """Seeds as plain values (``torch.load(weights_only=True)`` rejects numpy objects)."""
+    if isinstance(seed, np.random.SeedSequence):
+        entropy = seed.entropy
+        return {
+            "entropy": [int(v) for v in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
+            else int(entropy),
+            "spawn_key": [int(v) for v in seed.spawn_key],
+            "pool_size": int(seed.pool_size),
+        }
+    if isinstance(seed, numbers.Integral):
+        return int(seed)
+    return seed
+
+
+def _seed_from_state(seed):
+    if isinstance(seed, dict):
+        return np.random.SeedSequence(seed["entropy"], spawn_key=tuple(seed["spawn_key"]),
+                                      pool_size=seed["pool_size"])
+    return seed
