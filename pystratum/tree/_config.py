@@ -122,8 +122,9 @@ _FIELD_HELP = {
                "e.g. weight: 0.3, or weight: proportional(count) for the node's row count."),
     "repeat": ("a positive integer", "e.g. repeat: 4 serves each choice 4 times in a row."),
     "prune": ("one of " + ", ".join(repr(p) for p in PRUNE),
-              "individual drops an empty node, parent drops its parent too, error (the "
-              "default) refuses an empty node."),
+              "individual drops an empty node; parent drops its parent too, and so on up to "
+              "the first node with prune: individual; error (the default) refuses an empty "
+              "node."),
     "children": ("a non-empty list of nodes", "Leave children out for a leaf."),
     "kind": ("one of " + ", ".join(repr(k) for k in AUX_KINDS), ""),
     "low": ("a number", ""), "high": ("a number", ""), "mean": ("a number", ""),

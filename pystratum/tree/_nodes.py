@@ -82,7 +82,7 @@ def build_tree(config: dict, metadata) -> BuiltTree:
                       label="root")
     except _Empty as empty:
         root = None
-        pruned.append(("root", f"emptied by {empty.path} (prune: parent)"))
+        pruned.append(("root", f"removed with {empty.path} (empty, prune: parent)"))
     if root is None:
         reasons = "; ".join(f"{p}: {why}" for p, why in pruned[-5:])
         raise ValueError(
@@ -262,14 +262,20 @@ def _build(node: dict, path: str, frame, rows, pruned, *, label: str, selected=N
 
 
 def _build_child(child, path, frame, rows, pruned, *, label, selected=None):
+    """``_build`` for a child, applying the upward propagation of ``prune: parent``.
+
+    ``_build`` raising _Empty means this child is removed because a node
+    below it (or the child itself) is empty with ``prune: parent``. The
+    removal stops here if the child has ``prune: individual``; otherwise it
+    goes on to the child's parent (re-raised), up to the root.
+    """
     try:
         return _build(child, path, frame, rows, pruned, label=label, selected=selected)
     except _Empty as empty:
-        # The child (or a descendant) took this child down with it; whether the
-        # removal goes further up is the child's own prune rule.
-        pruned.append((path, f"emptied by {empty.path} (prune: parent)"))
-        if child.get("prune", "error") == "parent":
-            raise _Empty(path) from None
+        if empty.path != path:
+            pruned.append((path, f"removed with {empty.path} (empty, prune: parent)"))
+        if child.get("prune", "error") != "individual":
+            raise
         return None
 
 

@@ -94,6 +94,7 @@ class TreeSampler:
                 f"seed={_show(seed)} of type Generator. Each node spawns its own stream from a "
                 f"SeedSequence, which a Generator cannot provide reproducibly; pass an int.")
         stream = NumpyStream(seed)  # the project's seed checks and messages
+        self._fresh_seed = seed is None
         self._seed_sequence = stream.seed_sequence
         self._seed = stream.seed
 
