@@ -402,3 +402,51 @@ def ddp_policy_worker(config):
                 "length": len(sampler)}
     finally:
         dist.destroy_process_group()
+
+
+def tree_ddp_worker(config):
+    """TreeBatchSampler under plain torch DDP (gloo): for each of ``config["runs"]``, the
+    batches each rank trains on."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from _tree_data import metadata
+    from pystratum.tree import TreeSampler
+    from pystratum.tree.torch import TreeBatchSampler
+
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    try:
+        frame = metadata(config["n_rows"])
+        features = torch.randn(len(frame), 4, generator=torch.Generator().manual_seed(0))
+        dataset = TensorDataset(torch.arange(len(frame)), features)
+        results = []
+        for run in config["runs"]:
+            # seed=None on purpose when asked: rank 0's stream is broadcast.
+            tree = TreeSampler(config["tree"], frame, seed=run["seed"])
+            sampler = TreeBatchSampler(tree, config["batch_size"], drop_last=run["drop_last"])
+            loader = DataLoader(dataset, batch_sampler=sampler,
+                                num_workers=config["num_workers"])
+            torch.manual_seed(0)
+            model = DistributedDataParallel(torch.nn.Linear(4, 1))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            epochs = []
+            for _ in range(config["epochs"]):
+                seen = []
+                for index, x in loader:
+                    loss = model(x).pow(2).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    seen.append(index.tolist())
+                epochs.append(seen)
+            dist.barrier()
+            results.append({"len": len(sampler), "epochs": epochs,
+                            "seed_state": tree.state_dict()["seed"],
+                            "weight": model.module.weight.detach().reshape(-1).tolist()})
+        return {"rank": dist.get_rank(), "runs": results}
+    finally:
+        dist.destroy_process_group()
