@@ -155,3 +155,34 @@ def test_case6_paired_constraint(frame):
         assert f"root.children[0][protein={p!r}]" in pruned
     text = sampler.describe(simulate=20_000)
     assert "pruned (6)" in text and "P10" in text
+
+
+def test_aux_values_have_their_distributions(frame):
+    config = {"root": {"children": [{"column": "active", "value": 1}]}, "aux": {
+        "u": {"kind": "uniform", "low": -2, "high": 6},
+        "z": {"kind": "normal", "mean": 1.5, "std": 0.5},
+        "c": {"kind": "choice", "values": ["a", "b", "c"], "p": [0.2, 0.5, 0.3]},
+        "k": {"kind": "cycle", "values": [3, 1, 2]},
+    }}
+    n = 150_000
+    aux = TreeSampler(config, frame, seed=17).draw(n).aux
+    u, z = aux["u"], aux["z"]
+    assert u.min() >= -2 and u.max() < 6
+    # Means within 4 standard errors; the uniform's spread through its deciles.
+    assert abs(u.mean() - 2) < 4 * 8 / np.sqrt(12 * n)
+    assert abs(z.mean() - 1.5) < 4 * 0.5 / np.sqrt(n)
+    assert abs(z.std() - 0.5) < 0.01
+    assert_uniform(np.bincount(((u + 2) / 8 * 10).astype(int), minlength=10))
+    assert_shares(shares_of(aux["c"], n), {"a": 0.2, "b": 0.5, "c": 0.3}, n)
+    assert aux["k"][:7].tolist() == [3, 1, 2, 3, 1, 2, 3]
+    # Each generator has its own stream: declaring another one changes nothing.
+    fewer = dict(config, aux={"z": config["aux"]["z"]})
+    np.testing.assert_array_equal(TreeSampler(fewer, frame, seed=17).draw(n).aux["z"], z)
+
+
+def test_import_needs_no_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, pystratum.tree; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
