@@ -223,3 +223,21 @@ def test_node_streams_are_independent_of_other_nodes():
     x = TreeSampler(one, frame, seed=3).draw(200).indices[0::2]
     y = TreeSampler(two, frame, seed=3).draw(300).indices[0::3]
     np.testing.assert_array_equal(x, y)
+
+
+def test_a_new_iterator_ends_the_previous_one_and_positions_count_what_was_yielded():
+    frame = pd.DataFrame({"a": np.arange(50) % 5})
+    config = {"root": {"children": [{"column": "a", "op": ">", "value": 0}]}}
+    reference = TreeSampler(config, frame, seed=2).draw(40).indices.tolist()
+    sampler = TreeSampler(config, frame, seed=2)
+    first = iter(sampler)
+    got = [next(first) for _ in range(7)]
+    assert sampler.position == 7
+    second = iter(sampler)
+    got += [next(second) for _ in range(5)]
+    assert list(first) == []  # ended by the second iterator
+    got += sampler.draw(3).indices.tolist()
+    assert list(second) == []
+    got += next(sampler.batches(25))
+    assert got == reference
+    assert sampler.position == 40

@@ -89,8 +89,15 @@ class ChoiceSource:
         if self.mode == "replacement":
             if self.cumulative is None:
                 return rng.integers(0, n, BLOCK, dtype=self.dtype)
-            return np.searchsorted(self.cumulative, rng.random(BLOCK), side="right").astype(
-                self.dtype)
+            u = rng.random(BLOCK)
+            if n > 16:
+                return np.searchsorted(self.cumulative, u, side="right").astype(self.dtype)
+            # Few children: n - 1 comparisons per draw beat a binary search's overhead.
+            # Same result: the number of cumulative bounds <= u.
+            choice = np.zeros(BLOCK, dtype=self.dtype)
+            for bound in self.cumulative[:-1]:
+                choice += u >= bound
+            return choice
         passes = -(-BLOCK // n)
         if passes == 1:
             return rng.permutation(n).astype(self.dtype)

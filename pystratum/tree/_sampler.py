@@ -81,7 +81,7 @@ class TreeSampler:
         self.n_rows = built.n_rows
         self.epoch_length = self.config["epoch_length"]
         self._build_streams()
-        self._position = 0
+        self._served = 0
         self._active = None
         self._digest = None
 
@@ -145,6 +145,7 @@ class TreeSampler:
         """The next ``n`` draws as arrays (the fast path: no Python objects per draw)."""
         n = check_int(n, "n", minimum=0)
         self._active = None  # any running iterator ends here
+        self._close_piece()
         start = self._position
         indices = self._take(n)
         return TreeDraws(indices=indices, aux=self._aux_values(start, n), start=start)
@@ -205,8 +206,9 @@ class TreeSampler:
         if _seed_to_state(seed) != _seed_to_state(self._seed):
             self._set_seed(seed)
             self._build_streams()
+        self._close_piece()
         self._engine.load(state_dict["engine"])
-        self._position = position
+        self._served = position
         self._engine_position = position
         self._active = None
 
@@ -231,16 +233,38 @@ class TreeSampler:
 
     # ---------------------------------------------------------- private
 
+    # Progress. ``_served`` counts draws handed out, except while an iterator
+    # yields from a piece (a list of up to _PIECE items made at once): then the
+    # position is the piece's start plus what its list iterator has given out,
+    # so iteration itself does no bookkeeping per item.
     _engine_position = 0  # draws the engine has produced (>= _position mid-piece)
     _piece_state = None   # engine state when the engine was at _piece_position
     _piece_position = 0
+    _piece_size = 0
+    _piece_items = None
+    _piece_iter = None
+
+    @property
+    def _position(self) -> int:
+        iterator = self._piece_iter
+        if iterator is None:
+            return self._served
+        return self._piece_position + self._piece_size - iterator.__length_hint__()
+
+    def _close_piece(self) -> None:
+        """Fix the position and end the open piece (its iterator yields nothing more)."""
+        if self._piece_iter is not None:
+            self._served = self._position
+            self._piece_items.clear()
+            self._piece_items = self._piece_iter = None
 
     def _exact_engine_state(self) -> dict:
         """The engine state at ``_position`` (an iterator may have taken draws beyond it)."""
-        if self._engine_position == self._position:
+        position = self._position
+        if self._engine_position == position:
             return self._engine.state()
         state = dict(self._piece_state)
-        state["offset"] = state["offset"] + (self._position - self._piece_position)
+        state["offset"] = state["offset"] + (position - self._piece_position)
         return state
 
     def _sync(self) -> None:
@@ -251,14 +275,24 @@ class TreeSampler:
 
     def _take(self, n: int) -> np.ndarray:
         """Advance by ``n`` draws (the position counts them at once)."""
+        self._close_piece()
         self._sync()
         indices = self._engine.take(n)
-        self._position += n
-        self._engine_position = self._position
+        self._served += n
+        self._engine_position = self._served
         return indices
 
     def _aux_values(self, start: int, n: int) -> dict:
         return {generator.name: generator.values(start, n) for generator in self._aux}
+
+    def _items(self, indices: np.ndarray, start: int) -> list:
+        """Python items: ints, or (int, {aux name: value}) when the config declares aux."""
+        items = indices.tolist()
+        if not self._aux:
+            return items
+        names = self.aux_names
+        columns = [generator.values(start, len(items)).tolist() for generator in self._aux]
+        return [(index, dict(zip(names, values))) for index, values in zip(items, zip(*columns))]
 
     def _remaining_in_epoch(self):
         if self.epoch_length is None:
@@ -268,48 +302,40 @@ class TreeSampler:
     def _serve(self):
         token = object()
         self._active = token
+        self._close_piece()  # a previous iterator ends here
         remaining = self._remaining_in_epoch()
         while remaining is None or remaining > 0:
             if self._active is not token:
                 return
+            self._close_piece()
             self._sync()
             size = _PIECE if remaining is None else min(_PIECE, remaining)
-            start = self._position
+            start = self._served
             self._piece_state = self._engine.state()
             self._piece_position = start
             indices = self._engine.take(size)
             self._engine_position = start + size
-            items = indices.tolist()
-            if self._aux:
-                names = self.aux_names
-                columns = [generator.values(start, size).tolist() for generator in self._aux]
-                items = [(index, dict(zip(names, values)))
-                         for index, values in zip(items, zip(*columns))]
-            for item in items:
-                if self._active is not token:
-                    return
-                self._position += 1
-                yield item
+            items = self._items(indices, start)
+            self._piece_items, self._piece_size = items, size
+            self._piece_iter = iterator = iter(items)
+            yield from iterator
             if remaining is not None:
                 remaining -= size
         if self._active is token:
+            self._close_piece()
             self._active = None
 
     def _serve_batches(self, batch_size: int):
         token = object()
         self._active = token
+        self._close_piece()
         remaining = self._remaining_in_epoch()
         while remaining is None or remaining > 0:
             if self._active is not token:
                 return
             size = batch_size if remaining is None else min(batch_size, remaining)
             start = self._position
-            items = self._take(size).tolist()
-            if self._aux:
-                names = self.aux_names
-                columns = [generator.values(start, size).tolist() for generator in self._aux]
-                items = [(index, dict(zip(names, values)))
-                         for index, values in zip(items, zip(*columns))]
+            items = self._items(self._take(size), start)
             if remaining is not None:
                 remaining -= size
             yield items

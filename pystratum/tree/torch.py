@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import numpy as np
-
 try:
     import torch.distributed as dist
     from torch.utils.data import Sampler
@@ -216,7 +214,7 @@ class TreeBatchSampler(Sampler[list]):
             yield from self._serve_forever(token, skip)
             return
         draws = self.tree.draw(self.epoch_length)
-        items = _items(draws, self.tree.aux_names)
+        items = self.tree._items(draws.indices, draws.start)
         chosen = rank_batch_indices(self.num_batches, self.num_replicas, self.rank,
                                     self.drop_last, start=skip).tolist()
         for k, b in enumerate(chosen):
@@ -235,17 +233,7 @@ class TreeBatchSampler(Sampler[list]):
         while True:
             draws = self.tree.draw(size * self.num_replicas)
             part = slice(self.rank * size, (self.rank + 1) * size)
-            batch = _items(type(draws)(draws.indices[part],
-                                       {k: v[part] for k, v in draws.aux.items()},
-                                       draws.start + self.rank * size), self.tree.aux_names)
+            batch = self.tree._items(draws.indices[part], draws.start + self.rank * size)
             if self._active is token:
                 self._epoch_start = self.tree.state_dict()
             yield batch
-
-
-def _items(draws, names) -> list:
-    indices = draws.indices.tolist()
-    if not names:
-        return indices
-    columns = [np.asarray(draws.aux[name]).tolist() for name in names]
-    return [(index, dict(zip(names, values))) for index, values in zip(indices, zip(*columns))]
