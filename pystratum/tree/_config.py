@@ -38,9 +38,6 @@ class TreeConfigError(ValueError):
         self.path = path
 
 
-_NODE_KEYS = ("name", "column", "op", "value", "for_each", "mode", "weight", "repeat", "prune",
-              "children")
-
 _NODE_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -313,11 +310,6 @@ def _check_node(node: dict, parts: list, parent_mode) -> None:
                 f"{path}.value must be a single value (number, string or bool) for op {op!r}, "
                 f"got {path}.value={_show(value)}. Use op: in for a list of values.",
                 f"{path}.value")
-    weight = node.get("weight")
-    if isinstance(weight, bool):
-        raise TreeConfigError(
-            f"{path}.weight must be {_FIELD_HELP['weight'][0]}, got {path}.weight={weight!r}.",
-            f"{path}.weight")
     mode = node.get("mode", "replacement")
     for index, child in enumerate(node.get("children", ())):
         _check_node(child, parts + ["children", index], mode)

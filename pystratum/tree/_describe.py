@@ -27,11 +27,13 @@ def simulate_leaf_shares(sampler, n: int) -> np.ndarray:
     return counts / max(n, 1)
 
 
-def _number(value: float, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+def _number(value: float) -> str:
+    """Weights and probabilities, short: '-' for none, integers without decimals."""
+    if math.isnan(value):
         return "-"
-    return f"{value:.{digits}g}" if abs(value) >= 1e4 else f"{value:.{digits}f}".rstrip("0") \
-        .rstrip(".") if value != int(value) else f"{int(value)}"
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.4g}"
 
 
 def describe(sampler, simulate: int) -> str:
