@@ -70,6 +70,15 @@ class TreeSampler:
     * ``state_dict()``/``load_state_dict()`` resume exactly: the draws after a
       resume are the draws the uninterrupted run would have made.
     * Long-run frequencies are the ``effective`` shares ``describe()`` shows.
+
+    Auxiliary values: with ``aux`` in the config, iteration and ``batches``
+    yield ``(row, {name: value})`` pairs (a dataset's ``__getitem__`` gets
+    them as they are) and ``draw(n).aux`` holds them as arrays; a draw's
+    values depend only on (seed, name, draw number).
+
+    PyTorch: usable as ``DataLoader(dataset, sampler=tree_sampler,
+    batch_size=...)`` on one process; for batches under DDP and
+    ``StatefulDataLoader`` use :class:`pystratum.tree.torch.TreeBatchSampler`.
     """
 
     def __init__(self, config, metadata, *, seed=None):
