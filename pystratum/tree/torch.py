@@ -33,7 +33,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
 
 from .._sharding import rank_batch_count, rank_batch_indices
 from .._validation import check_bool, check_int
-from ..torch import _resolve_replicas
+from ..torch._distributed import resolve_replicas
 from ._sampler import TreeSampler
 
 __all__ = ["TreeBatchSampler"]
@@ -87,7 +87,7 @@ class TreeBatchSampler(Sampler[list]):
         self.tree = tree
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         self.drop_last = check_bool(drop_last, "drop_last")
-        self.num_replicas, self.rank = _resolve_replicas(num_replicas, rank)
+        self.num_replicas, self.rank = resolve_replicas(num_replicas, rank)
         self._share_stream()
         self.epoch_length = tree.epoch_length
         if self.epoch_length is not None:
