@@ -17,7 +17,7 @@ Layout (each part usable and testable alone):
 * ``pystratum.tree.torch``: batch sampler for ``DataLoader``/DDP (imports torch;
   this package does not).
 
-Needs the optional extra ``pystratum[tree]`` (PyYAML, jsonschema, pandas).
+Needs the optional extra ``stratabatch[tree]`` (PyYAML, jsonschema, pandas).
 """
 
 from ._config import TreeConfigError, load_config

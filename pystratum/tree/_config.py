@@ -185,8 +185,15 @@ def _read_file(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+INSTALL_TREE = "pip install 'stratabatch[tree]'"
+
+
 def _parse_yaml(text: str, where: str):
-    import yaml  # PyYAML: the optional extra pystratum[tree]
+    try:
+        import yaml  # PyYAML, the optional extra stratabatch[tree]
+    except ImportError as error:  # pragma: no cover - PyYAML is in the tree and dev extras
+        raise ImportError(f"YAML configs need PyYAML: {INSTALL_TREE} (or pass a dict).") \
+            from error
 
     try:
         data = yaml.safe_load(text)
@@ -209,7 +216,11 @@ def _parse_yaml(text: str, where: str):
 # ----------------------------------------------------------- schema check
 
 def _validator():
-    import jsonschema
+    try:
+        import jsonschema
+    except ImportError as error:  # pragma: no cover - jsonschema is in the tree and dev extras
+        raise ImportError(f"pystratum.tree checks configs with jsonschema: {INSTALL_TREE}.") \
+            from error
 
     return jsonschema.Draft202012Validator(SCHEMA)
 

@@ -100,7 +100,7 @@ def _check_metadata(metadata):
     try:
         import pandas as pd
     except ImportError as error:  # pragma: no cover - pandas is part of the tree extra
-        raise ImportError("pystratum.tree needs pandas: pip install 'pystratum[tree]'.") from error
+        raise ImportError("pystratum.tree needs pandas: pip install 'stratabatch[tree]'.") from error
     if not isinstance(metadata, pd.DataFrame):
         raise TypeError(
             f"metadata must be a pandas DataFrame with one row per example, got "

@@ -28,7 +28,7 @@ try:
     from torch.utils.data import Sampler
 except ImportError as error:  # pragma: no cover - exercised without torch installed
     raise ImportError(
-        "pystratum.tree.torch needs PyTorch: pip install 'pystratum[torch]' (or torch itself)."
+        "pystratum.tree.torch needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
     ) from error
 
 from .._sharding import rank_batch_count, rank_batch_indices
