@@ -1,0 +1,830 @@
+"""Generated negatives for (user, item) data: observed pairs plus k sampled unobserved pairs.
+
+::
+
+    from pystratum.negatives import NegativePairSampler
+    sampler = NegativePairSampler(users, items, num_items=10_000, negatives=4,
+                                  batch_size=256, seed=1)
+    for batch in sampler:            # one epoch; the next iter() is the next epoch
+        batch.user, batch.item, batch.label, batch.log_q, batch.weight
+
+Only the observed pairs are stored. Each epoch serves every observed pair
+exactly once (in the order of the epoch's permutation, from the engine's
+streams: ``rng="numpy" | "R" | "torch"``), ``batch_size`` pairs per batch
+(the last batch may be smaller), and gives every observed pair exactly
+``negatives`` (k) generated pairs.
+
+Row order of a batch with n observed pairs: rows ``0..n-1`` are the observed
+pairs (in permuted order), then the ``n*k`` generated rows; the k negatives
+of observed pair j are rows ``n + j*k .. n + j*k + k - 1``.
+
+How negatives are drawn
+-----------------------
+``pair_with="user"`` keeps the observed pair's user and draws an item;
+``pair_with="random"`` draws the user uniformly from ``[0, num_users)`` and
+then the item. Items are uniform over ``[0, num_items)``, or drawn with
+probability proportional to ``item_weights``. With ``reject_observed=True``
+every generated pair that is an observed pair is redrawn (only the rejected
+slots, in slot order, round after round), so the accepted draws are
+independent draws from the proposal restricted to the unobserved pairs.
+
+Sampling probabilities (``log_q``) and importance weights (``weight``)
+---------------------------------------------------------------------
+``q`` is the probability of the generated pair under the distribution its
+draw actually follows (after rejection), with ``w_i`` the item weights (all
+1 for uniform items), ``W = sum(w)``, ``O(u)`` the items user u observed and
+``U = num_users``:
+
+=====================  ========================================  ==================================
+pair_with, rejection   population the negatives stand for        q of a generated (u, i)
+=====================  ========================================  ==================================
+"user", on             the items u has not observed              ``w_i / (W - sum_{j in O(u)} w_j)``
+"user", off            all items                                  ``w_i / W``
+"random", on           all unobserved (user, item) pairs          ``w_i / (U*W - sum_{observed (v,j)} w_j)``
+"random", off          all (user, item) pairs                     ``w_i / (U*W)``
+=====================  ========================================  ==================================
+
+For uniform items the first row is ``1 / (num_items - n_observed(u))``.
+``weight = 1 / (k q)``. The k negatives of one observed pair are independent
+draws from q, so for any loss ``l``
+
+    E[ sum_{t=1..k} weight_t * l(x_t) ] = k * sum_x q(x) * l(x) / (k q(x)) = sum_x l(x),
+
+the loss summed over the whole population of the table (the user's
+unobserved items for ``"user"``, all unobserved pairs for ``"random"``):
+the weighted sum over a pair's k negatives is an unbiased estimate of it,
+and ``log_q`` is what the log-Q correction of sampled-softmax training
+subtracts from the logits. Observed rows have ``log_q = 0`` and
+``weight = 1``. A generated pair that can have ``q = 0`` is never drawn.
+
+Determinism
+-----------
+A batch's observed pairs depend on (seed, epoch) only, its negatives on
+(seed, epoch, batch) only: not on the order in which batches, workers or
+ranks ask for them. Per-batch streams:
+
+* ``rng="numpy"`` and ``rng="torch"``: ``numpy.random.default_rng`` of
+  ``SeedSequence(seed)`` with spawn key ``(epoch, batch)`` (the permutation of
+  ``"torch"`` comes from torch, the negatives from numpy).
+* ``rng="R"``: R's ``set.seed(batch_seed(seed, epoch, batch))`` (see
+  :func:`batch_seed`) followed by ``sample.int(num_users, m, replace=TRUE)``
+  (``"random"`` only) and ``sample.int(num_items, m, replace=TRUE)`` for the
+  m slots still to fill, round after round. Weighted items use R's
+  ``runif(m)``: item = the number of entries of ``cumsum(item_weights)``
+  that are ``<= u * sum``, R's ``findInterval``, so weighted draws are
+  reproduced exactly too. ``pystratum::negative_pair_batches`` in R gives
+  the same batches.
+
+Under data parallelism (``num_replicas > 1``) every rank computes the
+epoch's permutation and draws negatives for its own batches only (rank r
+serves batches ``r, r + n, ...``, see ``pystratum._sharding``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from ._pairset import PairSet
+from ._sharding import rank_batch_count, rank_batch_indices
+from ._streams import RNG_CHOICES, make_stream
+from ._validation import _show, check_bool, check_choice, check_int
+
+__all__ = ["NegativeBatch", "NegativePairSampler", "batch_seed"]
+
+PAIR_WITH_CHOICES = ("user", "random")
+DUPLICATES_CHOICES = ("error", "drop")
+
+_STATE_FORMAT = "pystratum.negatives.NegativePairSampler/1"
+_STATE_KEYS = ("format", "epoch", "batches_yielded", "seed", "rng", "num_replicas", "drop_last",
+               "negatives", "batch_size", "num_users", "num_items", "reject_observed",
+               "pair_with", "num_pairs", "pairs_digest", "stream")
+
+# R's set.seed() takes a signed 32-bit int; the modulus is the Mersenne prime 2^31 - 1.
+_SEED_MODULUS = 2**31 - 1
+_SEED_SHIFT = 2**21
+# Expected number of negatives per epoch that may fail every rejection round:
+# above this the configuration is refused up front, naming the worst user.
+_FAILURE_BUDGET = 1e-6
+_MAX_KEY = 2**62
+
+
+def batch_seed(seed: int, epoch: int, batch: int) -> int:
+    """The ``set.seed`` value of batch ``batch`` of epoch ``epoch`` for ``rng="R"``.
+
+    ``x = seed mod M; x = (x * 2^21 + epoch) mod M; x = (x * 2^21 + batch) mod M``
+    with ``M = 2^31 - 1``. Every intermediate value is below 2^53, so R computes
+    it exactly in doubles (``%%``) and the result is a valid ``set.seed`` value.
+    For a fixed seed, ``(epoch, batch)`` with ``epoch < 1024`` and
+    ``batch < 2^21`` map to distinct values.
+    """
+    x = int(seed) % _SEED_MODULUS
+    x = (x * _SEED_SHIFT + int(epoch)) % _SEED_MODULUS
+    return (x * _SEED_SHIFT + int(batch)) % _SEED_MODULUS
+
+
+@dataclass(frozen=True, repr=False)
+class NegativeBatch:
+    """One batch: n observed pairs followed by their n*k generated pairs.
+
+    positive: int64, 0-based position of the row's observed pair in the
+              ``users``/``items`` given to the sampler; -1 on generated rows
+              (R: NA).
+    user, item: int64 ids. label: int8, 1 observed, 0 generated.
+    log_q: float64, log of the generated row's sampling probability (0 on
+           observed rows). weight: float64, ``1 / (k q)`` (1 on observed rows).
+    """
+
+    epoch: int
+    index: int
+    negatives: int
+    positive: np.ndarray
+    user: np.ndarray
+    item: np.ndarray
+    label: np.ndarray
+    log_q: np.ndarray
+    weight: np.ndarray
+
+    @property
+    def num_positives(self) -> int:
+        return int(np.count_nonzero(self.label))
+
+    def __len__(self) -> int:
+        return int(self.user.shape[0])
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name)
+                for name in ("positive", "user", "item", "label", "log_q", "weight")}
+
+    def __repr__(self) -> str:
+        return (f"NegativeBatch(epoch={self.epoch}, index={self.index}, rows={len(self)}, "
+                f"positives={self.num_positives}, negatives_per_positive={self.negatives})")
+
+
+class NegativePairSampler:
+    """Batches of observed (user, item) pairs, each with exactly k generated negatives.
+
+    Parameters
+    ----------
+    users, items
+        The observed pairs: integer arrays (lists, numpy arrays, pandas
+        Series) of equal length P; ids are 0-based, users in
+        ``[0, num_users)``, items in ``[0, num_items)``.
+    num_items : int
+        Number of items (ids ``0..num_items-1``).
+    negatives : int
+        k >= 1 generated pairs per observed pair.
+    batch_size : int
+        Observed pairs per batch; a batch holds ``batch_size * (1 + k)`` rows
+        (the epoch's last batch may hold fewer observed pairs).
+    num_users : int, optional
+        Number of users; defaults to ``max(users) + 1``. ``pair_with="random"``
+        draws users from ``[0, num_users)``.
+    seed, rng
+        As in the rest of the engine: ``rng="numpy"`` (seed an int >= 0 or a
+        SeedSequence), ``"R"`` (R's ``set.seed``; same batches as
+        ``pystratum::negative_pair_batches`` in R) or ``"torch"`` (the
+        permutation from ``torch.randperm``). None draws a fresh seed, kept
+        as ``sampler.seed``.
+    reject_observed : bool
+        True: no generated pair is an observed pair (rejection, see the
+        module docstring); ``log_q``/``weight`` describe the distribution
+        after rejection.
+    pair_with : {"user", "random"}
+        Keep the positive's user, or draw the user too.
+    item_weights : array of num_items non-negative floats, optional
+        Draw items proportionally to these (e.g. popularity ** 0.75).
+    duplicates : {"error", "drop"}
+        An observed pair listed twice is an error, or every occurrence but
+        the first is dropped (``positive`` keeps pointing into the given
+        arrays).
+    max_rounds : int
+        Rejection rounds before giving up; a configuration where any of an
+        epoch's negatives would need more (with probability above 1e-6) is
+        refused at construction, naming the user.
+    num_replicas, rank, drop_last
+        Data-parallel sharding of whole batches (rank r serves batches
+        ``r, r + num_replicas, ...``; ``drop_last=False`` pads short ranks
+        with batches from the start of the epoch, True drops the remainder).
+
+    Guarantees
+    ----------
+    * Each epoch serves every observed pair exactly once (one replica), in a
+      new shuffle; every observed pair has exactly k negatives in its batch.
+    * ``pair_with="user"``: a negative has its positive's user.
+    * ``reject_observed=True``: no generated pair is observed.
+    * A batch is a pure function of (seed, epoch, batch index).
+    * ``state_dict()``/``load_state_dict()`` resume mid-epoch exactly.
+    """
+
+    def __init__(self, users, items, *, num_items, negatives, batch_size, num_users=None,
+                 seed=None, rng="numpy", reject_observed=True, pair_with="user",
+                 item_weights=None, duplicates="error", max_rounds=100, num_replicas=1,
+                 rank=0, drop_last=False):
+        self.num_items = check_int(num_items, "num_items", minimum=1)
+        self.negatives = check_int(
+            negatives, "negatives", minimum=1,
+            fix="Each observed pair needs at least one generated negative; without negatives "
+                "use an ordinary shuffled batch sampler.")
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
+        if num_users is not None:
+            num_users = check_int(num_users, "num_users", minimum=1)
+        self.rng = check_choice(rng, "rng", RNG_CHOICES)
+        self.reject_observed = check_bool(reject_observed, "reject_observed")
+        self.pair_with = check_choice(pair_with, "pair_with", PAIR_WITH_CHOICES)
+        self.duplicates = check_choice(duplicates, "duplicates", DUPLICATES_CHOICES)
+        self.max_rounds = check_int(max_rounds, "max_rounds", minimum=1)
+        self.num_replicas = check_int(num_replicas, "num_replicas", minimum=1)
+        self.rank = check_int(rank, "rank", minimum=0)
+        if self.rank >= self.num_replicas:
+            raise ValueError(
+                f"rank must be in [0, num_replicas), got rank={self.rank} with "
+                f"num_replicas={self.num_replicas}. Pass rank=<0..{self.num_replicas - 1}>.")
+        self.drop_last = check_bool(drop_last, "drop_last")
+        self._stream = self._make_stream(seed)
+
+        users = _id_array(users, "users")
+        items = _id_array(items, "items")
+        if users.shape[0] != items.shape[0]:
+            raise ValueError(
+                f"users and items must have the same length (one entry per observed pair), got "
+                f"len(users)={users.shape[0]} and len(items)={items.shape[0]}.")
+        if users.shape[0] == 0:
+            raise ValueError("users and items are empty: pass at least one observed pair.")
+        _check_upper(items, "items", self.num_items, "num_items")
+        if num_users is None:
+            num_users = int(users.max()) + 1
+        else:
+            _check_upper(users, "users", num_users, "num_users")
+        self.num_users = num_users
+        if self.num_users * self.num_items > _MAX_KEY:
+            raise ValueError(
+                f"num_users * num_items must be at most 2^62 (pairs are keyed as "
+                f"user * num_items + item in int64), got num_users={self.num_users}, "
+                f"num_items={self.num_items}. Remap ids to a smaller range.")
+        self._weights = _item_weights(item_weights, self.num_items)
+        self._log_weights = None if self._weights is None else _log_weights(self._weights)
+
+        keys = users * self.num_items
+        keys += items
+        self._pairs = PairSet(keys)
+        self._kept = None  # positions kept after dropping duplicates (None: all)
+        n_duplicates = keys.shape[0] - len(self._pairs)
+        if n_duplicates:
+            _, first = np.unique(keys, return_index=True)
+            if self.duplicates == "error":
+                is_first = np.zeros(keys.shape[0], dtype=bool)
+                is_first[first] = True
+                position = int(np.flatnonzero(~is_first)[0])
+                earlier = int(np.flatnonzero(keys[:position] == keys[position])[0])
+                raise ValueError(
+                    f"users/items hold {n_duplicates} duplicate observed pair(s): e.g. position "
+                    f"{position} repeats (user {int(users[position])}, item "
+                    f"{int(items[position])}) of position {earlier}. Pass duplicates='drop' to "
+                    f"keep the first occurrence of each pair, or deduplicate the data.")
+            self._kept = np.sort(first)
+            users = users[self._kept]
+            items = items[self._kept]
+        del keys
+        self.users = users
+        self.items = items
+        self.num_pairs = int(users.shape[0])
+        self.num_batches = -(-self.num_pairs // self.batch_size)
+        if self.drop_last and self.num_batches < self.num_replicas:
+            raise ValueError(
+                f"drop_last=True leaves no batch for any rank: {self.num_batches} batch(es) per "
+                f"epoch but num_replicas={self.num_replicas}. Lower batch_size, use fewer "
+                f"replicas, or set drop_last=False.")
+        self._set_up_probabilities()
+
+        self._next_epoch = 0
+        self._current_epoch = None
+        self._yielded = 0
+        self._resume = None
+        self._active = None
+        self._epoch_stream_state = {}
+        self._permutation = (None, None)
+        self._digest = None
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def seed(self):
+        """The seed in use: pass it as ``seed=`` to get the same batches again."""
+        return self._stream.seed
+
+    @property
+    def epoch(self) -> int:
+        """The epoch being served, or (between epochs) the one the next ``iter()`` serves."""
+        if self._current_epoch is not None:
+            return self._current_epoch
+        return self._resume[0] if self._resume is not None else self._next_epoch
+
+    def __len__(self) -> int:
+        """Batches one ``iter()`` yields on this rank."""
+        return rank_batch_count(self.num_batches, self.num_replicas, self.drop_last)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` serve epoch ``epoch`` (a restored mid-epoch position is kept)."""
+        epoch = check_int(epoch, "epoch", minimum=0)
+        if self._resume is not None and self._resume[0] == epoch:
+            return
+        self._resume = None
+        self._next_epoch = epoch
+
+    def __iter__(self) -> Iterator[NegativeBatch]:
+        return self._serve_epoch()
+
+    def batch(self, epoch: int, index: int) -> NegativeBatch:
+        """Batch ``index`` (0-based, of all ranks' batches) of epoch ``epoch``; progress unchanged."""
+        epoch = check_int(epoch, "epoch", minimum=0)
+        index = check_int(index, "index", minimum=0)
+        if index >= self.num_batches:
+            raise ValueError(
+                f"index must be below num_batches={self.num_batches}, got index={index}.")
+        return self._make_batch(epoch, index, self._epoch_permutation(epoch))
+
+    def epoch_batches(self, epoch: int) -> list:
+        """All batches of ``epoch`` (every rank's), in order; progress unchanged."""
+        epoch = check_int(epoch, "epoch", minimum=0)
+        permutation = self._epoch_permutation(epoch)
+        return [self._make_batch(epoch, b, permutation) for b in range(self.num_batches)]
+
+    def log_q(self, users, items) -> np.ndarray:
+        """log q of generated pairs (users, items) under this sampler's negative distribution.
+
+        -inf where the pair cannot be drawn (observed pairs with rejection on,
+        zero-weight items).
+        """
+        users = np.asarray(users, dtype=np.int64)
+        items = np.asarray(items, dtype=np.int64)
+        out = self._log_q(users, items)
+        if self.reject_observed:
+            out = np.where(self._pairs.contains(users * self.num_items + items), -np.inf, out)
+        return out
+
+    def state_dict(self) -> dict:
+        """Progress to resume from (plain Python values; ``torch.load(weights_only=True)`` safe)."""
+        if self._current_epoch is not None:
+            epoch, yielded = self._current_epoch, self._yielded
+            stream_state = self._epoch_stream_state
+        else:
+            epoch, yielded = self._resume if self._resume is not None else (self._next_epoch, 0)
+            stream_state = self._stream.state_dict()
+        return {
+            "format": _STATE_FORMAT,
+            "epoch": int(epoch),
+            "batches_yielded": int(yielded),
+            "seed": _seed_to_state(self.seed),
+            "rng": self.rng,
+            "num_replicas": self.num_replicas,
+            "drop_last": self.drop_last,
+            "negatives": self.negatives,
+            "batch_size": self.batch_size,
+            "num_users": self.num_users,
+            "num_items": self.num_items,
+            "reject_observed": self.reject_observed,
+            "pair_with": self.pair_with,
+            "num_pairs": self.num_pairs,
+            "pairs_digest": self._pairs_digest(),
+            "stream": stream_state,
+        }
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Resume from :meth:`state_dict`: the next ``iter()`` continues that epoch.
+
+        The saved seed replaces this sampler's; everything else (pairs, item
+        weights, k, batch_size, rng, replicas, ...) must match, else ValueError.
+        """
+        if not isinstance(state_dict, dict):
+            raise TypeError(
+                f"state_dict must be the dict NegativePairSampler.state_dict() returned, got "
+                f"{type(state_dict).__name__}.")
+        missing = [key for key in _STATE_KEYS if key not in state_dict]
+        if state_dict.get("format") != _STATE_FORMAT or missing:
+            raise ValueError(
+                f"state_dict is not a NegativePairSampler state (format "
+                f"{state_dict.get('format')!r}, expected {_STATE_FORMAT!r}; missing keys "
+                f"{missing}); pass what NegativePairSampler.state_dict() returned.")
+        for key in ("rng", "num_replicas", "drop_last", "negatives", "batch_size", "num_users",
+                    "num_items", "reject_observed", "pair_with", "num_pairs"):
+            mine = getattr(self, key)
+            if state_dict[key] != mine:
+                raise ValueError(
+                    f"Cannot resume: the state was saved with {key}={state_dict[key]!r} but this "
+                    f"sampler has {key}={mine!r}. Build the sampler with the same pairs and "
+                    f"arguments as the run that saved it.")
+        if state_dict["pairs_digest"] != self._pairs_digest():
+            raise ValueError(
+                "Cannot resume: the state was saved for other observed pairs or item weights "
+                "(pairs_digest differs). Build the sampler from the same users, items and "
+                "item_weights as the run that saved it.")
+        epoch = check_int(state_dict["epoch"], "state_dict['epoch']", minimum=0)
+        yielded = check_int(state_dict["batches_yielded"], "state_dict['batches_yielded']",
+                            minimum=0)
+        if yielded > len(self):
+            raise ValueError(
+                f"state_dict['batches_yielded'] must be at most len(sampler)={len(self)}, got "
+                f"batches_yielded={yielded}; was the state saved by another sampler?")
+        stream_state = state_dict["stream"]
+        if not isinstance(stream_state, dict):
+            raise TypeError(
+                f"state_dict['stream'] must be a dict, got {type(stream_state).__name__}.")
+        seed = _seed_from_state(state_dict["seed"])
+        stream = self._stream if _seed_to_state(seed) == _seed_to_state(self.seed) \
+            else self._make_stream(seed)
+        try:
+            stream.load_state_dict(stream_state)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(
+                f"state_dict['stream'] is not a valid rng={self.rng!r} stream state ({error}); "
+                f"pass what state_dict() returned, unmodified.") from None
+        self._stream = stream
+        self._permutation = (None, None)
+        self._resume = (epoch, yielded)
+        self._next_epoch = epoch
+        self._current_epoch = None
+        self._yielded = 0
+        self._active = None
+
+    def __repr__(self) -> str:
+        return (f"NegativePairSampler(num_pairs={self.num_pairs}, num_users={self.num_users}, "
+                f"num_items={self.num_items}, negatives={self.negatives}, batch_size="
+                f"{self.batch_size}, num_batches={self.num_batches}, rng={self.rng!r}, "
+                f"seed={self.seed!r}, reject_observed={self.reject_observed}, pair_with="
+                f"{self.pair_with!r}, weighted={self._weights is not None}, epoch={self.epoch}, "
+                f"num_replicas={self.num_replicas}, rank={self.rank})")
+
+    # ---------------------------------------------------------------- private
+
+    def _make_stream(self, seed):
+        if isinstance(seed, np.random.Generator):
+            raise TypeError(
+                "seed must be an int (or None, or a numpy SeedSequence with rng='numpy'), got a "
+                "numpy Generator: any batch must be recomputable from (seed, epoch, batch), "
+                "which a Generator's advancing state cannot give. Pass seed=<int>.")
+        if self.rng == "torch" and seed is not None and not isinstance(seed, (bool, np.bool_)) \
+                and isinstance(seed, (numbers.Integral, np.integer)) and seed < 0:
+            raise ValueError(
+                f"seed must be a non-negative integer for rng='torch' (negatives are drawn from "
+                f"numpy's SeedSequence(seed)), got seed={seed}.")
+        return make_stream(self.rng, seed)
+
+    def _set_up_probabilities(self):
+        k = self.negatives
+        weights = self._weights
+        n_observed = np.bincount(self.users, minlength=self.num_users)
+        if weights is None:
+            total = float(self.num_items)
+            observed_weight = n_observed.astype(np.float64)
+            pair_weight_total = float(self.num_pairs)
+            self._cumulative = None
+        else:
+            self._cumulative = np.cumsum(weights)
+            total = float(self._cumulative[-1])
+            observed_weight = np.bincount(self.users, weights=weights[self.items],
+                                          minlength=self.num_users)
+            pair_weight_total = float(observed_weight.sum())
+        self._total_weight = total
+        if self.pair_with == "user":
+            free = total - observed_weight if self.reject_observed else np.full_like(
+                observed_weight, total)
+            if self.reject_observed:
+                self._check_user_acceptance(n_observed, observed_weight, free / total)
+            with np.errstate(divide="ignore"):
+                self._log_free = np.log(free)
+        else:
+            free = self.num_users * total - (pair_weight_total if self.reject_observed else 0.0)
+            if self.reject_observed:
+                acceptance = free / (self.num_users * total)
+                if not acceptance > 0:
+                    raise ValueError(
+                        f"every (user, item) pair of positive weight is observed (num_users="
+                        f"{self.num_users}, num_items={self.num_items}), so pair_with='random' "
+                        f"has no unobserved pair to draw. Set reject_observed=False, or add "
+                        f"users/items.")
+                self._check_rounds(k * self.num_pairs * (1 - acceptance) ** self.max_rounds,
+                                   "the observed pairs cover "
+                                   f"{1 - acceptance:.4%} of the proposal's mass",
+                                   acceptance, k * self.num_pairs)
+            self._log_free = math.log(free)
+
+    def _check_user_acceptance(self, n_observed, observed_weight, acceptance):
+        users = np.flatnonzero(n_observed)
+        acc = acceptance[users]
+        dead = users[~(acc > 0)]
+        if dead.size:
+            user = int(dead[0])
+            what = ("every item" if self._weights is None
+                    else "every item of positive item_weights")
+            raise ValueError(
+                f"user {user} has observed {what} ({int(n_observed[user])} of num_items="
+                f"{self.num_items}), so it has no unobserved item to draw as a negative "
+                f"({dead.size} such user(s)). Drop its pairs, set reject_observed=False, or use "
+                f"pair_with='random'.")
+        failing = self.negatives * n_observed[users] * (1 - acc) ** self.max_rounds
+        if failing.sum() > _FAILURE_BUDGET:
+            worst = int(np.argmax(failing))
+            user = int(users[worst])
+            self._check_rounds(
+                float(failing.sum()),
+                f"user {user} has observed {int(n_observed[user])} of num_items="
+                f"{self.num_items} items (acceptance {acc[worst]:.4%})",
+                float(acc[worst]), self.negatives * int(n_observed[user]))
+
+    def _check_rounds(self, expected_failures, who, acceptance, slots):
+        if expected_failures <= _FAILURE_BUDGET:
+            return
+        needed = math.ceil(math.log(_FAILURE_BUDGET / max(slots, 1)) / math.log1p(-acceptance))
+        raise ValueError(
+            f"{who}: drawing its negatives by rejection would exceed max_rounds="
+            f"{self.max_rounds} rounds for about {expected_failures:.3g} negatives per epoch. "
+            f"Raise max_rounds to at least {needed}, set reject_observed=False, or drop the "
+            f"users who observed (nearly) every item.")
+
+    def _log_q(self, users, items):
+        log_w = 0.0 if self._weights is None else self._log_weights[items]
+        if self.pair_with == "user":
+            return log_w - self._log_free[users]
+        return np.broadcast_to(log_w - self._log_free, items.shape).astype(np.float64)
+
+    def _pairs_digest(self) -> str:
+        if self._digest is None:
+            digest = hashlib.blake2b(digest_size=16)
+            digest.update(np.int64(self.num_items).tobytes())
+            digest.update(self.users.tobytes())
+            digest.update(self.items.tobytes())
+            if self._weights is not None:
+                digest.update(self._weights.tobytes())
+            self._digest = digest.hexdigest()
+        return self._digest
+
+    def _epoch_permutation(self, epoch: int) -> np.ndarray:
+        cached_epoch, permutation = self._permutation
+        if cached_epoch != epoch:
+            permutation = self._stream.permutation(self.num_pairs, epoch)
+            self._permutation = (epoch, permutation)
+        return permutation
+
+    def _batch_draws(self, epoch: int, index: int):
+        """(draw_users(m), draw_items(m)) for this batch's own stream."""
+        if self.rng == "R":
+            from ._rstream import RStream
+
+            stream = RStream(batch_seed(self.seed, epoch, index))
+
+            def draw_users(m):
+                return stream.sample(self.num_users, m, replace=True) - 1
+
+            if self._weights is None:
+                def draw_items(m):
+                    return stream.sample(self.num_items, m, replace=True) - 1
+            else:
+                def draw_items(m):
+                    return self._weighted_items(stream.runif(m))
+            return draw_users, draw_items
+        parent = self._stream.seed_sequence if self.rng == "numpy" \
+            else np.random.SeedSequence(self.seed)
+        child = np.random.SeedSequence(parent.entropy, spawn_key=(*parent.spawn_key, epoch, index),
+                                       pool_size=parent.pool_size)
+        generator = np.random.default_rng(child)
+
+        def draw_users(m):
+            return generator.integers(0, self.num_users, m)
+
+        if self._weights is None:
+            def draw_items(m):
+                return generator.integers(0, self.num_items, m)
+        else:
+            def draw_items(m):
+                return self._weighted_items(generator.random(m))
+        return draw_users, draw_items
+
+    def _weighted_items(self, uniforms):
+        # Inverse CDF on the cumulative weights: item i when
+        # cum[i-1] <= u * total < cum[i]; zero-weight items are never hit.
+        return np.searchsorted(self._cumulative, uniforms * self._total_weight, side="right")
+
+    def _make_batch(self, epoch: int, index: int, permutation: np.ndarray) -> NegativeBatch:
+        k = self.negatives
+        chosen = permutation[index * self.batch_size:(index + 1) * self.batch_size]
+        n = chosen.shape[0]
+        pos_users = self.users[chosen]
+        pos_items = self.items[chosen]
+        draw_users, draw_items = self._batch_draws(epoch, index)
+        m = n * k
+        if self.pair_with == "user":
+            neg_users = np.repeat(pos_users, k)
+            neg_items = draw_items(m)
+        else:
+            neg_users = draw_users(m)
+            neg_items = draw_items(m)
+        if self.reject_observed:
+            self._reject(neg_users, neg_items, draw_users, draw_items, epoch, index)
+        log_q = self._log_q(neg_users, neg_items)
+        weight = np.exp(-log_q) / k
+        positive = np.full(n + m, -1, dtype=np.int64)
+        positive[:n] = chosen if self._kept is None else self._kept[chosen]
+        label = np.zeros(n + m, dtype=np.int8)
+        label[:n] = 1
+        return NegativeBatch(
+            epoch=epoch, index=index, negatives=k, positive=positive,
+            user=np.concatenate([pos_users, neg_users]),
+            item=np.concatenate([pos_items, neg_items]),
+            label=label,
+            log_q=np.concatenate([np.zeros(n), log_q]),
+            weight=np.concatenate([np.ones(n), weight]),
+        )
+
+    def _reject(self, users, items, draw_users, draw_items, epoch, index):
+        """Redraw observed pairs in place: pending slots in slot order, round after round."""
+        num_items = self.num_items
+        pending = np.flatnonzero(self._pairs.contains(users * num_items + items))
+        rounds = 1
+        while pending.size:
+            if rounds >= self.max_rounds:
+                user = int(users[pending[0]])
+                raise RuntimeError(
+                    f"user {user}: {pending.size} negative(s) of batch {index} of epoch {epoch} "
+                    f"were still observed pairs after max_rounds={self.max_rounds} rejection "
+                    f"rounds (user {user} has observed nearly every item). Raise max_rounds, "
+                    f"set reject_observed=False, or drop that user's pairs.")
+            if self.pair_with == "random":
+                users[pending] = draw_users(pending.size)
+            items[pending] = draw_items(pending.size)
+            again = self._pairs.contains(users[pending] * num_items + items[pending])
+            pending = pending[again]
+            rounds += 1
+
+    def _serve_epoch(self):
+        if self._resume is not None:
+            epoch, start = self._resume
+            self._resume = None
+        else:
+            epoch, start = self._next_epoch, 0
+        token = object()
+        self._active = token
+        self._current_epoch = epoch
+        self._next_epoch = epoch + 1
+        self._yielded = start
+        # The stream position before this epoch: state_dict() saves it, so a
+        # resume costs one permutation.
+        self._stream.advance_to(self.num_pairs, epoch)
+        self._epoch_stream_state = self._stream.state_dict()
+        chosen = rank_batch_indices(self.num_batches, self.num_replicas, self.rank,
+                                    self.drop_last, start=start).tolist()
+        if chosen:
+            permutation = self._epoch_permutation(epoch)
+        for offset, index in enumerate(chosen):
+            batch = self._make_batch(epoch, index, permutation)
+            if self._active is token:
+                self._yielded = start + offset + 1
+            yield batch
+        if self._active is token:
+            self._current_epoch = None
+            self._yielded = 0
+            self._active = None
+
+
+# -------------------------------------------------------------------- helpers
+
+def _id_array(values, name: str) -> np.ndarray:
+    """A 1-D int64 array of non-negative ids, or a TypeError/ValueError naming the entry."""
+    module = type(values).__module__
+    if module.startswith("pandas"):
+        values = values.to_numpy(dtype=object) if values.dtype == object or \
+            str(values.dtype) in ("Int64", "Int32", "Float64") else values.to_numpy()
+    elif module.startswith("torch"):
+        values = values.detach().cpu().numpy()
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(
+            f"{name} must be one-dimensional (one id per observed pair), got an array of shape "
+            f"{array.shape}.")
+    if array.dtype == bool:
+        raise TypeError(f"{name} must hold integer ids, got booleans ({name}={_show(values)}).")
+    if array.dtype == object:
+        for position, value in enumerate(array.tolist()):
+            if value is None or (isinstance(value, float) and math.isnan(value)) or \
+                    type(value).__name__ in ("NAType", "NaTType"):
+                raise ValueError(
+                    f"{name} must not hold missing values, got {name}[{position}]={value!r}. "
+                    f"Drop the pairs with a missing id.")
+            if isinstance(value, (bool, np.bool_)) or not isinstance(
+                    value, (numbers.Integral, np.integer, float, np.floating)):
+                raise TypeError(
+                    f"{name} must hold integer ids, got {name}[{position}]={value!r} of type "
+                    f"{type(value).__name__}.")
+        array = np.asarray(array.tolist(), dtype=np.float64 if any(
+            isinstance(v, (float, np.floating)) for v in array.tolist()) else np.int64)
+    if array.dtype.kind == "f":
+        bad = np.flatnonzero(np.isnan(array))
+        if bad.size:
+            raise ValueError(
+                f"{name} must not hold NaN, got {name}[{int(bad[0])}]=nan ({bad.size} NaN "
+                f"value(s)). Drop the pairs with a missing id.")
+        bad = np.flatnonzero(~np.isfinite(array) | (array != np.trunc(array)))
+        if bad.size:
+            raise TypeError(
+                f"{name} must hold whole-number ids, got {name}[{int(bad[0])}]="
+                f"{array[bad[0]]!r}. Map ids to integers 0..n-1 first.")
+        if array.size and np.abs(array).max() >= 2.0**53:
+            raise ValueError(f"{name} holds ids too large to be exact as floats; pass integers.")
+        array = array.astype(np.int64)
+    elif array.dtype.kind == "u":
+        if array.size and array.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"{name} holds ids above 2^63 - 1; remap ids to 0..n-1.")
+        array = array.astype(np.int64)
+    elif array.dtype.kind != "i":
+        raise TypeError(
+            f"{name} must hold integer ids, got dtype {array.dtype} ({name}={_show(values)}). "
+            f"Map ids to integers 0..n-1 first (e.g. pandas.factorize).")
+    else:
+        array = array.astype(np.int64, copy=False)
+    if array.size:
+        low = int(array.min())
+        if low < 0:
+            position = int(np.flatnonzero(array < 0)[0])
+            raise ValueError(
+                f"{name} must hold ids >= 0 (0-based), got {name}[{position}]="
+                f"{int(array[position])}. Map ids to 0..n-1 first (e.g. pandas.factorize).")
+    return np.ascontiguousarray(array)
+
+
+def _check_upper(array, name, upper, upper_name):
+    high = int(array.max())
+    if high >= upper:
+        position = int(np.flatnonzero(array >= upper)[0])
+        raise ValueError(
+            f"{name} must hold ids in [0, {upper_name}={upper}), got {name}[{position}]="
+            f"{int(array[position])}. Ids are 0-based: pass {upper_name}={high + 1} (or more), or "
+            f"remap the ids.")
+
+
+def _item_weights(item_weights, num_items):
+    if item_weights is None:
+        return None
+    module = type(item_weights).__module__
+    if module.startswith("torch"):
+        item_weights = item_weights.detach().cpu().numpy()
+    elif module.startswith("pandas"):
+        item_weights = item_weights.to_numpy()
+    array = np.asarray(item_weights)
+    if array.dtype == bool or array.dtype.kind not in "iuf":
+        raise TypeError(
+            f"item_weights must be numbers (one non-negative weight per item), got dtype "
+            f"{array.dtype} (item_weights={_show(item_weights)}).")
+    array = array.astype(np.float64)
+    if array.ndim != 1 or array.shape[0] != num_items:
+        raise ValueError(
+            f"item_weights must hold one weight per item (length num_items={num_items}), got "
+            f"shape {array.shape}. Pass a 1-D array indexed by item id.")
+    bad = np.flatnonzero(~np.isfinite(array) | (array < 0))
+    if bad.size:
+        raise ValueError(
+            f"item_weights must be finite and >= 0, got item_weights[{int(bad[0])}]="
+            f"{array[bad[0]]!r}. Clip or fix the weights (e.g. popularity ** 0.75).")
+    if not array.sum() > 0:
+        raise ValueError(
+            "item_weights are all zero: no item could be drawn. Give at least one item a "
+            "positive weight, or pass item_weights=None for uniform items.")
+    return array
+
+
+def _log_weights(weights):
+    with np.errstate(divide="ignore"):
+        return np.log(weights)
+
+
+def _seed_to_state(seed):
+    if isinstance(seed, np.random.SeedSequence):
+        entropy = seed.entropy
+        return {
+            "entropy": [int(v) for v in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
+            else int(entropy),
+            "spawn_key": [int(v) for v in seed.spawn_key],
+            "pool_size": int(seed.pool_size),
+        }
+    if isinstance(seed, numbers.Integral):
+        return int(seed)
+    return seed
+
+
+def _seed_from_state(seed):
+    if isinstance(seed, dict):
+        try:
+            return np.random.SeedSequence(seed["entropy"], spawn_key=tuple(seed["spawn_key"]),
+                                          pool_size=seed["pool_size"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(
+                f"state_dict['seed'] is not a saved SeedSequence ({error}); pass what "
+                f"state_dict() returned, unmodified.") from None
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise TypeError(
+            f"state_dict['seed'] must be an int or a saved SeedSequence, got {seed!r}.")
+    return seed
