@@ -485,7 +485,9 @@ class NegativePairSampler:
             pair_weight_total = float(self.num_pairs)
             self._cumulative = None
         else:
-            self._cumulative = np.cumsum(weights)
+            # R's cumsum() accumulates in long double; so does this, so the
+            # inverse-CDF boundaries (and hence weighted draws) agree bit for bit.
+            self._cumulative = np.cumsum(weights.astype(np.longdouble)).astype(np.float64)
             total = float(self._cumulative[-1])
             observed_weight = np.bincount(self.users, weights=weights[self.items],
                                           minlength=self.num_users)
@@ -525,8 +527,8 @@ class NegativePairSampler:
             raise ValueError(
                 f"user {user} has observed {what} ({int(n_observed[user])} of num_items="
                 f"{self.num_items}), so it has no unobserved item to draw as a negative "
-                f"({dead.size} such user(s)). Drop its pairs, set reject_observed=False, or use "
-                f"pair_with='random'.")
+                f"({dead.size} such user(s)). Drop its pairs from users/items, set "
+                f"reject_observed=False, or use pair_with='random'.")
         failing = self.negatives * n_observed[users] * (1 - acc) ** self.max_rounds
         if failing.sum() > _FAILURE_BUDGET:
             worst = int(np.argmax(failing))
