@@ -734,7 +734,7 @@ def _id_array(values, name: str) -> np.ndarray:
         if bad.size:
             raise TypeError(
                 f"{name} must hold whole-number ids, got {name}[{int(bad[0])}]="
-                f"{array[bad[0]]!r}. Map ids to integers 0..n-1 first.")
+                f"{float(array[bad[0]])!r}. Map ids to integers 0..n-1 first.")
         if array.size and np.abs(array).max() >= 2.0**53:
             raise ValueError(f"{name} holds ids too large to be exact as floats; pass integers.")
         array = array.astype(np.int64)
@@ -790,7 +790,7 @@ def _item_weights(item_weights, num_items):
     if bad.size:
         raise ValueError(
             f"item_weights must be finite and >= 0, got item_weights[{int(bad[0])}]="
-            f"{array[bad[0]]!r}. Clip or fix the weights (e.g. popularity ** 0.75).")
+            f"{float(array[bad[0]])!r}. Clip or fix the weights (e.g. popularity ** 0.75).")
     if not array.sum() > 0:
         raise ValueError(
             "item_weights are all zero: no item could be drawn. Give at least one item a "

@@ -1,0 +1,159 @@
+"""PyTorch face of the generated-negatives sampler (imports torch; nothing else imports it).
+
+::
+
+    from pystratum.negatives_torch import NegativePairBatchSampler, pair_loader
+    sampler = NegativePairBatchSampler(users, items, num_items=n_items, negatives=4,
+                                       batch_size=256, seed=1)
+    loader = pair_loader(sampler, user_features=U, item_features=V, num_workers=2)
+    for batch in loader:   # dict of tensors: user, item, label, log_q, weight, positive,
+        ...                # user_features, item_features (when tables are given)
+
+The batch sampler yields :class:`~pystratum.negatives.NegativeBatch` objects
+(each a pure function of seed, epoch and batch index), so which DataLoader
+worker or rank handles a batch never changes it. :class:`PairFeatureDataset`
+turns a batch's ids into tensors, gathering rows of the user and item
+feature tables.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    import torch
+    from torch.utils.data import DataLoader, Dataset, Sampler
+except ImportError as error:  # pragma: no cover - exercised without torch installed
+    raise ImportError(
+        "pystratum.negatives_torch needs PyTorch: pip install 'pystratum[torch]' (or torch)."
+    ) from error
+
+from .negatives import NegativeBatch, NegativePairSampler
+from .torch import _broadcast_from_rank0, _initialised_world_size, _resolve_replicas
+from ._streams import fresh_int32_seed
+
+__all__ = ["NegativePairBatchSampler", "PairFeatureDataset", "collate_pairs", "pair_loader"]
+
+
+class NegativePairBatchSampler(NegativePairSampler, Sampler):
+    """:class:`~pystratum.negatives.NegativePairSampler` as a DataLoader ``batch_sampler``.
+
+    Same arguments and guarantees; additionally ``users``/``items`` may be
+    tensors, ``num_replicas``/``rank`` default to ``torch.distributed``'s
+    world size and rank, and ``seed=None`` under an initialised process group
+    uses rank 0's fresh seed on every rank (broadcast; every rank must build
+    its sampler, as DDP code does). Each rank draws negatives only for its
+    own batches; all ranks yield ``len(sampler)`` batches.
+    """
+
+    def __init__(self, users, items, *, num_items, negatives, batch_size, num_users=None,
+                 seed=None, rng="numpy", reject_observed=True, pair_with="user",
+                 item_weights=None, duplicates="error", max_rounds=100, num_replicas=None,
+                 rank=None, drop_last=False):
+        num_replicas, rank = _resolve_replicas(num_replicas, rank)
+        if seed is None:
+            world = _initialised_world_size()
+            if world is not None and world > 1:
+                seed = _broadcast_from_rank0(fresh_int32_seed())
+            elif num_replicas > 1:
+                raise ValueError(
+                    f"seed=None with num_replicas={num_replicas} and no initialised "
+                    f"torch.distributed process group: each rank would draw its own seed and "
+                    f"serve other pairs. Pass the same seed=<int> on every rank, or initialise "
+                    f"torch.distributed first (rank 0's seed is then broadcast).")
+            else:
+                seed = fresh_int32_seed()
+        NegativePairSampler.__init__(
+            self, users, items, num_items=num_items, negatives=negatives,
+            batch_size=batch_size, num_users=num_users, seed=seed, rng=rng,
+            reject_observed=reject_observed, pair_with=pair_with, item_weights=item_weights,
+            duplicates=duplicates, max_rounds=max_rounds, num_replicas=num_replicas, rank=rank,
+            drop_last=drop_last)
+
+
+class PairFeatureDataset(Dataset):
+    """Turns a :class:`NegativeBatch` into a dict of tensors (DataLoader's fetch step).
+
+    ``user_features`` / ``item_features``: optional tables with one row per
+    id (numpy arrays, pandas DataFrames of numbers, or tensors); the batch
+    gets ``user_features = table[user]`` and ``item_features = table[item]``.
+    Ids index rows directly, so row ``i`` must describe id ``i``.
+    """
+
+    def __init__(self, user_features=None, item_features=None):
+        self.user_features = _table(user_features, "user_features")
+        self.item_features = _table(item_features, "item_features")
+
+    def check_covers(self, sampler: NegativePairSampler) -> None:
+        """ValueError unless the tables have a row for every id the sampler can produce."""
+        for table, name, needed, what in (
+                (self.user_features, "user_features", sampler.num_users, "num_users"),
+                (self.item_features, "item_features", sampler.num_items, "num_items")):
+            if table is not None and table.shape[0] < needed:
+                raise ValueError(
+                    f"{name} must have a row per id (at least {what}={needed} rows), got "
+                    f"{table.shape[0]} rows. Row i must hold the features of id i.")
+
+    def __getitems__(self, batch):
+        if not isinstance(batch, NegativeBatch):
+            raise TypeError(
+                f"PairFeatureDataset fetches NegativeBatch objects from a "
+                f"NegativePairBatchSampler (DataLoader(dataset, batch_sampler=sampler, "
+                f"collate_fn=collate_pairs)), got {type(batch).__name__}.")
+        user = torch.from_numpy(batch.user)
+        item = torch.from_numpy(batch.item)
+        out = {
+            "user": user,
+            "item": item,
+            "label": torch.from_numpy(batch.label.astype(np.float32)),
+            "log_q": torch.from_numpy(batch.log_q.astype(np.float32)),
+            "weight": torch.from_numpy(batch.weight.astype(np.float32)),
+            "positive": torch.from_numpy(batch.positive),
+        }
+        if self.user_features is not None:
+            out["user_features"] = self.user_features[user]
+        if self.item_features is not None:
+            out["item_features"] = self.item_features[item]
+        return out
+
+    def __getitem__(self, index):
+        raise TypeError(
+            "PairFeatureDataset has no rows of its own: use it with a NegativePairBatchSampler "
+            "as batch_sampler (see pystratum.negatives_torch.pair_loader).")
+
+
+def collate_pairs(fetched):
+    """The DataLoader ``collate_fn`` for :class:`PairFeatureDataset`: the dict is the batch."""
+    return fetched
+
+
+def pair_loader(sampler: NegativePairSampler, user_features=None, item_features=None,
+                **loader_kwargs) -> DataLoader:
+    """A DataLoader yielding dicts of tensors for ``sampler``'s batches (workers allowed)."""
+    for key in ("batch_size", "shuffle", "sampler", "batch_sampler", "drop_last", "collate_fn"):
+        if key in loader_kwargs:
+            raise TypeError(
+                f"pair_loader sets {key} itself (the batches come from the sampler); remove "
+                f"{key}={loader_kwargs[key]!r}.")
+    dataset = PairFeatureDataset(user_features, item_features)
+    dataset.check_covers(sampler)
+    return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_pairs, **loader_kwargs)
+
+
+def _table(table, name):
+    if table is None:
+        return None
+    if isinstance(table, torch.Tensor):
+        tensor = table.detach()
+    else:
+        if type(table).__module__.startswith("pandas"):
+            table = table.to_numpy()
+        array = np.asarray(table)
+        if array.dtype == object or array.dtype.kind not in "biuf":
+            raise TypeError(
+                f"{name} must hold numbers (one row per id), got dtype {array.dtype}. Encode "
+                f"categorical columns first.")
+        tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if tensor.dim() == 0:
+        raise ValueError(f"{name} must have one row per id, got a scalar.")
+    return tensor

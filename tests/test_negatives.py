@@ -1,0 +1,376 @@
+"""Generated negatives (pystratum.negatives): invariants, statistics, probabilities, resume, errors.
+
+Statistical tests use fixed seeds, so they are deterministic; their
+thresholds (chi-square p-value above 1e-4, mean within 4.5 standard errors)
+would flag a wrong distribution or a biased weight at these sample sizes.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pystratum.negatives import NegativeBatch, NegativePairSampler
+
+
+def implicit_data(num_users, num_items, density, seed, full_item=False):
+    """Observed pairs of a random implicit-feedback matrix (every user has >= 1 item)."""
+    gen = np.random.default_rng(seed)
+    observed = gen.random((num_users, num_items)) < density
+    observed[np.arange(num_users), gen.integers(0, num_items, num_users)] = True
+    if not full_item:
+        observed[:, -1] = False  # nobody observed every item
+    users, items = np.nonzero(observed)
+    order = gen.permutation(users.size)
+    return users[order], items[order], observed
+
+
+def chi_square_p(observed_counts, expected_counts):
+    """Upper tail of the chi-square statistic (Wilson-Hilferty approximation, no scipy)."""
+    observed_counts = np.asarray(observed_counts, dtype=float)
+    expected_counts = np.asarray(expected_counts, dtype=float)
+    statistic = float(((observed_counts - expected_counts) ** 2 / expected_counts).sum())
+    df = observed_counts.size - 1
+    z = ((statistic / df) ** (1 / 3) - (1 - 2 / (9 * df))) / math.sqrt(2 / (9 * df))
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def check_epoch(sampler, batches, observed):
+    """Coverage, exact counts, row layout, rejection, user kept, probabilities formula."""
+    k = sampler.negatives
+    positives = np.concatenate([b.positive[:b.num_positives] for b in batches])
+    np.testing.assert_array_equal(np.sort(positives), np.arange(sampler.num_pairs))
+    n_observed = observed.sum(axis=1) if observed is not None else None
+    for b in batches:
+        n = b.num_positives
+        assert len(b) == n * (1 + k)
+        assert 1 <= n <= sampler.batch_size
+        np.testing.assert_array_equal(b.label, np.r_[np.ones(n), np.zeros(n * k)])
+        assert (b.positive[n:] == -1).all()
+        np.testing.assert_array_equal(b.user[:n], sampler.users[b.positive[:n]])
+        np.testing.assert_array_equal(b.item[:n], sampler.items[b.positive[:n]])
+        neg_u, neg_i = b.user[n:], b.item[n:]
+        assert ((0 <= neg_i) & (neg_i < sampler.num_items)).all()
+        assert ((0 <= neg_u) & (neg_u < sampler.num_users)).all()
+        if sampler.pair_with == "user":
+            np.testing.assert_array_equal(neg_u, np.repeat(b.user[:n], k))
+        if sampler.reject_observed and observed is not None:
+            assert not observed[neg_u, neg_i].any()
+        np.testing.assert_array_equal(b.log_q[:n], 0.0)
+        np.testing.assert_array_equal(b.weight[:n], 1.0)
+        np.testing.assert_allclose(b.weight[n:], np.exp(-b.log_q[n:]) / k, rtol=1e-12)
+        if observed is not None and sampler._weights is None:
+            if sampler.pair_with == "user":
+                free = sampler.num_items - (n_observed[neg_u] if sampler.reject_observed else 0)
+            else:
+                free = observed.shape[0] * sampler.num_items - (
+                    sampler.num_pairs if sampler.reject_observed else 0)
+            np.testing.assert_allclose(b.log_q[n:], -np.log(free), rtol=1e-12)
+
+
+# ------------------------------------------------------------------- invariants
+
+
+@settings(max_examples=40)
+@given(
+    num_users=st.integers(1, 12), num_items=st.integers(2, 15),
+    density=st.floats(0.05, 0.8), data_seed=st.integers(0, 10**6),
+    k=st.integers(1, 5), batch_size=st.integers(1, 20), seed=st.integers(0, 2**31 - 1),
+    rng=st.sampled_from(["numpy", "R"]), pair_with=st.sampled_from(["user", "random"]),
+    reject=st.booleans(), epoch=st.integers(0, 2),
+)
+def test_epoch_invariants(num_users, num_items, density, data_seed, k, batch_size, seed, rng,
+                          pair_with, reject, epoch):
+    users, items, observed = implicit_data(num_users, num_items, density, data_seed)
+    sampler = NegativePairSampler(users, items, num_items=num_items, negatives=k,
+                                  batch_size=batch_size, num_users=num_users, seed=seed, rng=rng,
+                                  pair_with=pair_with, reject_observed=reject, max_rounds=3000)
+    sampler.set_epoch(epoch)
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == -(-users.size // batch_size)
+    check_epoch(sampler, batches, observed)
+    # A batch is a function of (seed, epoch, index): asked for alone, in any order, it is equal.
+    for b in reversed(batches):
+        again = sampler.batch(epoch, b.index)
+        for name, value in b.as_dict().items():
+            np.testing.assert_array_equal(value, getattr(again, name))
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R", "torch"])
+def test_ranks_split_the_epoch_and_agree_with_one_process(rng):
+    users, items, observed = implicit_data(30, 40, 0.2, 1)
+    kw = dict(num_items=40, negatives=3, batch_size=16, seed=5, rng=rng)
+    whole = NegativePairSampler(users, items, **kw)
+    expected = whole.epoch_batches(1)
+    served = {}
+    for rank in range(3):
+        part = NegativePairSampler(users, items, num_replicas=3, rank=rank, **kw)
+        part.set_epoch(1)
+        got = list(part)
+        assert len(got) == len(part) == -(-whole.num_batches // 3)
+        for b in got:
+            np.testing.assert_array_equal(b.item, expected[b.index].item)
+            served.setdefault(b.index, rank)
+    assert sorted(served) == list(range(whole.num_batches))
+    check_epoch(whole, expected, observed)
+
+
+def test_epochs_are_new_shuffles_with_new_negatives():
+    users, items, _ = implicit_data(20, 30, 0.2, 2)
+    sampler = NegativePairSampler(users, items, num_items=30, negatives=2, batch_size=10, seed=3)
+    first, second = list(sampler), list(sampler)
+    assert first[0].epoch == 0 and second[0].epoch == 1
+    assert not np.array_equal(np.concatenate([b.positive for b in first]),
+                              np.concatenate([b.positive for b in second]))
+    assert sampler.epoch == 2
+
+
+def test_pandas_and_float_ids_and_duplicates_drop_keep_positions():
+    frame = pd.DataFrame({"u": [3, 0, 3, 1, 0, 3], "i": [2.0, 1.0, 2.0, 0.0, 4.0, 1.0]})
+    with pytest.raises(ValueError, match=r"1 duplicate observed pair.*position 2 repeats "
+                                         r"\(user 3, item 2\) of position 0.*duplicates='drop'"):
+        NegativePairSampler(frame.u, frame.i, num_items=5, negatives=1, batch_size=2, seed=0)
+    sampler = NegativePairSampler(frame.u, frame.i, num_items=5, negatives=1, batch_size=2,
+                                  seed=0, duplicates="drop")
+    assert sampler.num_pairs == 5 and sampler.num_users == 4
+    positions = np.concatenate([b.positive[:b.num_positives] for b in sampler])
+    np.testing.assert_array_equal(np.sort(positions), [0, 1, 3, 4, 5])
+    for b in sampler.epoch_batches(0):
+        n = b.num_positives
+        np.testing.assert_array_equal(b.user[:n], frame.u.to_numpy()[b.positive[:n]])
+        np.testing.assert_array_equal(b.item[:n], frame.i.to_numpy()[b.positive[:n]])
+
+
+# ----------------------------------------------------------------- statistics
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("rng", ["numpy", "R"])
+def test_item_frequencies_after_rejection_match_q(weighted, rng):
+    """pair_with='user': for each user, its negatives' items follow w_i over its unobserved items."""
+    users, items, observed = implicit_data(6, 25, 0.3, 3)
+    weights = np.random.default_rng(4).pareto(1.5, 25) + 0.05 if weighted else None
+    counts = np.zeros(observed.shape)
+    sampler = NegativePairSampler(users, items, num_items=25, negatives=40, batch_size=64,
+                                  seed=11, rng=rng, item_weights=weights)
+    for _ in range(15):
+        for b in sampler:
+            n = b.num_positives
+            np.add.at(counts, (b.user[n:], b.item[n:]), 1)
+    assert counts[observed].sum() == 0
+    w = np.ones(25) if weights is None else weights
+    for u in range(6):
+        free = ~observed[u]
+        expected = counts[u].sum() * w[free] / w[free].sum()
+        assert chi_square_p(counts[u, free], expected) > 1e-4, u
+
+
+def test_random_pairs_are_uniform_over_unobserved_pairs():
+    users, items, observed = implicit_data(5, 8, 0.4, 5)
+    counts = np.zeros(observed.shape)
+    sampler = NegativePairSampler(users, items, num_items=8, negatives=50, batch_size=100,
+                                  seed=2, pair_with="random")
+    for _ in range(40):
+        for b in sampler:
+            n = b.num_positives
+            np.add.at(counts, (b.user[n:], b.item[n:]), 1)
+    assert counts[observed].sum() == 0
+    free = ~observed
+    expected = np.full(free.sum(), counts.sum() / free.sum())
+    assert chi_square_p(counts[free], expected) > 1e-4
+
+
+@pytest.mark.parametrize("pair_with", ["user", "random"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reject", [True, False])
+def test_exp_log_q_is_a_distribution_over_the_population(pair_with, weighted, reject):
+    """Exhaustively on small data: sum of exp(log_q) over the population is 1, and the
+    log_q a batch reports is the sampler's log_q of that pair."""
+    users, items, observed = implicit_data(7, 9, 0.35, 6)
+    weights = np.r_[np.random.default_rng(7).random(8) + 0.1, 0.0] if weighted else None
+    sampler = NegativePairSampler(users, items, num_items=9, negatives=3, batch_size=5, seed=1,
+                                  pair_with=pair_with, item_weights=weights,
+                                  reject_observed=reject)
+    grid_u, grid_i = np.meshgrid(np.arange(7), np.arange(9), indexing="ij")
+    q = np.exp(sampler.log_q(grid_u.ravel(), grid_i.ravel())).reshape(7, 9)
+    if reject:
+        assert (q[observed] == 0).all()
+    if weighted:
+        assert (q[:, -1] == 0).all()
+    if pair_with == "user":
+        np.testing.assert_allclose(q.sum(axis=1), 1.0, rtol=1e-12)
+    else:
+        assert math.isclose(q.sum(), 1.0, rel_tol=1e-12)
+    for b in sampler:
+        n = b.num_positives
+        np.testing.assert_allclose(b.log_q[n:], sampler.log_q(b.user[n:], b.item[n:]),
+                                   rtol=1e-12)
+
+
+@pytest.mark.parametrize("pair_with,weighted,reject", [
+    ("user", False, True), ("user", True, True), ("random", False, True),
+    ("random", True, False), ("user", False, False)])
+def test_importance_weighted_loss_is_unbiased(pair_with, weighted, reject):
+    """Mean over seeds of sum_t weight_t * loss(x_t) over a pair's k negatives equals the
+    loss summed over the population (exact all-pairs sum)."""
+    users, items, observed = implicit_data(4, 7, 0.3, 8)
+    loss = np.random.default_rng(9).gamma(2.0, 1.0, observed.shape)
+    weights = np.random.default_rng(10).random(7) + 0.2 if weighted else None
+    population = ~observed if reject else np.ones_like(observed)
+    if pair_with == "user":
+        exact = (loss * population).sum(axis=1)[users]  # per observed pair
+    else:
+        exact = np.full(users.size, (loss * population).sum())
+    k = 2
+    estimates = []
+    for seed in range(300):
+        sampler = NegativePairSampler(users, items, num_items=7, negatives=k,
+                                      batch_size=users.size, seed=seed, pair_with=pair_with,
+                                      item_weights=weights, reject_observed=reject)
+        b = sampler.batch(0, 0)
+        n = b.num_positives
+        per_pair = (b.weight[n:] * loss[b.user[n:], b.item[n:]]).reshape(n, k).sum(axis=1)
+        estimate = np.empty(n)
+        estimate[b.positive[:n]] = per_pair
+        estimates.append(estimate)
+    estimates = np.array(estimates)
+    mean = estimates.mean(axis=0)
+    standard_error = estimates.std(axis=0, ddof=1) / math.sqrt(len(estimates))
+    z = (mean - exact) / standard_error
+    assert np.abs(z).max() < 4.5, z
+    # The raw proposal's weight would be biased under rejection: the check has power.
+    if reject and pair_with == "user" and not weighted:
+        biased = mean * (7 - observed.sum(axis=1)[users]) / 7
+        assert np.abs((biased - exact) / standard_error).max() > 4.5
+
+
+# ---------------------------------------------------------------------- resume
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R", "torch"])
+def test_resume_mid_epoch_is_exact(rng):
+    users, items, _ = implicit_data(25, 30, 0.25, 11)
+    kw = dict(num_items=30, negatives=2, batch_size=9, seed=4, rng=rng)
+    reference = NegativePairSampler(users, items, **kw)
+    list(reference)
+    expected = list(reference)  # epoch 1
+    sampler = NegativePairSampler(users, items, **kw)
+    list(sampler)
+    it = iter(sampler)
+    head = [next(it) for _ in range(3)]
+    state = pickle.loads(pickle.dumps(sampler.state_dict()))
+    restored = NegativePairSampler(users, items, **{**kw, "seed": 99})
+    restored.load_state_dict(state)
+    assert restored.seed == 4 and restored.epoch == 1
+    tail = list(restored)
+    assert [b.index for b in head + tail] == list(range(len(expected)))
+    for got, want in zip(head + tail, expected):
+        np.testing.assert_array_equal(got.positive, want.positive)
+        np.testing.assert_array_equal(got.item, want.item)
+    assert restored.epoch == 2
+
+
+def test_corrupted_or_foreign_state_is_refused():
+    users, items, _ = implicit_data(10, 12, 0.3, 12)
+    kw = dict(num_items=12, negatives=2, batch_size=4, seed=1, rng="R")
+    sampler = NegativePairSampler(users, items, **kw)
+    next(iter(sampler))
+    state = sampler.state_dict()
+    fresh = NegativePairSampler(users, items, **kw)
+    with pytest.raises(TypeError, match="state_dict must be the dict"):
+        fresh.load_state_dict([1, 2])
+    with pytest.raises(ValueError, match=r"missing keys \['pairs_digest'\]"):
+        fresh.load_state_dict({k: v for k, v in state.items() if k != "pairs_digest"})
+    with pytest.raises(ValueError, match="saved with negatives=2 but this sampler has "
+                                         "negatives=3"):
+        NegativePairSampler(users, items, **{**kw, "negatives": 3}).load_state_dict(state)
+    with pytest.raises(ValueError, match="pairs_digest differs"):
+        # The same pairs in another order: positions would point at other pairs.
+        NegativePairSampler(users[::-1], items[::-1], **kw).load_state_dict(state)
+    with pytest.raises(ValueError, match="batches_yielded'] must be at most"):
+        fresh.load_state_dict({**state, "batches_yielded": 10**6})
+    with pytest.raises(ValueError, match=r"state_dict\['epoch'\] must be an integer >= 0"):
+        fresh.load_state_dict({**state, "epoch": -1})
+    with pytest.raises(ValueError, match=r"not a valid rng='R' stream state"):
+        fresh.load_state_dict({**state, "stream": {"n": 3, "epoch": 0, "random_seed": [1, 2]}})
+    with pytest.raises(TypeError, match=r"state_dict\['seed'\] must be an int"):
+        fresh.load_state_dict({**state, "seed": "abc"})
+
+
+# ---------------------------------------------------------------------- errors
+
+
+def _build(users=(0, 1, 2), items=(0, 1, 2), **overrides):
+    kw = dict(num_items=4, negatives=1, batch_size=2, seed=0)
+    kw.update(overrides)
+    return NegativePairSampler(list(users) if isinstance(users, tuple) else users,
+                               list(items) if isinstance(items, tuple) else items, **kw)
+
+
+@pytest.mark.parametrize("call,error,pattern", [
+    (lambda: _build(negatives=0), ValueError,
+     r"negatives must be a positive integer, got negatives=0\. Each observed pair needs"),
+    (lambda: _build(negatives=True), TypeError, r"negatives must be an integer"),
+    (lambda: _build(batch_size=0), ValueError, r"batch_size must be a positive integer"),
+    (lambda: _build(items=(0, 1, 4)), ValueError,
+     r"items must hold ids in \[0, num_items=4\), got items\[2\]=4\. .*pass num_items=5"),
+    (lambda: _build(users=(0, -1, 2)), ValueError,
+     r"users must hold ids >= 0 \(0-based\), got users\[1\]=-1"),
+    (lambda: _build(users=(0, 1, 2), num_users=2), ValueError,
+     r"users must hold ids in \[0, num_users=2\), got users\[2\]=2"),
+    (lambda: _build(items=(0, 1.5, 2)), TypeError,
+     r"items must hold whole-number ids, got items\[1\]=1\.5"),
+    (lambda: _build(users=np.array([0, np.nan, 2])), ValueError,
+     r"users must not hold NaN, got users\[1\]=nan"),
+    (lambda: _build(users=pd.Series([0, None, 2], dtype="Int64")), ValueError,
+     r"users must not hold missing values, got users\[1\]"),
+    (lambda: _build(users=["a", "b", "c"]), TypeError, r"users must hold integer ids"),
+    (lambda: _build(users=(True, False, True)), TypeError, r"users must hold integer ids"),
+    (lambda: _build(users=(0, 1)), ValueError,
+     r"users and items must have the same length .* len\(users\)=2 and len\(items\)=3"),
+    (lambda: _build(users=(), items=()), ValueError, r"users and items are empty"),
+    (lambda: _build(users=(0, 0, 1), items=(1, 1, 2)), ValueError,
+     r"1 duplicate observed pair"),
+    (lambda: _build(item_weights=[1, -1, 1, 1]), ValueError,
+     r"item_weights must be finite and >= 0, got item_weights\[1\]=-1\.0"),
+    (lambda: _build(item_weights=[0, 0, 0, 0]), ValueError, r"item_weights are all zero"),
+    (lambda: _build(item_weights=[1, 1]), ValueError,
+     r"item_weights must hold one weight per item \(length num_items=4\), got shape \(2,\)"),
+    (lambda: _build(item_weights=[1, np.nan, 1, 1]), ValueError, r"item_weights\[1\]=nan"),
+    (lambda: _build(users=(0, 0, 0, 0), items=(0, 1, 2, 3)), ValueError,
+     r"user 0 has observed every item \(4 of num_items=4\)"),
+    (lambda: _build(users=(0, 0, 0), items=(0, 1, 2), num_items=4, max_rounds=3), ValueError,
+     r"user 0 has observed 3 of num_items=4 items .*Raise max_rounds to at least"),
+    (lambda: _build(users=(0, 1), items=(0, 0), num_items=1, pair_with="random"), ValueError,
+     r"every \(user, item\) pair of positive weight is observed"),
+    (lambda: _build(pair_with="item"), ValueError, r"pair_with must be one of 'user', 'random'"),
+    (lambda: _build(rng="R", seed=np.random.default_rng(1)), TypeError, r"numpy Generator"),
+    (lambda: _build(rng="torch", seed=-3), ValueError, r"non-negative integer for rng='torch'"),
+    (lambda: _build(duplicates="keep"), ValueError, r"duplicates must be one of"),
+    (lambda: _build(num_replicas=2, rank=2), ValueError, r"rank must be in \[0, num_replicas\)"),
+])
+def test_bad_input_is_named(call, error, pattern):
+    with pytest.raises(error, match=pattern):
+        call()
+
+
+def test_rejection_running_out_of_rounds_names_the_user():
+    sampler = _build(users=(0, 0, 0, 1), items=(0, 1, 2, 0), num_items=4, negatives=20,
+                     max_rounds=200)
+    sampler.max_rounds = 1  # what an unlucky draw would meet: every round used up
+    with pytest.raises(RuntimeError, match=r"user [01]: \d+ negative\(s\) of batch 0 of epoch 0 "
+                                           r"were still observed pairs after max_rounds=1"):
+        sampler.batch(0, 0)
+
+
+def test_batch_repr_and_type():
+    batch = _build().batch(0, 1)
+    assert isinstance(batch, NegativeBatch)
+    assert repr(batch) == ("NegativeBatch(epoch=0, index=1, rows=2, positives=1, "
+                           "negatives_per_positive=1)")
