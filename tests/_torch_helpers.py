@@ -129,7 +129,14 @@ def _tails(logs) -> str:
 def worker_main() -> None:
     name, config_path, out_dir = sys.argv[1:4]
     config = json.loads(Path(config_path).read_text())
-    result = globals()[name](config)
+    # "module:function" runs a worker defined in another test helper module.
+    module, _, function = name.rpartition(":")
+    if module:
+        import importlib
+
+        result = getattr(importlib.import_module(module), function)(config)
+    else:
+        result = globals()[name](config)
     rank = int(os.environ["RANK"])
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
     # Frameworks (Lightning) may leave the process group alive; a gloo group
