@@ -374,3 +374,17 @@ def test_batch_repr_and_type():
     assert isinstance(batch, NegativeBatch)
     assert repr(batch) == ("NegativeBatch(epoch=0, index=1, rows=2, positives=1, "
                            "negatives_per_positive=1)")
+
+
+@settings(max_examples=60)
+@given(keys=st.lists(st.integers(0, 2**40), max_size=300),
+       queries=st.lists(st.integers(0, 2**40), max_size=100), crowd=st.booleans())
+def test_pair_set_membership_equals_a_python_set(keys, queries, crowd):
+    from pystratum._pairset import PairSet
+
+    if crowd:  # keys sharing home slots: long probe runs, duplicates
+        keys = keys + [k * 2**30 for k in range(50)] + keys[:20]
+    pairs = PairSet(np.asarray(keys, dtype=np.int64))
+    assert len(pairs) == len(set(keys))
+    probe = np.asarray(queries + keys[:50], dtype=np.int64)
+    np.testing.assert_array_equal(pairs.contains(probe), [q in set(keys) for q in probe.tolist()])

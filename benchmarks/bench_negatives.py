@@ -1,0 +1,172 @@
+"""Generated negatives: speed and memory of NegativePairSampler against the baselines.
+
+Run:  .venv/bin/python benchmarks/bench_negatives.py [P] [batch_size ...]
+
+1. P observed pairs (default 10^7) of 10^6 users and 10^5 items, k = 4,
+   uniform items, rejection on: one whole epoch (permutation, negatives with
+   rejection, log_q and weights, every batch assembled) against drawing the
+   same P*k items with ``Generator.integers`` and no rejection at all
+   (target: within 3x), and the peak memory traced while the epoch runs (and
+   while the sampler is built) against the observed pairs' own arrays (two
+   int64 arrays, 16 P bytes; target: within 2x).
+2. The membership structure: the sampler's hash set against ``searchsorted``
+   on the sorted int64 keys, for the same 4 * 10^6 queries.
+3. A 5%-dense data set (20,000 users x 1,000 items, 10^6 pairs), side by
+   side with the hand-written loop (``torch.randperm`` + ``torch.randint``
+   per batch): time per epoch and the share of its "negatives" that are
+   observed pairs (the sampler's share is 0 by construction, checked here).
+
+Machines here are noisy (2 shared cores): compare ratios, not seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from pystratum._pairset import PairSet
+from pystratum.negatives import NegativePairSampler
+
+K = 4
+
+
+def timed(function):
+    start = time.perf_counter()
+    result = function()
+    return time.perf_counter() - start, result
+
+
+def traced_peak(function):
+    tracemalloc.start()
+    try:
+        function()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
+def run_epoch(sampler):
+    rows = 0
+    for batch in sampler:
+        rows += len(batch)
+    return rows
+
+
+def large(num_pairs, batch_sizes):
+    gen = np.random.default_rng(0)
+    num_users, num_items = 10**6, 10**5
+    users = gen.integers(0, num_users, num_pairs)
+    items = gen.integers(0, num_items, num_pairs)
+    keys = np.unique(users * num_items + items)  # distinct pairs, as real data would be
+    users, items = keys // num_items, keys % num_items
+    order = gen.permutation(users.size)
+    users, items = users[order], items[order]
+    own = users.nbytes + items.nbytes
+    print(f"\n1. P = {users.size:,} observed pairs, {num_users:,} users, {num_items:,} items, "
+          f"k = {K}, uniform, rejection on")
+    baseline, _ = timed(lambda: np.random.default_rng(1).integers(0, num_items, users.size * K))
+    print(f"   Generator.integers(P*k), no rejection: {baseline:.2f} s")
+    build_peak = []
+
+    def build(batch_size):
+        return NegativePairSampler(users, items, num_items=num_items, num_users=num_users,
+                                   negatives=K, batch_size=batch_size, seed=1,
+                                   duplicates="drop")
+
+    build_seconds, sampler = timed(lambda: build(batch_sizes[0]))
+    build_peak.append(traced_peak(lambda: build(batch_sizes[0])))
+    print(f"   construction (validation, hash set, per-user counts): {build_seconds:.2f} s, "
+          f"peak {build_peak[0] / own:.2f}x the observed arrays ({own / 2**20:.0f} MiB)")
+    for batch_size in batch_sizes:
+        sampler = build(batch_size)
+        seconds, rows = timed(lambda: run_epoch(sampler))
+        assert rows == users.size * (1 + K)
+        peak = traced_peak(lambda: run_epoch(sampler))
+        print(f"   epoch, batch_size={batch_size:>6,}: {seconds:6.2f} s = "
+              f"{seconds / baseline:5.1f}x integers; peak while iterating "
+              f"{peak / own:.2f}x the observed arrays")
+    return users, items, num_items
+
+
+def membership(users, items, num_items):
+    keys = users * num_items + items
+    some = users[:10**6]
+    queries = np.repeat(some, K) * num_items + np.random.default_rng(2).integers(
+        0, num_items, some.size * K)
+    pairs = PairSet(keys)
+    hashed, found = timed(lambda: pairs.contains(queries))
+    ordered = np.sort(keys)
+
+    def by_search():
+        position = np.searchsorted(ordered, queries)
+        position[position == ordered.size] = 0
+        return ordered[position] == queries
+
+    searched, found_again = timed(by_search)
+    assert (found == found_again).all()
+    print(f"\n2. membership of 4,000,000 queries among {keys.size:,} pairs: hash set "
+          f"{hashed:.2f} s, searchsorted on sorted keys {searched:.2f} s "
+          f"({searched / hashed:.1f}x slower); hash table {pairs.nbytes / 2**20:.0f} MiB")
+
+
+def dense_side_by_side():
+    import torch
+
+    gen = np.random.default_rng(3)
+    num_users, num_items, batch_size = 20_000, 1_000, 1024
+    observed = gen.random((num_users, num_items)) < 0.05
+    users, items = np.nonzero(observed)
+    order = gen.permutation(users.size)
+    users, items = users[order], items[order]
+    print(f"\n3. 5%-dense data: {users.size:,} pairs of {num_users:,} users x {num_items:,} "
+          f"items, k = {K}, batch_size = {batch_size}")
+    users_t, items_t = torch.from_numpy(users), torch.from_numpy(items)
+    observed_t = torch.from_numpy(observed)
+
+    def randint_loop():
+        generator = torch.Generator().manual_seed(0)
+        hits = drawn = 0
+        permutation = torch.randperm(users.size, generator=generator)
+        for start in range(0, users.size, batch_size):
+            chosen = permutation[start:start + batch_size]
+            neg_users = users_t[chosen].repeat_interleave(K)
+            neg_items = torch.randint(num_items, (neg_users.numel(),), generator=generator)
+            _ = torch.cat([users_t[chosen], neg_users]), torch.cat([items_t[chosen], neg_items])
+            hits += int(observed_t[neg_users, neg_items].sum())
+            drawn += neg_items.numel()
+        return hits / drawn
+
+    def sampler_epoch():
+        sampler = NegativePairSampler(users, items, num_items=num_items, negatives=K,
+                                      batch_size=batch_size, seed=0)
+        hits = drawn = 0
+        for batch in sampler:
+            n = batch.num_positives
+            hits += int(observed[batch.user[n:], batch.item[n:]].sum())
+            drawn += len(batch) - n
+        return hits / drawn
+
+    loop_seconds, loop_share = timed(randint_loop)
+    ours_seconds, ours_share = timed(sampler_epoch)
+    assert ours_share == 0
+    print(f"   torch.randint loop:  {loop_seconds:.2f} s per epoch; {loop_share:.2%} of its "
+          f"negatives are observed pairs; no log_q, draws tied to the loop's order")
+    print(f"   NegativePairSampler: {ours_seconds:.2f} s per epoch (construction included); "
+          f"{ours_share:.2%} observed; log_q and weights per row; batches a function of "
+          f"(seed, epoch, batch)")
+
+
+def main():
+    num_pairs = int(float(sys.argv[1])) if len(sys.argv) > 1 else 10**7
+    batch_sizes = [int(float(b)) for b in sys.argv[2:]] or [1024, 65536]
+    users, items, num_items = large(num_pairs, batch_sizes)
+    membership(users, items, num_items)
+    dense_side_by_side()
+
+
+if __name__ == "__main__":
+    main()
