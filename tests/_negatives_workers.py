@@ -18,25 +18,27 @@ def ddp_negatives_worker(config):
     dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
     users = np.asarray(config["users"])
     items = np.asarray(config["items"])
-    sampler = NegativePairBatchSampler(users, items, num_items=config["num_items"],
-                                       negatives=config["negatives"],
-                                       batch_size=config["batch_size"], rng=config["rng"])
-    loader = pair_loader(sampler, num_workers=config["num_workers"])
-    torch.manual_seed(0)
-    model = DistributedDataParallel(torch.nn.EmbeddingBag(config["num_items"] + 64, 4))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    epochs = []
-    for _ in range(config["epochs"]):
-        served = []
-        for batch in loader:
-            score = model(torch.stack([batch["user"], batch["item"] + 64], 1)).sum(1)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                score, batch["label"], weight=batch["weight"])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            served.append({"positive": batch["positive"].tolist(),
-                           "user": batch["user"].tolist(), "item": batch["item"].tolist()})
-        epochs.append(served)
-    return {"rank": dist.get_rank(), "seed": sampler.seed, "len": len(sampler),
-            "num_replicas": sampler.num_replicas, "epochs": epochs}
+    runs = []
+    for rng in config["rngs"]:
+        sampler = NegativePairBatchSampler(users, items, num_items=config["num_items"],
+                                           negatives=config["negatives"],
+                                           batch_size=config["batch_size"], rng=rng)
+        loader = pair_loader(sampler, num_workers=config["num_workers"])
+        torch.manual_seed(0)
+        model = DistributedDataParallel(torch.nn.EmbeddingBag(config["num_items"] + 64, 4))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        epochs = []
+        for _ in range(config["epochs"]):
+            served = []
+            for batch in loader:
+                score = model(torch.stack([batch["user"], batch["item"] + 64], 1)).sum(1)
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                    score, batch["label"], weight=batch["weight"])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                served.append({"positive": batch["positive"].tolist(),
+                               "user": batch["user"].tolist(), "item": batch["item"].tolist()})
+            epochs.append(served)
+        runs.append({"rng": rng, "seed": sampler.seed, "len": len(sampler), "epochs": epochs})
+    return {"rank": dist.get_rank(), "runs": runs}

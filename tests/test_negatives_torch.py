@@ -119,30 +119,34 @@ def test_seed_none_needs_a_process_group_with_several_replicas():
                                  num_replicas=2, rank=0)
 
 
-@pytest.mark.parametrize("rng", ["numpy", "R"])
-def test_two_rank_gloo_group(tmp_path, rng):
+def test_two_rank_gloo_group(tmp_path):
+    """One process group, two samplers (rng numpy and R), DataLoader workers, 2 epochs."""
     users, items, observed = data(4)
     config = {"users": users.tolist(), "items": items.tolist(), "num_items": 30,
-              "negatives": 2, "batch_size": 10, "rng": rng, "num_workers": 1, "epochs": 2}
+              "negatives": 2, "batch_size": 10, "rngs": ["numpy", "R"], "num_workers": 1,
+              "epochs": 2}
     results = run_ranks("_negatives_workers:ddp_negatives_worker", 2, config, tmp_path)
-    seed = results[0]["seed"]
-    assert results[1]["seed"] == seed  # rank 0's fresh seed was broadcast
-    core = NegativePairSampler(users, items, num_items=30, negatives=2, batch_size=10,
-                               seed=seed, rng=rng)
-    for epoch in range(2):
-        expected = core.epoch_batches(epoch)
-        per_rank = [r["epochs"][epoch] for r in results]
-        assert len(per_rank[0]) == len(per_rank[1]) == results[0]["len"]
-        # Rank r serves batches r, r + 2, ... (the last one padded from the start).
-        for rank, served in enumerate(per_rank):
-            for j, batch in enumerate(served):
-                want = expected[(j * 2 + rank) % len(expected)]
-                assert batch["positive"] == want.positive.tolist()
-                assert batch["item"] == want.item.tolist()
-        positives = [p for served in per_rank for b in served for p in b["positive"] if p >= 0]
-        assert set(positives) == set(range(users.size))
-        for served in per_rank:
-            for b in served:
-                u, i = np.asarray(b["user"]), np.asarray(b["item"])
-                n = sum(p >= 0 for p in b["positive"])
-                assert not observed[u[n:], i[n:]].any()
+    for run, rng in enumerate(config["rngs"]):
+        ranks = [r["runs"][run] for r in results]
+        seed = ranks[0]["seed"]
+        assert ranks[1]["seed"] == seed  # rank 0's fresh seed was broadcast
+        core = NegativePairSampler(users, items, num_items=30, negatives=2, batch_size=10,
+                                   seed=seed, rng=rng)
+        for epoch in range(2):
+            expected = core.epoch_batches(epoch)
+            per_rank = [r["epochs"][epoch] for r in ranks]
+            assert len(per_rank[0]) == len(per_rank[1]) == ranks[0]["len"]
+            # Rank r serves batches r, r + 2, ... (the last one padded from the start).
+            for rank, served in enumerate(per_rank):
+                for j, batch in enumerate(served):
+                    want = expected[(j * 2 + rank) % len(expected)]
+                    assert batch["positive"] == want.positive.tolist()
+                    assert batch["item"] == want.item.tolist()
+            positives = [p for served in per_rank for b in served for p in b["positive"]
+                         if p >= 0]
+            assert set(positives) == set(range(users.size))
+            for served in per_rank:
+                for b in served:
+                    u, i = np.asarray(b["user"]), np.asarray(b["item"])
+                    n = sum(p >= 0 for p in b["positive"])
+                    assert not observed[u[n:], i[n:]].any()
