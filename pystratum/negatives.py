@@ -616,32 +616,47 @@ class NegativePairSampler:
         k = self.negatives
         chosen = permutation[index * self.batch_size:(index + 1) * self.batch_size]
         n = chosen.shape[0]
-        pos_users = self.users[chosen]
-        pos_items = self.items[chosen]
-        draw_users, draw_items = self._batch_draws(epoch, index)
         m = n * k
+        # Rows are written in place (no concatenation): observed rows first,
+        # then the n*k generated rows as views the draws and redraws fill.
+        user = np.empty(n + m, dtype=np.int64)
+        item = np.empty(n + m, dtype=np.int64)
+        np.take(self.users, chosen, out=user[:n])
+        np.take(self.items, chosen, out=item[:n])
+        neg_users, neg_items = user[n:], item[n:]
+        draw_users, draw_items = self._batch_draws(epoch, index)
         if self.pair_with == "user":
-            neg_users = np.repeat(pos_users, k)
-            neg_items = draw_items(m)
+            neg_users.reshape(n, k)[:] = user[:n, None]
         else:
-            neg_users = draw_users(m)
-            neg_items = draw_items(m)
+            neg_users[:] = draw_users(m)
+        neg_items[:] = draw_items(m)
         if self.reject_observed:
             self._reject(neg_users, neg_items, draw_users, draw_items, epoch, index)
-        log_q = self._log_q(neg_users, neg_items)
-        weight = np.exp(-log_q) / k
+        log_q = np.zeros(n + m)
+        weight = np.ones(n + m)
+        # Same arithmetic as R (log w_i - log free, weight exp(-log_q) / k), so
+        # the values agree bit for bit; per-user terms are computed once per
+        # observed pair and broadcast over its k rows.
+        if self.pair_with == "user":
+            free = self._log_free[user[:n]]
+            log_q[n:].reshape(n, k)[:] = -free[:, None]
+            if self._weights is None:
+                weight[n:].reshape(n, k)[:] = (np.exp(free) / k)[:, None]
+            else:
+                log_q[n:] += self._log_weights[neg_items]
+                weight[n:] = np.exp(-log_q[n:]) / k
+        elif self._weights is None:
+            log_q[n:] = -self._log_free
+            weight[n:] = math.exp(self._log_free) / k
+        else:
+            np.subtract(self._log_weights[neg_items], self._log_free, out=log_q[n:])
+            weight[n:] = np.exp(-log_q[n:]) / k
         positive = np.full(n + m, -1, dtype=np.int64)
         positive[:n] = chosen if self._kept is None else self._kept[chosen]
         label = np.zeros(n + m, dtype=np.int8)
         label[:n] = 1
-        return NegativeBatch(
-            epoch=epoch, index=index, negatives=k, positive=positive,
-            user=np.concatenate([pos_users, neg_users]),
-            item=np.concatenate([pos_items, neg_items]),
-            label=label,
-            log_q=np.concatenate([np.zeros(n), log_q]),
-            weight=np.concatenate([np.ones(n), weight]),
-        )
+        return NegativeBatch(epoch=epoch, index=index, negatives=k, positive=positive,
+                             user=user, item=item, label=label, log_q=log_q, weight=weight)
 
     def _reject(self, users, items, draw_users, draw_items, epoch, index):
         """Redraw observed pairs in place: pending slots in slot order, round after round."""

@@ -388,3 +388,15 @@ def test_pair_set_membership_equals_a_python_set(keys, queries, crowd):
     assert len(pairs) == len(set(keys))
     probe = np.asarray(queries + keys[:50], dtype=np.int64)
     np.testing.assert_array_equal(pairs.contains(probe), [q in set(keys) for q in probe.tolist()])
+
+
+def test_the_core_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from pystratum.negatives import NegativePairSampler; "
+            "s = NegativePairSampler([0, 1], [1, 0], num_items=3, negatives=2, batch_size=1, "
+            "seed=1, rng='R'); list(s); print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
