@@ -29,8 +29,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
     ) from error
 
 from .negatives import NegativeBatch, NegativePairSampler
-from .torch import _broadcast_from_rank0, _initialised_world_size, _resolve_replicas
-from ._streams import fresh_int32_seed
+from .torch._distributed import resolve_replicas, resolve_seed
 
 __all__ = ["NegativePairBatchSampler", "PairFeatureDataset", "collate_pairs", "pair_loader"]
 
@@ -50,19 +49,9 @@ class NegativePairBatchSampler(NegativePairSampler, Sampler):
                  seed=None, rng="numpy", reject_observed=True, pair_with="user",
                  item_weights=None, duplicates="error", max_rounds=100, num_replicas=None,
                  rank=None, drop_last=False):
-        num_replicas, rank = _resolve_replicas(num_replicas, rank)
-        if seed is None:
-            world = _initialised_world_size()
-            if world is not None and world > 1:
-                seed = _broadcast_from_rank0(fresh_int32_seed())
-            elif num_replicas > 1:
-                raise ValueError(
-                    f"seed=None with num_replicas={num_replicas} and no initialised "
-                    f"torch.distributed process group: each rank would draw its own seed and "
-                    f"serve other pairs. Pass the same seed=<int> on every rank, or initialise "
-                    f"torch.distributed first (rank 0's seed is then broadcast).")
-            else:
-                seed = fresh_int32_seed()
+        num_replicas, rank = resolve_replicas(num_replicas, rank)
+        # None: a fresh seed, rank 0's on every rank under torch.distributed.
+        seed = resolve_seed(seed, num_replicas)
         NegativePairSampler.__init__(
             self, users, items, num_items=num_items, negatives=negatives,
             batch_size=batch_size, num_users=num_users, seed=seed, rng=rng,
