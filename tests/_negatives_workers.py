@@ -4,8 +4,9 @@ from __future__ import annotations
 
 
 def ddp_negatives_worker(config):
-    """A 2-rank gloo group: a matrix-factorisation model trained with DDP on the batches of a
-    NegativePairBatchSampler (seed broadcast from rank 0, DataLoader workers)."""
+    """A 2-rank gloo group: a tiny embedding model trained with DDP on the batches of a
+    NegativePairBatchSampler per stream in ``config["rngs"]`` (seed broadcast from rank 0,
+    DataLoader workers); returns every batch each rank served."""
     from datetime import timedelta
 
     import numpy as np
