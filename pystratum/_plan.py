@@ -10,7 +10,7 @@ from ._assemble import BatchOrder, assemble_batches, assemble_recycled, extra_pa
 from ._strata import EncodedStrata, encode_strata
 from ._streams import RNG_CHOICES, stream_for
 from ._validation import check_bool, check_choice, check_int
-from .policies import MinPerStratum, Policy, as_policy
+from .policies import MinPerStratum, Policy, as_policy, check_allocation
 
 __all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream",
            "resolve_policy", "check_strata_are_groups"]
@@ -185,11 +185,15 @@ def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffl
 
 
 def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: int,
-                     rng: str) -> BatchPlan:
+                     rng: str, num_batches: int | None = None) -> BatchPlan:
     """The plan for already-validated inputs; ``stream=None`` means row order.
 
     Framework layers (the torch sampler) call this with a stream they keep
-    across epochs, so sequential streams do not restart every epoch.
+    across epochs, so sequential streams do not restart every epoch, and
+    pass ``num_batches`` (epoch 0's) so a policy whose count changes with
+    the epoch is an error rather than a wrong ``len(sampler)``. The policy's
+    allocation is checked (:func:`pystratum.policies.check_allocation`): a
+    faulty policy is an error naming it, never wrong batches.
 
     Draws of an epoch, in this order: the main ``permutation(N)``, then, for
     every recycled stratum (order of first appearance in the data), one
@@ -201,7 +205,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     uses row order and the identity for every pass.
     """
     n = encoded.n_rows
-    allocation = policy.allocate(encoded, epoch)
+    allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
+                                  num_batches=num_batches)
     passes = extra_passes(allocation, encoded.sizes, encoded.first_rows) \
         if policy.may_recycle() else []
     pass_sizes = [size for _, size in passes]
@@ -260,7 +265,7 @@ def advance_stream(stream, encoded: EncodedStrata, policy: Policy, epoch: int) -
 
 def epoch_pass_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list:
     """Sizes of the extra draws epoch ``epoch`` makes after its main permutation."""
-    allocation = policy.allocate(encoded, epoch)
+    allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch)
     return [size for _, size in extra_passes(allocation, encoded.sizes, encoded.first_rows)]
 
 

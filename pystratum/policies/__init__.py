@@ -20,8 +20,8 @@ torch sampler, R package) does the rest. Pass a policy wherever
 New compositions subclass :class:`Policy`; see docs/ARCHITECTURE.md.
 """
 
-from ._base import (Allocation, Policy, as_policy, policy_from_params, registered_policies,
-                    strata_of_sizes)
+from ._base import (Allocation, Policy, as_policy, check_allocation, policy_from_params,
+                    registered_policies, strata_of_sizes)
 from ._downsample import Downsample
 from ._fixed_size import FixedSize
 from ._min_per_stratum import MinPerStratum, StratumTooSmallWarning
@@ -36,6 +36,7 @@ __all__ = [
     "StratumTooSmallWarning",
     "Targets",
     "as_policy",
+    "check_allocation",
     "policy_from_params",
     "registered_policies",
     "strata_of_sizes",

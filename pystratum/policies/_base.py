@@ -18,15 +18,16 @@ from __future__ import annotations
 import abc
 import inspect
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from .._validation import check_int
+from .._validation import _show, check_int
 
-__all__ = ["Allocation", "Policy", "as_policy", "policy_from_params", "registered_policies",
-           "strata_of_sizes"]
+__all__ = ["Allocation", "Policy", "as_policy", "check_allocation", "policy_from_params",
+           "registered_policies", "strata_of_sizes"]
 
 _REGISTRY: dict = {}
 
@@ -83,11 +84,32 @@ class Policy(abc.ABC):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         name = cls.__dict__.get("name")
-        if name is not None:
-            if name in _REGISTRY and _REGISTRY[name] is not cls:
-                raise ValueError(f"policy name {name!r} is already registered by "
-                                 f"{_REGISTRY[name].__name__}")
-            _REGISTRY[name] = cls
+        if name is None:
+            # A concrete subclass without a name of its own would be recorded
+            # under its parent's name and rebuilt as the parent: refuse it.
+            if not _is_abstract(cls):
+                inherited = getattr(cls, "name", None)
+                raise TypeError(
+                    f"Policy subclass {cls.__qualname__} must set name = '<name>' in its class "
+                    f"body: plans, sampler states and golden vectors record a policy by name"
+                    + (f", and under its parent's name {inherited!r} it would be rebuilt as "
+                       f"{_REGISTRY[inherited].__name__}" if inherited in _REGISTRY else "")
+                    + "."
+                )
+            return
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TypeError(f"Policy subclass {cls.__qualname__}: name must be a str that is an "
+                            f"identifier (it names R's class pystratum_policy_<name> too), got "
+                            f"name={name!r}.")
+        known = _REGISTRY.get(name)
+        # The same class defined again (a re-run notebook cell, importlib.reload)
+        # replaces itself; another class may not take a name that is in use.
+        if known is not None and known is not cls and (
+                known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise ValueError(f"policy name {name!r} is already registered by "
+                             f"{known.__module__}.{known.__qualname__}; pick another name for "
+                             f"{cls.__module__}.{cls.__qualname__}.")
+        _REGISTRY[name] = cls
 
     @abc.abstractmethod
     def params(self) -> dict:
@@ -112,8 +134,23 @@ class Policy(abc.ABC):
         return False
 
     def to_dict(self) -> dict:
-        """``{"name": ..., "params": ...}``: what plans, states and vectors record."""
-        return {"name": self.name, "params": self.params()}
+        """``{"name": ..., "params": ...}``: what plans, states and vectors record.
+
+        Raises TypeError when ``params()`` is not a dict of plain JSON values
+        (numpy scalars, say), which no state file or vector could hold.
+        """
+        params = self.params()
+        try:
+            if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+                raise TypeError("not a dict with str keys")
+            json.dumps(params, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"{type(self).__name__}.params() must return a dict of plain JSON values "
+                f"(int, float, str, bool, None, lists and dicts of them), got "
+                f"{_show(params)} ({error}). Convert numpy scalars with int() or float()."
+            ) from None
+        return {"name": self.name, "params": params}
 
     def __eq__(self, other):
         if not isinstance(other, Policy):
@@ -138,12 +175,128 @@ class StrataOfSizes:
 
 
 def strata_of_sizes(sizes, labels=None) -> StrataOfSizes:
-    """Strata of the given sizes whose rows come stratum by stratum (for tests and tools)."""
-    sizes = np.asarray(sizes, dtype=np.int64)
+    """Strata of the given sizes whose rows come stratum by stratum (for tests and tools).
+
+    ``sizes``: one or more whole numbers >= 1; ``labels``: one per stratum
+    (default ``0, 1, ...``).
+    """
+    array = np.asarray(sizes)
+    if array.ndim != 1 or array.shape[0] == 0 or array.dtype.kind not in "iu":
+        raise TypeError(f"sizes must be a non-empty 1-D sequence of integers, got "
+                        f"sizes={_show(sizes)}.")
+    if (array < 1).any():
+        raise ValueError(f"sizes must be >= 1 (a stratum has rows), got sizes={_show(sizes)}.")
+    sizes = array.astype(np.int64)
     if labels is None:
         labels = tuple(range(sizes.shape[0]))
+    labels = tuple(labels)
+    if len(labels) != sizes.shape[0]:
+        raise ValueError(f"labels must give one label per stratum ({sizes.shape[0]}), got "
+                         f"{len(labels)}: labels={_show(labels)}.")
     first_rows = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    return StrataOfSizes(sizes, tuple(labels), first_rows)
+    return StrataOfSizes(sizes, labels, first_rows)
+
+
+def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> Allocation:
+    """``policy.allocate``'s result checked against the contract of :class:`Allocation`.
+
+    The engine calls this on every allocation, so a policy's bug is an error
+    naming the policy instead of wrong batches (negative cuts silently lose
+    rows) or an IndexError deep in the assembly. Cuts may pass a stratum's
+    pool (``pool_sizes``, else its size) only when ``policy.may_recycle()``
+    says rows can be served twice. ``num_batches``: the count of epoch 0,
+    which every epoch must keep (samplers rely on it). Returns the
+    allocation, its cuts as int32/int64 (what the assembly expects). Costs
+    O(n_strata * num_batches), at most about the number of rows for
+    policies that serve each row once.
+    """
+    where = f"policy {type(policy).__name__}: allocate(strata, epoch={epoch})"
+    if not isinstance(allocation, Allocation):
+        raise TypeError(f"{where} must return a pystratum.policies.Allocation, got a "
+                        f"{type(allocation).__name__}.")
+    cuts = allocation.cuts
+    sizes = np.asarray(strata.sizes, dtype=np.int64)
+    n_strata = sizes.shape[0]
+    if not isinstance(cuts, np.ndarray) or cuts.dtype.kind not in "iu":
+        kind = getattr(cuts, "dtype", type(cuts).__name__)
+        raise TypeError(f"{where} returned cuts of type {kind}; they must be a numpy array of "
+                        f"integers (int64, or int32 when every stratum fits).")
+    if cuts.ndim != 2 or cuts.shape[0] != n_strata or cuts.shape[1] < 2:
+        raise TypeError(f"{where} returned cuts of shape {cuts.shape}; they must have shape "
+                        f"(n_strata, num_batches + 1) = ({n_strata}, B + 1) with B >= 1.")
+    if cuts.dtype.kind == "u" and cuts.size and int(cuts.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{where} returned cuts up to {int(cuts.max())}, beyond int64.")
+    wide = cuts.astype(np.int64, copy=False)
+    labels = strata.labels
+    pools = allocation.pool_sizes
+    if pools is not None:
+        pools = np.asarray(pools)
+        if pools.shape != (n_strata,) or pools.dtype.kind not in "iu":
+            raise TypeError(f"{where} returned pool_sizes of shape {pools.shape} and dtype "
+                            f"{pools.dtype}; they must be None or {n_strata} integers, one per "
+                            f"stratum.")
+        pools = pools.astype(np.int64)
+        bad = np.flatnonzero((pools < 1) | (pools > sizes))
+        if bad.size:
+            s = int(bad[0])
+            raise ValueError(f"{where} returned pool_sizes[{s}]={int(pools[s])} for stratum "
+                             f"{_show(labels[s])} of {int(sizes[s])} rows; a pool holds 1 to "
+                             f"all of its stratum's rows.")
+    recycles = policy.may_recycle()
+
+    def fail(message):
+        raise ValueError(f"{where} returned cuts that {message}. Cuts must start at 0, never "
+                         f"decrease along a row and end at most at the stratum's size (its "
+                         f"pool's, with pool_sizes) unless the policy recycles rows "
+                         f"(may_recycle() returns True).")
+
+    bad = np.flatnonzero(wide[:, 0] != 0)
+    if bad.size:
+        s = int(bad[0])
+        fail(f"start at {int(wide[s, 0])} for stratum {_show(labels[s])} (cuts[{s}, 0])")
+    counts = np.diff(wide, axis=1)
+    if (counts < 0).any():
+        s, b = (int(k) for k in np.argwhere(counts < 0)[0])
+        fail(f"decrease for stratum {_show(labels[s])}: cuts[{s}, {b}]={int(wide[s, b])} > "
+             f"cuts[{s}, {b + 1}]={int(wide[s, b + 1])}")
+    limit = sizes if pools is None else pools
+    bad = np.flatnonzero(wide[:, -1] > limit) if not recycles else np.empty(0, np.int64)
+    if bad.size:
+        s = int(bad[0])
+        fail(f"end at {int(wide[s, -1])} for stratum {_show(labels[s])}, which has only "
+             f"{int(limit[s])} rows" + ("" if pools is None else " in its pool"))
+    empty = np.flatnonzero(counts.sum(axis=0) == 0)
+    if empty.size:
+        raise ValueError(f"{where} gives batch {int(empty[0])} no row (of {counts.shape[1]} "
+                         f"batches); every batch must receive at least one row.")
+    if num_batches is not None and counts.shape[1] != num_batches:
+        raise ValueError(f"{where} gives {counts.shape[1]} batches, but epoch 0 has "
+                         f"{num_batches}: num_batches must not depend on the epoch "
+                         f"(len(sampler) relies on it); only the counts may vary.")
+    weights = allocation.row_weights
+    if weights is not None:
+        weights = np.asarray(weights)
+        if weights.shape != (n_strata,) or weights.dtype.kind not in "iuf":
+            raise TypeError(f"{where} returned row_weights of shape {weights.shape} and dtype "
+                            f"{weights.dtype}; they must be None or {n_strata} floats, one "
+                            f"per stratum.")
+        weights = weights.astype(np.float64, copy=False)
+        if not (np.isfinite(weights) & (weights >= 0)).all():
+            fail_at = int(np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))[0])
+            raise ValueError(f"{where} returned row_weights[{fail_at}]={float(weights[fail_at])} for "
+                             f"stratum {_show(labels[fail_at])}; weights must be finite and "
+                             f">= 0.")
+    if cuts.dtype in (np.int32, np.int64) and weights is allocation.row_weights:
+        return allocation
+    return Allocation(small_cuts(wide, np.maximum(sizes, wide[:, -1]))
+                      if cuts.dtype not in (np.int32, np.int64) else cuts, weights,
+                      allocation.pool_sizes)
+
+
+def _is_abstract(cls) -> bool:
+    # ABCMeta sets __abstractmethods__ only after __init_subclass__ has run.
+    return any(getattr(getattr(cls, attribute, None), "__isabstractmethod__", False)
+               for attribute in dir(cls))
 
 
 def registered_policies() -> dict:
@@ -155,10 +308,11 @@ def policy_from_params(name, params) -> Policy:
     """Rebuild a policy from what :meth:`Policy.to_dict` recorded."""
     if not isinstance(name, str) or name not in _REGISTRY:
         known = ", ".join(repr(k) for k in sorted(_REGISTRY))
-        raise ValueError(f"policy name must be one of {known}, got name={name!r}.")
-    if not isinstance(params, dict):
+        raise ValueError(f"policy name must be one of {known}, got name={_show(name)}.")
+    if not isinstance(params, Mapping):
         raise TypeError(f"policy params must be a dict of keyword arguments, got "
-                        f"params={params!r} of type {type(params).__name__}.")
+                        f"params={_show(params)} of type {type(params).__name__}.")
+    params = dict(params)
     policy_class = _REGISTRY[name]
     try:
         inspect.signature(policy_class).bind(**params)

@@ -40,8 +40,18 @@ class FixedSize(Policy):
     name = "fixed_size"
 
     def __init__(self, batch_size, min_per_stratum=1):
-        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
-        self.min_per_stratum = check_int(min_per_stratum, "min_per_stratum", minimum=1)
+        self._batch_size = check_int(batch_size, "batch_size", minimum=1)
+        self._min_per_stratum = check_int(min_per_stratum, "min_per_stratum", minimum=1)
+
+    # Read-only: a policy is hashed and shared (plans, samplers); changing it
+    # in place would change a sampler's len() behind its back.
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
+    @property
+    def min_per_stratum(self) -> int:
+        return self._min_per_stratum
 
     def params(self) -> dict:
         return {"batch_size": self.batch_size, "min_per_stratum": self.min_per_stratum}

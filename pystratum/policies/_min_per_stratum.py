@@ -35,7 +35,12 @@ class MinPerStratum(Policy):
     name = "min_per_stratum"
 
     def __init__(self, m):
-        self.m = check_int(m, "min_samples_per_stratum", minimum=1)
+        self._m = check_int(m, "min_samples_per_stratum", minimum=1)
+
+    @property
+    def m(self) -> int:
+        """Read-only, as every policy parameter (policies are hashed and shared)."""
+        return self._m
 
     def params(self) -> dict:
         return {"m": self.m}
