@@ -55,14 +55,16 @@ show_value = function(x) {
   if (is.null(x)) {
     return("NULL")
   }
-  if (is.integer(x) && !is.object(x) && length(x) == 1L && !is.na(x)) {
+  if (is.integer(x) && !is.object(x) && is.null(dim(x)) && length(x) == 1L && !is.na(x)) {
     return(as.character(x))
   }
   if (is.character(x) && length(x) == 1L && !is.na(x)) {
     return(sprintf("'%s'", x))
   }
-  if (is.double(x) && length(x) == 1L && !is.na(x) && is.finite(x) && x == trunc(x) &&
-    abs(x) < 1e15) {
+  # Classed doubles (Date, POSIXct, difftime) are deparsed: abs() and format()
+  # mean other things for them (abs() of a Date is an error).
+  if (is.double(x) && !is.object(x) && is.null(dim(x)) && length(x) == 1L && !is.na(x) && is.finite(x) &&
+    x == trunc(x) && abs(x) < 1e15) {
     return(format(x, scientific = FALSE))
   }
   text = paste(deparse(x, width.cutoff = 80L, nlines = 2L), collapse = " ")

@@ -78,9 +78,36 @@ print.pystratum_policy = function(x, ...) {
 }
 
 # A policy object, or a number as shorthand for policy_min_per_stratum();
-# anything else is refused as the shorthand's argument, as in Python.
+# anything else is refused as the shorthand's argument, as in Python. A
+# policy of a known name is rebuilt from its parameters, so one whose list
+# was edited by hand (policy$params$batch_size = 0) is checked like a new
+# one; any policy needs a policy_allocate() method.
 as_policy = function(policy) {
-  if (inherits(policy, "pystratum_policy")) policy else policy_min_per_stratum(policy)
+  if (!inherits(policy, "pystratum_policy")) {
+    return(policy_min_per_stratum(policy))
+  }
+  if (is.list(policy) && is.character(policy$name) && length(policy$name) == 1L &&
+    policy$name %in% names(known_policies()) &&
+    identical(class(policy), c(paste0("pystratum_policy_", policy$name), "pystratum_policy"))) {
+    return(policy_from_params(policy$name, policy$params))
+  }
+  if (!is.list(policy) || !is.character(policy$name) || length(policy$name) != 1L ||
+    is.na(policy$name) || !is.list(policy$params)) {
+    abort_type("policy", sprintf(paste0(
+      "a policy must be a list with $name (one string) and $params (a list), as ",
+      "policy_fixed_size() makes; got an object of class %s with names %s."),
+      paste0("'", class(policy), "'", collapse = "/"), show_value(names(policy))))
+  }
+  has_method = any(vapply(class(policy), function(cls) {
+    !is.null(utils::getS3method("policy_allocate", cls, optional = TRUE))
+  }, logical(1L)))
+  if (!has_method) {
+    abort_type("policy", sprintf(paste0(
+      "policy of class %s has no policy_allocate() method. Use policy_fixed_size() or ",
+      "policy_min_per_stratum(), or define policy_allocate.%s(policy, encoded, epoch)."),
+      paste0("'", class(policy), "'", collapse = "/"), class(policy)[[1L]]))
+  }
+  policy
 }
 
 # The policy of a call taking `policy` or the older `min_samples_per_stratum`.
@@ -97,13 +124,146 @@ resolve_policy = function(policy, min_samples_per_stratum) {
   as_policy(policy)
 }
 
-# Rebuild a policy from its name and parameters (the golden vectors' record).
+# The policies the package defines: name -> constructor.
+known_policies = function() {
+  list(min_per_stratum = policy_min_per_stratum, fixed_size = policy_fixed_size,
+    targets = policy_targets, downsample = policy_downsample)
+}
+
+# Rebuild a policy from its name and parameters (the golden vectors' record,
+# the Python bindings). Junk is refused with the classed errors Python's
+# policy_from_params() raises: an unknown name (value error, "name"), params
+# that are not a named list fitting the constructor (type error, "params").
 policy_from_params = function(name, params) {
-  constructor = switch(name, min_per_stratum = policy_min_per_stratum,
-    fixed_size = policy_fixed_size, targets = policy_targets, downsample = policy_downsample,
-    abort_value("name", sprintf(paste0("policy name must be one of 'downsample', 'fixed_size', ",
-      "'min_per_stratum', 'targets', got name=%s."), show_value(name))))
-  do.call(constructor, as.list(params))
+  constructors = known_policies()
+  if (!is.character(name) || length(name) != 1L || is.na(name) ||
+    !(name %in% names(constructors))) {
+    abort_value("name", sprintf("policy name must be one of %s, got name=%s.",
+      paste0("'", sort(names(constructors)), "'", collapse = ", "), show_value(name)))
+  }
+  constructor = constructors[[name]]
+  if (!is.list(params) || is.object(params) || (length(params) > 0L &&
+    (is.null(names(params)) || any(!nzchar(names(params))) || anyDuplicated(names(params))))) {
+    abort_type("params", sprintf(paste0(
+      "policy params must be a list of named arguments, got params=%s."), show_value(params)))
+  }
+  formal_names = names(formals(constructor))
+  unknown = setdiff(names(params), formal_names)
+  required = formal_names[vapply(formals(constructor), function(x) {
+    is.symbol(x) && !nzchar(as.character(x))
+  }, logical(1L))]
+  missing_names = setdiff(required, names(params))
+  if (length(unknown) || length(missing_names)) {
+    abort_type("params", sprintf(paste0(
+      "policy params %s do not fit '%s' (policy_%s(%s)): %s."), show_value(params), name, name,
+      paste(formal_names, collapse = ", "), paste(c(
+        if (length(unknown)) sprintf("unexpected %s", paste0("'", unknown, "'", collapse = ", ")),
+        if (length(missing_names)) sprintf("missing %s",
+          paste0("'", missing_names, "'", collapse = ", "))), collapse = "; ")))
+  }
+  do.call(constructor, params)
+}
+
+# policy_allocate() checked against the contract below: a faulty method is an
+# error naming the policy's class (type error: not a list with a numeric cuts
+# matrix of the right shape; value error: cuts not starting at 0, decreasing,
+# beyond a stratum's size or pool (unless the policy recycles rows), bad
+# pool_sizes, an empty batch, bad row_weights, or (n_batches
+# given: epoch 0's count) a number of batches that moves with the epoch), never
+# wrong batches. The same checks as Python's check_allocation(). Returns the
+# allocation with double cuts.
+checked_allocation = function(policy, encoded, epoch, n_batches = NULL) {
+  allocation = policy_allocate(policy, encoded, epoch)
+  where = sprintf("policy %s: policy_allocate(policy, encoded, epoch = %s)", class(policy)[[1L]],
+    format(epoch, scientific = FALSE))
+  sizes = as.double(encoded$sizes)
+  cuts = if (is.list(allocation)) allocation[["cuts"]]
+  if (!is.list(allocation) || !(is.integer(cuts) || is.double(cuts)) || is.object(cuts) ||
+    !is.matrix(cuts)) {
+    abort_type("policy", sprintf(paste0("%s must return list(cuts = <numeric matrix>, ",
+      "row_weights = NULL or one weight per stratum), got %s."), where,
+      if (is.list(allocation)) sprintf("cuts of class %s", paste(class(cuts), collapse = "/"))
+      else sprintf("an object of class %s", paste(class(allocation), collapse = "/"))))
+  }
+  if (nrow(cuts) != length(sizes) || ncol(cuts) < 2L) {
+    abort_type("policy", sprintf(paste0("%s returned cuts of dimension %d x %d; they must be ",
+      "n_strata x (num_batches + 1) = %d x (B + 1) with B >= 1."), where, nrow(cuts),
+      ncol(cuts), length(sizes)))
+  }
+  fail = function(what) {
+    abort_value("policy", sprintf(paste0("%s returned cuts that %s. Cuts must be whole ",
+      "numbers starting at 0, never decrease along a row and end at most at the stratum's ",
+      "size (its pool's, with pool_sizes) unless the policy recycles rows."), where, what))
+  }
+  if (anyNA(cuts) || any(!is.finite(cuts)) || any(cuts != trunc(cuts))) {
+    fail("are not all whole numbers")
+  }
+  cuts = matrix(as.double(cuts), nrow(cuts))
+  bad = which(cuts[, 1L] != 0)
+  if (length(bad)) {
+    fail(sprintf("start at %s for stratum %s (cuts[%d, 1])", format(cuts[bad[[1L]], 1L],
+      scientific = FALSE), stratum_label(encoded, bad[[1L]]), bad[[1L]]))
+  }
+  counts = cuts[, -1L, drop = FALSE] - cuts[, -ncol(cuts), drop = FALSE]
+  if (any(counts < 0)) {
+    at = which(counts < 0, arr.ind = TRUE)[1L, ]
+    fail(sprintf("decrease for stratum %s: cuts[%d, %d] = %s > cuts[%d, %d] = %s",
+      stratum_label(encoded, at[[1L]]), at[[1L]], at[[2L]], format(cuts[at[[1L]], at[[2L]]],
+        scientific = FALSE), at[[1L]], at[[2L]] + 1L,
+      format(cuts[at[[1L]], at[[2L]] + 1L], scientific = FALSE)))
+  }
+  pools = allocation[["pool_sizes"]]
+  if (!is.null(pools)) {
+    if (!(is.integer(pools) || is.double(pools)) || is.object(pools) ||
+      length(pools) != length(sizes)) {
+      abort_type("policy", sprintf(paste0("%s returned pool_sizes of class %s and length %d; ",
+        "they must be NULL or %d whole numbers, one per stratum."), where,
+        paste(class(pools), collapse = "/"), length(pools), length(sizes)))
+    }
+    bad = which(is.na(pools) | pools != trunc(pools) | pools < 1 | pools > sizes)
+    if (length(bad)) {
+      abort_value("policy", sprintf(paste0("%s returned pool_sizes[%d] = %s for stratum %s of ",
+        "%s rows; a pool holds 1 to all of its stratum's rows."), where, bad[[1L]],
+        format(pools[[bad[[1L]]]]), stratum_label(encoded, bad[[1L]]),
+        format(sizes[[bad[[1L]]]], scientific = FALSE)))
+    }
+  }
+  # Past the pool (or the stratum) only when the policy recycles rows: the
+  # extra passes are drawn for those policies alone.
+  limit = if (is.null(pools)) sizes else as.double(pools)
+  bad = if (policy_may_recycle(policy)) integer(0) else which(cuts[, ncol(cuts)] > limit)
+  if (length(bad)) {
+    fail(sprintf("end at %s for stratum %s, which has only %s rows%s",
+      format(cuts[bad[[1L]], ncol(cuts)], scientific = FALSE),
+      stratum_label(encoded, bad[[1L]]), format(limit[[bad[[1L]]]], scientific = FALSE),
+      if (is.null(pools)) "" else " in its pool"))
+  }
+  empty = which(colSums(counts) == 0)
+  if (length(empty)) {
+    abort_value("policy", sprintf(paste0("%s gives batch %d no row (of %d batches); every ",
+      "batch must receive at least one row."), where, empty[[1L]], ncol(counts)))
+  }
+  if (!is.null(n_batches) && ncol(counts) != n_batches) {
+    abort_value("policy", sprintf(paste0("%s gives %d batches, but epoch 0 has %d: ",
+      "num_batches must not depend on the epoch (the sampler's .length() relies on it); ",
+      "only the counts may vary."), where, ncol(counts), n_batches))
+  }
+  weights = allocation[["row_weights"]]
+  if (!is.null(weights)) {
+    if (!(is.integer(weights) || is.double(weights)) || is.object(weights) ||
+      length(weights) != length(sizes)) {
+      abort_type("policy", sprintf(paste0("%s returned row_weights of class %s and length %d; ",
+        "they must be NULL or %d numbers, one per stratum."), where,
+        paste(class(weights), collapse = "/"), length(weights), length(sizes)))
+    }
+    bad = which(is.na(weights) | !is.finite(weights) | weights < 0)
+    if (length(bad)) {
+      abort_value("policy", sprintf(paste0("%s returned row_weights[%d] = %s for stratum %s; ",
+        "weights must be finite and >= 0."), where, bad[[1L]], format(weights[[bad[[1L]]]]),
+        stratum_label(encoded, bad[[1L]])))
+    }
+  }
+  list(cuts = cuts, row_weights = weights, pool_sizes = pools)
 }
 
 # The allocation of one epoch: list(cuts = S x (B + 1) double matrix of

@@ -391,7 +391,7 @@ pass_draw_order = function(extra, turn) {
 
 # Sizes of the extra draws epoch `epoch` makes after its main permutation.
 epoch_pass_sizes = function(policy, encoded, epoch) {
-  allocation = suppressWarnings(policy_allocate(policy, encoded, epoch),
+  allocation = suppressWarnings(checked_allocation(policy, encoded, epoch),
     classes = "pystratum_stratum_too_small")
   pass_draw_order(extra_passes(allocation, encoded$sizes), first_appearance_turn(encoded))$sizes
 }

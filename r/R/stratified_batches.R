@@ -128,7 +128,7 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch")
     require_torch("stratified_batches(rng = \"torch\")")
   }
   check_strata_are_groups(encoded)
-  allocation = policy_allocate(policy, encoded, epoch)
+  allocation = checked_allocation(policy, encoded, epoch)
   pass_sizes = pass_draw_order(extra_passes(allocation, encoded$sizes),
     first_appearance_turn(encoded))$sizes
   draws = if (!shuffle) c(list(NULL), lapply(pass_sizes, seq_len)) else {

@@ -26,7 +26,7 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   check_strata_are_groups(encoded)
   # Epoch 0's allocation (and any warning) now; later epochs may rotate counts
   # but keep the number of batches.
-  allocation_0 = policy_allocate(policy, encoded, 0)
+  allocation_0 = checked_allocation(policy, encoded, 0)
   counts = counts_from_cuts(allocation_0$cuts)
 
   self = new.env(parent = emptyenv())
@@ -44,7 +44,7 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   self$epochs_served = function() served
   self$next_epoch = function() {
     allocation = if (served == 0L) allocation_0 else
-      suppressWarnings(policy_allocate(policy, encoded, served),
+      suppressWarnings(checked_allocation(policy, encoded, served, n_batches = ncol(counts)),
         classes = "pystratum_stratum_too_small")
     pass_sizes = pass_draw_order(extra_passes(allocation, encoded$sizes),
       first_appearance_turn(encoded))$sizes

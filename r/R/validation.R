@@ -33,9 +33,12 @@ assert_whole_number = function(x, name, minimum = NULL, fix = "", maximum = NULL
     text = paste0(text, ".", if (nzchar(fix)) paste0(" ", fix))
     if (kind == "type") abort_type(name, text) else abort_value(name, text)
   }
-  if (!(is.integer(x) || is.double(x)) || is.object(x) || length(x) != 1L) {
+  # A 1 x 1 matrix is refused like Python's 1-element arrays; names are
+  # dropped (x["a"] is an ordinary way to get a number in R).
+  if (!(is.integer(x) || is.double(x)) || is.object(x) || length(x) != 1L || !is.null(dim(x))) {
     fail("type", "a single whole number")
   }
+  x = unname(x)
   # NaN and NA_real_ are doubles that are not whole numbers: type errors, as
   # Python's float('nan'); a missing integer is a missing value.
   if (is.integer(x) && is.na(x)) {
