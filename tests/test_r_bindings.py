@@ -80,3 +80,28 @@ def test_batch_sampler_takes_a_policy_object(r_session):
     assert raised.value.argument == "rng"
 
 
+
+
+def test_a_policy_r_does_not_know_is_a_python_error_naming_it(r_session, capfd):
+    from pystratum.policies import Allocation, Policy, _base
+
+    class PythonOnly(Policy):
+        name = "test_python_only"
+
+        def params(self):
+            return {"k": 2}
+
+        def allocate(self, strata, epoch):
+            return Allocation(np.stack([np.zeros_like(strata.sizes), strata.sizes], axis=1))
+
+    try:
+        for call in (lambda: pr.stratified_batches(["a", "b"] * 5, PythonOnly(), seed=1),
+                     lambda: pr.batch_sampler_stratified(PythonOnly(), seed=1)):
+            with pytest.raises(ValueError, match=r"^policy PythonOnly\(k=2\) cannot be rebuilt "
+                                                 r"by the R package.*'test_python_only'") as raised:
+                call()
+            assert raised.value.argument == "policy"
+        # Captured: nothing is printed on R's console.
+        assert "Error" not in capfd.readouterr().err
+    finally:
+        _base._REGISTRY.pop("test_python_only")

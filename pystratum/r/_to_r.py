@@ -26,6 +26,8 @@ from .._strata import (
 from .._streams import RNG_CHOICES
 from .._validation import check_bool, check_choice, check_int
 from ..policies import Policy, as_policy
+from ._conditions import RError, raise_r_conditions
+from ._from_r import field
 from ._rvalues import R_DOUBLE_EXACT_MAX, R_INT_MAX, to_r_index
 
 __all__ = ["argument_to_r", "check_python_types", "policy_arguments", "strata_to_r"]
@@ -65,8 +67,23 @@ def policy_arguments(session, policy):
     params = session.ro.vectors.ListVector({
         key: argument_to_r(session, value, key) for key, value in record["params"].items()
     })
-    rebuild = session.bridge("policy_from_params")
-    return {"policy": rebuild(session.ri.StrSexpVector([record["name"]]), params)}
+    # Captured, not signalled: a policy R does not know (defined in Python
+    # only) is an error naming the policy, not an R error printed on the console.
+    outcome = session.bridge("bridge_call_capturing")(
+        session.bridge("policy_from_params"),
+        session.ro.vectors.ListVector({"name": session.ri.StrSexpVector([record["name"]]),
+                                       "params": params}))
+    try:
+        raise_r_conditions(outcome, stacklevel=3)
+    except (TypeError, ValueError, RError) as error:
+        exception = ValueError(
+            f"policy {policy!r} cannot be rebuilt by the R package (name {record['name']!r}, "
+            f"params {record['params']!r}): {error} Use a policy both languages define "
+            f"(pystratum.policies.MinPerStratum, FixedSize), or the Python core."
+        )
+        exception.argument = "policy"
+        raise exception from None
+    return {"policy": field(outcome, "value")}
 
 
 def _named(check, value, name, **kwargs):
