@@ -440,6 +440,44 @@ def test_same_errors_as_r(r_session, config):
     assert_same(config, r_side, py_side)
 
 
+# Bad policy parameters: the Python constructor and the R constructor refuse
+# them with the same error class blaming the same argument. (A whole float such
+# as 2.0 is left out: R has no int/float distinction, so R's 2 is valid.)
+POLICY_BAD_VALUES = [
+    ("zero", 0, "0"), ("negative", -3, "-3"), ("negative-int64", np.int64(-1), "-1L"),
+    ("fraction", 2.5, "2.5"), ("infinite", math.inf, "Inf"), ("minus-infinite", -math.inf, "-Inf"),
+    ("nan", math.nan, "NaN"), ("string", "2", "'2'"), ("bool", True, "TRUE"), ("none", None, "NULL"),
+    ("vector", [1, 2], "c(1, 2)"), ("minus-2^31", -(2**31), "-2^31"),
+]
+POLICY_CONSTRUCTORS = [  # (Python class, R constructor, parameter, other arguments)
+    (pystratum.FixedSize, "policy_fixed_size", "batch_size", {}),
+    (pystratum.FixedSize, "policy_fixed_size", "min_per_stratum", {"batch_size": 4}),
+    (pystratum.MinPerStratum, "policy_min_per_stratum", "m", {}),
+]
+
+
+@pytest.mark.parametrize("constructor", POLICY_CONSTRUCTORS,
+                         ids=[f"{c[1]}-{c[2]}" for c in POLICY_CONSTRUCTORS])
+@pytest.mark.parametrize("case", POLICY_BAD_VALUES, ids=[c[0] for c in POLICY_BAD_VALUES])
+def test_same_errors_as_r_for_bad_policy_parameters(r_session, constructor, case):
+    from pystratum.r._conditions import raise_r_conditions
+
+    py_class, r_name, parameter, others = constructor
+    _, value, r_literal = case
+    with pytest.raises((TypeError, ValueError)) as py_error:
+        py_class(**others, **{parameter: value})
+    r_arguments = ", ".join([f"{k} = {v}" for k, v in others.items()]
+                            + [f"{parameter} = {r_literal}"])
+    with r_session.calling():
+        outcome = r_session.ro.r(
+            f"pystratum:::bridge_call_capturing(pystratum::{r_name}, list({r_arguments}))")
+        with pytest.raises((TypeError, ValueError)) as r_error:
+            raise_r_conditions(outcome, stacklevel=1)
+    assert type(r_error.value) is type(py_error.value), (r_error.value, py_error.value)
+    assert r_error.value.argument == _leading_name(str(py_error.value)), (r_error.value,
+                                                                          py_error.value)
+
+
 def test_configurations_cover_the_brief():
     """The generated set spans what the comparison promises (guards the generator)."""
     configs = RANDOM_CONFIGS
