@@ -77,6 +77,12 @@ def test_anything_but_an_int_or_a_policy_is_refused_as_min_samples_per_stratum(v
         as_policy(value)
 
 
+def test_a_policy_class_instead_of_an_instance_says_to_call_it():
+    with pytest.raises(TypeError, match=r"^min_samples_per_stratum must be an integer.*the class "
+                                        r"FixedSize itself: call it"):
+        pystratum.stratified_batches([0, 1] * 5, FixedSize, seed=1)
+
+
 def test_an_int_is_shorthand_for_min_per_stratum_everywhere():
     labels = np.repeat([0, 1, 2], [30, 7, 12])
     for shorthand in (3, np.int16(3)):

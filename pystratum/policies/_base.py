@@ -332,9 +332,11 @@ def as_policy(policy) -> Policy:
         return policy
     from ._min_per_stratum import MinPerStratum
 
-    check_int(policy, "min_samples_per_stratum", minimum=1,
-              fix="Pass an int (at least m rows of every stratum per batch) or a policy "
-                  "object such as pystratum.policies.FixedSize(batch_size=64).")
+    fix = ("Pass an int (at least m rows of every stratum per batch) or a policy object such "
+           "as pystratum.policies.FixedSize(batch_size=64).")
+    if isinstance(policy, type) and issubclass(policy, Policy):
+        fix = f"That is the class {policy.__name__} itself: call it, e.g. {policy.__name__}(...)."
+    check_int(policy, "min_samples_per_stratum", minimum=1, fix=fix)
     return MinPerStratum(policy)
 
 

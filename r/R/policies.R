@@ -50,10 +50,15 @@ NULL
 #' @rdname policies
 #' @export
 policy_min_per_stratum = function(m) {
-  m = assert_whole_number(m, "min_samples_per_stratum", minimum = 1,
-    fix = paste("Pass a number (at least m rows of every stratum per batch) or a policy",
-      "such as policy_fixed_size(batch_size = 64)."))
-  new_policy("min_per_stratum", list(m = m))
+  fix = if (is.function(m)) {
+    "That is a function: call it, e.g. policy_fixed_size(batch_size = 64)."
+  } else {
+    paste("Pass a number (at least m rows of every stratum per batch) or a policy",
+      "such as policy_fixed_size(batch_size = 64).")
+  }
+  m = assert_whole_number(m, "min_samples_per_stratum", minimum = 1, fix = fix)
+  # Parameters are stored as doubles: 5L and 5 give identical() policies.
+  new_policy("min_per_stratum", list(m = as.double(m)))
 }
 
 #' @rdname policies
@@ -61,7 +66,8 @@ policy_min_per_stratum = function(m) {
 policy_fixed_size = function(batch_size, min_per_stratum = 1) {
   batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1)
   min_per_stratum = assert_whole_number(min_per_stratum, "min_per_stratum", minimum = 1)
-  new_policy("fixed_size", list(batch_size = batch_size, min_per_stratum = min_per_stratum))
+  new_policy("fixed_size", list(batch_size = as.double(batch_size),
+    min_per_stratum = as.double(min_per_stratum)))
 }
 
 new_policy = function(name, params) {

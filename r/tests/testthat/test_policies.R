@@ -116,7 +116,10 @@ test_that("policy parameters of every odd type are refused like Python's (class 
     expect_pystratum_error(policy_fixed_size(5, bad), "value_error", "min_per_stratum")
   }
   # Integers and whole doubles, named or not, give the same policy; 2^31 and 2^70 are fine.
-  expect_identical(policy_fixed_size(c(a = 5L), 2), policy_fixed_size(5L, 2))
+  expect_identical(policy_fixed_size(c(a = 5L), 2L), policy_fixed_size(5, 2))
+  expect_identical(policy_min_per_stratum(3L), policy_min_per_stratum(3))
+  expect_pystratum_error(stratified_batches(rep(c("a", "b"), 5), policy_fixed_size, seed = 1),
+    "type_error", "min_samples_per_stratum", "That is a function: call it")
   expect_identical(policy_fixed_size(2^31)$params$batch_size, 2^31)
   expect_length(stratified_batches(rep(c("a", "b"), c(30L, 10L)), policy_fixed_size(2^70),
     seed = 1), 1L)
