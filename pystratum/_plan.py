@@ -248,7 +248,7 @@ def row_weights(encoded: EncodedStrata, policy: Policy) -> np.ndarray:
     are the same in every epoch; ``BatchPlan.weights`` is this table read in
     the plan's order.
     """
-    allocation = policy.allocate(encoded, 0)
+    allocation = check_allocation(policy.allocate(encoded, 0), encoded, policy, 0)
     if allocation.row_weights is None:
         return np.ones(encoded.n_rows, dtype=np.float64)
     return np.asarray(allocation.row_weights, dtype=np.float64)[encoded.codes]

@@ -127,3 +127,44 @@ def test_fixed_size_two_rank_ddp(tmp_path, labels):
         real = [served[r][j] for j in range(len(served[0])) for r in range(2)
                 if j * 2 + r < len(plan)]
         check_fixed_size(real, labels, len(plan))
+
+
+def test_a_policy_whose_batch_count_moves_with_the_epoch_is_an_error_not_a_wrong_len():
+    from pystratum.policies import Allocation, Policy, _base
+
+    class Growing(Policy):
+        name = "test_growing"
+
+        def params(self):
+            return {}
+
+        def allocate(self, strata, epoch):
+            edges = np.arange(epoch + 2, dtype=np.int64)
+            return Allocation(strata.sizes[:, None] * edges[None, :] // (epoch + 1))
+
+    try:
+        sampler = StratifiedBatchSampler(np.repeat([0, 1], [30, 20]), Growing(), seed=1)
+        assert len(sampler) == 1 and len(list(sampler)) == 1
+        with pytest.raises(ValueError, match=r"^policy Growing: .*2 batches, but epoch 0 has 1"):
+            list(sampler)
+    finally:
+        _base._REGISTRY.pop("test_growing")
+
+
+def test_a_faulty_policy_is_refused_when_the_sampler_is_built():
+    from pystratum.policies import Allocation, Policy, _base
+
+    class Negative(Policy):
+        name = "test_negative"
+
+        def params(self):
+            return {}
+
+        def allocate(self, strata, epoch):
+            return Allocation(np.stack([-np.ones_like(strata.sizes), strata.sizes], axis=1))
+
+    try:
+        with pytest.raises(ValueError, match=r"^policy Negative: .*start at -1"):
+            StratifiedBatchSampler(np.repeat([0, 1], [30, 20]), Negative(), seed=1)
+    finally:
+        _base._REGISTRY.pop("test_negative")

@@ -25,7 +25,7 @@ from .._sharding import rank_batch_count, rank_batch_indices
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
 from .._validation import check_bool, check_choice, check_int
-from ..policies import MinPerStratum, StratumTooSmallWarning
+from ..policies import MinPerStratum, StratumTooSmallWarning, check_allocation
 from ._distributed import resolve_replicas, resolve_seed
 from ._epoch import EpochBatches, EpochIterator, EpochSetter
 from ._guards import check_dataset_length, check_iterating_caller, single_batch_error
@@ -146,7 +146,8 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         # Warn once, here, pointing at the caller's line; epochs do not repeat it.
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StratumTooSmallWarning)
-            num_batches = self.policy.allocate(self._encoded, 0).num_batches
+            num_batches = check_allocation(self.policy.allocate(self._encoded, 0),
+                                           self._encoded, self.policy, 0).num_batches
         too_small = [w for w in caught if issubclass(w.category, StratumTooSmallWarning)]
         if too_small and not self.allow_single_batch:
             raise single_batch_error(str(too_small[0].message), n_rows)
@@ -386,8 +387,9 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         with warnings.catch_warnings():
             # Already said once, at construction.
             warnings.simplefilter("ignore", StratumTooSmallWarning)
+            # num_batches: len(self) was promised at construction, for every epoch.
             return plan_from_stream(self._encoded, self.policy, self._stream,
-                                    epoch=epoch, rng=self.rng)
+                                    epoch=epoch, rng=self.rng, num_batches=self.num_batches)
 
     def _rank_batches(self, epoch: int, start: int) -> EpochBatches:
         """This rank's batches of ``epoch`` as (order, bounds) int64 arrays."""
