@@ -11,7 +11,10 @@ Configurations are generated deterministically (numpy Generator, fixed seed):
 to above the smallest stratum, shuffle on/off, seeds negative, at the int32
 limits and beyond them, epochs 0-3, single- and multi-column strata of ints,
 doubles, strings, factors (pandas categoricals) and logicals, plus a list of
-bad inputs.
+bad inputs. ``FixedSize``, ``Targets`` and ``Downsample`` have generated
+configurations of their own; for the sampling policies the importance
+weights (R's ``attr(batches, "weights")``, through ``return_weights=True``)
+must be identical too, and bad parameters fail alike in both constructors.
 
 These tests need R, rpy2 and the R package: without them they FAIL with the
 install command (CI installs all three). Only the R-torch comparison skips,
@@ -337,8 +340,133 @@ def fixed_size_configs(count=60, seed=CONFIG_SEED + 1):
     return configs
 
 
+def _stratum_labels(strata):
+    """The core's labels of ``strata`` (tuples for several columns), in code order."""
+    from pystratum._strata import encode_strata
+
+    return list(encode_strata(strata).labels)
+
+
+def _random_shares(gen, labels):
+    """A shares dict over ``labels`` (some 0, adding up to 1), or ``"balanced"``."""
+    from pystratum.policies._shares import label_key
+
+    # An empty label cannot name an element of an R list: the bindings refuse
+    # it (tests/test_r_bindings.py), so generated dicts avoid it.
+    if gen.random() < 0.35 or "" in [label_key(label) for label in labels]:
+        return "balanced"
+    weights = gen.integers(1, 20, len(labels)).astype(np.float64)
+    if len(labels) > 1 and gen.random() < 0.3:
+        weights[int(gen.integers(0, len(labels)))] = 0.0
+    shares = weights / weights.sum()
+    # Keys as the labels themselves (int, str, bool, float, tuple): both sides
+    # match them by their text.
+    return {label: float(share) for label, share in zip(labels, shares)}
+
+
+def _random_sampling_policy(gen, labels, sizes, kind):
+    positive_max = len(labels)
+    batch_size = int(gen.choice([max(1, positive_max - 1), positive_max,
+                                 positive_max + int(gen.integers(0, 30)),
+                                 int(gen.integers(1, 120))], p=[0.1, 0.2, 0.4, 0.3]))
+    epoch = gen.choice(["largest", "smallest", "int"], p=[0.45, 0.35, 0.2])
+    epoch = int(gen.integers(1, 12)) if epoch == "int" else str(epoch)
+    def targets(shares):
+        # A dict's too-small batch_size fails in the constructor (compared in
+        # test_same_errors_as_r_for_bad_sampling_parameters); "balanced" fails
+        # at allocation, which both sides must do alike.
+        if shares != "balanced":
+            batch_size_ok = max(batch_size, sum(share > 0 for share in shares.values()))
+            return pystratum.policies.Targets(shares, batch_size_ok, epoch)
+        return pystratum.policies.Targets(shares, batch_size, epoch)
+
+    if kind == "targets":
+        return targets(_random_shares(gen, labels))
+    from pystratum.policies._shares import label_key
+
+    nameable = [k for k, label in enumerate(labels) if label_key(label) != ""]
+    if not nameable:
+        return pystratum.policies.Targets("balanced", batch_size, epoch)
+    chosen = gen.choice(nameable, int(gen.integers(1, len(nameable) + 1)), replace=False)
+    keep = {labels[int(k)]: float(gen.choice([1.0, 0.5, 0.05, 0.3333, float(gen.uniform(0.01, 1))]))
+            for k in chosen}
+    base = gen.choice(["int", "fixed", "targets"])
+    if base == "int":
+        base = int(gen.integers(1, 4))
+    elif base == "fixed":
+        base = pystratum.FixedSize(int(gen.integers(1, 4 * positive_max + 40)))
+    else:
+        base = targets("balanced" if gen.random() < 0.5 else _random_shares(gen, labels))
+    return pystratum.policies.Downsample(keep, base)
+
+
+def sampling_configs(count=70, seed=CONFIG_SEED + 2):
+    """Targets and Downsample on generated strata: shares, batch sizes, epoch modes, keeps."""
+    gen = np.random.default_rng(seed)
+    configs = []
+    for k in range(count):
+        kind = "targets" if k % 2 == 0 else "downsample"
+        n_strata = int(gen.integers(1, 6))
+        sizes = _stratum_sizes(gen, int(gen.integers(2, 1500)), n_strata,
+                               float(np.exp(gen.uniform(0, np.log(100)))))
+        codes, layout = _row_codes(gen, sizes)
+        columns, kinds = _strata_columns(gen, codes, sizes.shape[0], int(gen.choice([1, 1, 2])))
+        strata, container = _wrap(gen, columns, kinds)
+        labels = _stratum_labels(strata)
+        policy = _random_sampling_policy(gen, labels, sizes, kind)
+        shuffle = bool(gen.random() < 0.9)
+        seed_value = (_seed(gen) if gen.random() < 0.9 else int(gen.integers(0, 100))) \
+            if shuffle else None
+        epoch = int(gen.integers(0, 4)) if shuffle else 0
+        configs.append(Config(
+            id=f"{kind}{k:02d}-N{codes.shape[0]}-S{sizes.shape[0]}-{'+'.join(kinds)}",
+            strata=strata, m=policy, seed=seed_value, epoch=epoch, shuffle=shuffle,
+            describe=f"N={codes.shape[0]} S={sizes.shape[0]} {layout} {'+'.join(kinds)} "
+                     f"{policy!r} {container} seed={seed_value} epoch={epoch}"))
+    return configs
+
+
+def sampling_edge_configs():
+    """Hand-picked Targets/Downsample cases, good and bad (same batches or same error)."""
+    Targets, Downsample = pystratum.policies.Targets, pystratum.policies.Downsample
+    binary = np.repeat([1, 0], [30, 970])
+    labels = np.repeat(["pos", "neg", "mid"], [12, 300, 40])
+    flags = np.tile([True, False, False, False], 50)
+    cases = [
+        ("dual-sampler", binary, Targets({1: 0.5, 0: 0.5}, 64), dict(seed=1, epoch=2)),
+        ("balanced-str", labels, Targets("balanced", 9), dict(seed=-4)),
+        ("balanced-bool", flags, Targets("balanced", 4, epoch="smallest"), dict(seed=8)),
+        ("bool-keys", flags, Targets({True: 0.25, False: 0.75}, 8), dict(seed=3)),
+        ("zero-share", labels, Targets({"pos": 0.5, "neg": 0.5, "mid": 0}, 10), dict(seed=5)),
+        ("int-epoch", labels, Targets("balanced", 6, epoch=40), dict(seed=6, epoch=3)),
+        ("no-shuffle", labels, Targets("balanced", 6), dict(shuffle=False)),
+        ("downsample-neg", binary, Downsample({0: 0.1}, Targets({1: 0.5, 0: 0.5}, 20)),
+         dict(seed=2, epoch=1)),
+        ("downsample-fixed", labels, Downsample({"neg": 0.2}, pystratum.FixedSize(25)),
+         dict(seed=9)),
+        ("downsample-int", labels, Downsample({"neg": 0.05, "mid": 0.5}, 2), dict(seed=10)),
+        ("two-columns",
+         pd.DataFrame({"y": np.tile([0, 1], 60), "g": np.repeat(["a", "b", "c"], 40)}),
+         Targets({(0, "a"): 0.1, (1, "a"): 0.2, (0, "b"): 0.2, (1, "b"): 0.2, (0, "c"): 0.15,
+                  (1, "c"): 0.15}, 12), dict(seed=11)),
+        # Wrong in both languages, found once the strata are known.
+        ("bad-unknown-label", labels, Targets({"pos": 0.5, "nope": 0.5}, 10), dict(seed=1)),
+        ("bad-missing-label", labels, Targets({"pos": 0.5, "neg": 0.5}, 10), dict(seed=1)),
+        ("bad-balanced-too-small", labels, Targets("balanced", 2), dict(seed=1)),
+        ("bad-smallest-empty", labels, Targets("balanced", 90, epoch="smallest"), dict(seed=1)),
+        ("bad-keep-unknown", labels, Downsample({"zzz": 0.5}, 1), dict(seed=1)),
+        ("bad-keep-int-vs-str", binary, Downsample({"one": 0.5}, 1), dict(seed=1)),
+        ("bad-seed-beyond", binary, Targets("balanced", 4), dict(seed=2**31)),
+        ("bad-epoch-no-shuffle", binary, Targets("balanced", 4), dict(shuffle=False, epoch=1)),
+    ]
+    return [Config(id=f"sampling-{name}", strata=strata, m=policy, describe=f"{policy!r} {kw!r}",
+                   **{"seed": None, "epoch": 0, "shuffle": True, **kw})
+            for name, strata, policy, kw in cases]
+
+
 RANDOM_CONFIGS = random_configs()
 FIXED_SIZE_CONFIGS = fixed_size_configs()
+SAMPLING_CONFIGS = sampling_configs() + sampling_edge_configs()
 EDGE_CONFIGS = edge_configs()
 BAD_CONFIGS = bad_input_configs()
 
@@ -350,6 +478,7 @@ BAD_CONFIGS = bad_input_configs()
 @dataclass
 class Outcome:
     batches: list | None = None
+    weights: list | None = None
     error: type | None = None
     argument: str | None = None
     message: str = ""
@@ -367,7 +496,10 @@ def run(function, config, *, from_r):
         warnings.simplefilter("always")
         try:
             batches = function(config.strata, config.m, **config.keywords())
-            outcome = Outcome(batches=batches)
+            weights = None
+            if isinstance(batches, tuple):
+                batches, weights = batches
+            outcome = Outcome(batches=batches, weights=weights)
         except (TypeError, ValueError) as error:
             # R's errors carry the argument; the core's messages start with it.
             argument = getattr(error, "argument", None) if from_r else _leading_name(str(error))
@@ -403,6 +535,14 @@ def assert_same(config, r_side, py_side):
                         f"R {r_flat[first:first + 5]}, Python {py_flat[first:first + 5]}")
         for batch in r_side.batches:
             assert batch.dtype == np.int64
+        assert (r_side.weights is None) == (py_side.weights is None), (
+            f"{where} weights: R {r_side.weights is not None}, Python "
+            f"{py_side.weights is not None}")
+        if r_side.weights is not None:
+            r_weights, py_weights = np.concatenate(r_side.weights), np.concatenate(py_side.weights)
+            assert [w.shape[0] for w in r_side.weights] == r_sizes
+            # Both divide the same two doubles (N_s / k_s): equal to the last bit.
+            np.testing.assert_array_equal(r_weights, py_weights, err_msg=where)
     assert r_side.too_small == py_side.too_small, (
         f"{where} stratum-too-small warning: R {r_side.too_small}, Python {py_side.too_small}"
     )
@@ -428,6 +568,38 @@ def test_fixed_size_configurations_reach_both_outcomes():
     outcomes = [run(pystratum.stratified_batches, c, from_r=False) for c in FIXED_SIZE_CONFIGS]
     assert sum(o.error is not None for o in outcomes) >= 5
     assert sum(o.error is None and len(o.batches) > 1 for o in outcomes) >= 30
+
+
+def _r_with_weights(strata, policy, **keywords):
+    return pr.stratified_batches(strata, policy, return_weights=True, **keywords)
+
+
+def _core_with_weights(strata, policy, **keywords):
+    plan = pystratum.plan_batches(strata, policy, **keywords)
+    weights = None if plan.weights is None else [plan.batch_weights(b) for b in range(len(plan))]
+    return plan.batches, weights
+
+
+@pytest.mark.parametrize("config", SAMPLING_CONFIGS, ids=[c.id for c in SAMPLING_CONFIGS])
+def test_same_sampling_batches_and_weights_as_r(r_session, config):
+    r_side = run(_r_with_weights, config, from_r=True)
+    py_side = run(_core_with_weights, config, from_r=False)
+    assert_same(config, r_side, py_side)
+
+
+def test_sampling_configurations_reach_every_outcome():
+    """The generated Targets/Downsample set is not all errors (guards the generator)."""
+    outcomes = {c.id: run(_core_with_weights, c, from_r=False) for c in SAMPLING_CONFIGS}
+    good = [i for i, o in outcomes.items() if o.error is None]
+    assert sum(i.startswith("targets") for i in good) >= 20
+    assert sum(i.startswith("downsample") for i in good) >= 20
+    assert sum(outcomes[i].weights is not None for i in good) >= 20
+    assert sum(o.error is not None for o in outcomes.values()) >= 8
+    assert all(outcomes[i].error is not None for i in outcomes if i.startswith("sampling-bad"))
+    text = " ".join(c.describe for c in SAMPLING_CONFIGS)
+    for needle in ("'largest'", "'smallest'", "epoch=3", "'balanced'", "'TRUE'", "shuffle",
+                   "fixed_size", "min_per_stratum", "'targets'"):
+        assert needle in text, needle
 
 
 @pytest.mark.parametrize("config", BAD_CONFIGS, ids=[c.id for c in BAD_CONFIGS])
@@ -471,6 +643,62 @@ def test_same_errors_as_r_for_bad_policy_parameters(r_session, constructor, case
     with r_session.calling():
         outcome = r_session.ro.r(
             f"pystratum:::bridge_call_capturing(pystratum::{r_name}, list({r_arguments}))")
+        with pytest.raises((TypeError, ValueError)) as r_error:
+            raise_r_conditions(outcome, stacklevel=1)
+    assert type(r_error.value) is type(py_error.value), (r_error.value, py_error.value)
+    assert r_error.value.argument == _leading_name(str(py_error.value)), (r_error.value,
+                                                                          py_error.value)
+
+
+# Bad Targets/Downsample parameters (refused by the constructors): (id, Python
+# call, R call), same error class and blamed argument.
+SAMPLING_BAD_PARAMETERS = [
+    ("shares-negative", lambda T, D: T({"a": -0.5, "b": 1.5}, 4),
+     "policy_targets(c(a = -0.5, b = 1.5), 4)"),
+    ("shares-sum", lambda T, D: T({"a": 0.3, "b": 0.3}, 4),
+     "policy_targets(c(a = 0.3, b = 0.3), 4)"),
+    ("shares-number", lambda T, D: T(5, 4), "policy_targets(5, 4)"),
+    ("shares-word", lambda T, D: T("uniform", 4), "policy_targets('uniform', 4)"),
+    ("shares-empty", lambda T, D: T({}, 4), "policy_targets(list(), 4)"),
+    ("shares-text-value", lambda T, D: T({"a": "1"}, 4), "policy_targets(list(a = '1'), 4)"),
+    ("shares-nan", lambda T, D: T({"a": math.nan, "b": 1}, 4),
+     "policy_targets(c(a = NaN, b = 1), 4)"),
+    ("shares-below-resolution", lambda T, D: T({"a": 1e-8, "b": 1 - 1e-8}, 4),
+     "policy_targets(c(a = 1e-8, b = 1 - 1e-8), 4)"),
+    ("shares-twice", lambda T, D: T({1: 0.5, "1": 0.5}, 4),
+     "policy_targets(setNames(c(0.5, 0.5), c('1', '1')), 4)"),
+    ("batch-size-below-strata", lambda T, D: T({"a": 0.5, "b": 0.5}, 1),
+     "policy_targets(c(a = 0.5, b = 0.5), 1)"),
+    ("batch-size-zero", lambda T, D: T("balanced", 0), "policy_targets('balanced', 0)"),
+    ("batch-size-fraction", lambda T, D: T("balanced", 2.5), "policy_targets('balanced', 2.5)"),
+    ("batch-size-text", lambda T, D: T("balanced", "2"), "policy_targets('balanced', '2')"),
+    ("epoch-word", lambda T, D: T("balanced", 4, "biggest"),
+     "policy_targets('balanced', 4, 'biggest')"),
+    ("epoch-zero", lambda T, D: T("balanced", 4, 0), "policy_targets('balanced', 4, 0)"),
+    ("epoch-fraction", lambda T, D: T("balanced", 4, 1.5), "policy_targets('balanced', 4, 1.5)"),
+    ("keep-zero", lambda T, D: D({"a": 0}, 1), "policy_downsample(c(a = 0), 1)"),
+    ("keep-above-one", lambda T, D: D({"a": 1.5}, 1), "policy_downsample(c(a = 1.5), 1)"),
+    ("keep-negative", lambda T, D: D({"a": -0.1}, 1), "policy_downsample(c(a = -0.1), 1)"),
+    ("keep-nan", lambda T, D: D({"a": math.nan}, 1), "policy_downsample(c(a = NaN), 1)"),
+    ("keep-empty", lambda T, D: D({}, 1), "policy_downsample(list(), 1)"),
+    ("keep-unnamed", lambda T, D: D([0.5], 1), "policy_downsample(0.5, 1)"),
+    ("keep-text-value", lambda T, D: D({"a": "x"}, 1), "policy_downsample(list(a = 'x'), 1)"),
+    ("base-zero", lambda T, D: D({"a": 0.5}, 0), "policy_downsample(c(a = 0.5), 0)"),
+]
+
+
+@pytest.mark.parametrize("case", SAMPLING_BAD_PARAMETERS,
+                         ids=[c[0] for c in SAMPLING_BAD_PARAMETERS])
+def test_same_errors_as_r_for_bad_sampling_parameters(r_session, case):
+    from pystratum.r._conditions import raise_r_conditions
+
+    _, python_call, r_call = case
+    with pytest.raises((TypeError, ValueError)) as py_error:
+        python_call(pystratum.policies.Targets, pystratum.policies.Downsample)
+    function, arguments = r_call.split("(", 1)
+    with r_session.calling():
+        outcome = r_session.ro.r(
+            f"pystratum:::bridge_call_capturing(pystratum::{function}, list({arguments[:-1]}))")
         with pytest.raises((TypeError, ValueError)) as r_error:
             raise_r_conditions(outcome, stacklevel=1)
     assert type(r_error.value) is type(py_error.value), (r_error.value, py_error.value)

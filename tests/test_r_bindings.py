@@ -105,3 +105,44 @@ def test_a_policy_r_does_not_know_is_a_python_error_naming_it(r_session, capfd):
         assert "Error" not in capfd.readouterr().err
     finally:
         _base._REGISTRY.pop("test_python_only")
+
+
+def test_sampling_policies_reach_r_with_their_dict_parameters(r_session):
+    """shares, keep and a nested base record become named R lists policy_from_params reads."""
+    from pystratum.policies import Downsample, Targets
+
+    strata = np.repeat(["pos", "neg", "mid"], [6, 60, 14])
+    policies = [Targets({"pos": 0.5, "neg": 0.25, "mid": 0.25}, 8),
+                Downsample({"neg": 0.1}, Targets("balanced", 6, epoch="smallest")),
+                Downsample({"neg": 0.5, "mid": 1}, pystratum.FixedSize(20))]
+    for policy in policies:
+        r_batches, r_weights = pr.stratified_batches(strata, policy, seed=4, epoch=1,
+                                                     return_weights=True)
+        plan = pystratum.plan_batches(strata, policy, seed=4, epoch=1, rng="R")
+        assert len(r_batches) == len(plan)
+        for b, batch in enumerate(r_batches):
+            np.testing.assert_array_equal(batch, plan[b])
+            if plan.weights is None:
+                assert r_weights is None
+            else:
+                np.testing.assert_array_equal(r_weights[b], plan.batch_weights(b))
+    # Downsampled rows carry N_s / k_s = 60 / 6 in R too.
+    _, weights = pr.stratified_batches(strata, policies[1], seed=4, return_weights=True)
+    assert sorted(set(np.concatenate(weights).tolist())) == [1.0, 10.0]
+
+
+def test_return_weights_is_none_without_weights_and_must_be_a_bool(r_session):
+    batches, weights = pr.stratified_batches(["a", "b"] * 10, 2, seed=1, return_weights=True)
+    assert weights is None and len(batches) == 5
+    with pytest.raises(TypeError, match="^return_weights must be True or False") as raised:
+        pr.stratified_batches(["a", "b"] * 10, 2, seed=1, return_weights=1)
+    assert raised.value.argument == "return_weights"
+
+
+def test_an_empty_label_in_shares_is_refused_naming_the_policy(r_session):
+    from pystratum.policies import Targets
+
+    with pytest.raises(ValueError, match=r"^policy cannot be passed to R: its parameter "
+                                         r".shares. names a stratum by the empty label") as raised:
+        pr.stratified_batches(["", "a"] * 10, Targets({"": 0.5, "a": 0.5}, 4), seed=1)
+    assert raised.value.argument == "policy"

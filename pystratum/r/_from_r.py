@@ -10,7 +10,7 @@ import numpy as np
 
 from ._rvalues import from_r_index
 
-__all__ = ["batches_from_r", "field", "first_string", "task_frame_from_r"]
+__all__ = ["batches_from_r", "field", "first_string", "task_frame_from_r", "weights_from_r"]
 
 
 def _null():
@@ -58,6 +58,20 @@ def batches_from_r(outcome, r_function: str) -> list:
     if sizes.size == 0:
         return []
     return np.split(positions, np.cumsum(sizes[:-1]))
+
+
+def weights_from_r(outcome, batches) -> list | None:
+    """``attr(batches, "weights")`` as float64 arrays parallel to ``batches``, or None."""
+    from ._conditions import RError
+
+    if not bool(field(outcome, "has_weights")[0]):
+        return None
+    flat = np.asarray(field(outcome, "weights_flat"), dtype=np.float64)
+    sizes = [batch.shape[0] for batch in batches]
+    if flat.shape[0] != sum(sizes) or not bool(field(outcome, "weights_aligned")[0]):
+        raise RError("R's pystratum::stratified_batches returned weights that are not "
+                     "parallel to its batches.")
+    return np.split(flat, np.cumsum(sizes[:-1])) if sizes else []
 
 
 def task_frame_from_r(found, pandas):

@@ -64,9 +64,11 @@ def policy_arguments(session, policy):
         return {"min_samples_per_stratum": argument_to_r(session, policy,
                                                          "min_samples_per_stratum")}
     record = policy.to_dict()
-    params = session.ro.vectors.ListVector({
-        key: argument_to_r(session, value, key) for key, value in record["params"].items()
-    })
+    try:
+        params = _params_to_r(session, record["params"], "policy")
+    except (TypeError, ValueError) as error:
+        error.argument = "policy"
+        raise
     # Captured, not signalled: a policy R does not know (defined in Python
     # only) is an error naming the policy, not an R error printed on the console.
     outcome = session.bridge("bridge_call_capturing")(
@@ -79,11 +81,37 @@ def policy_arguments(session, policy):
         exception = ValueError(
             f"policy {policy!r} cannot be rebuilt by the R package (name {record['name']!r}, "
             f"params {record['params']!r}): {error} Use a policy both languages define "
-            f"(pystratum.policies.MinPerStratum, FixedSize), or the Python core."
+            f"(pystratum.policies.MinPerStratum, FixedSize, Targets, Downsample), or the "
+            f"Python core."
         )
         exception.argument = "policy"
         raise exception from None
     return {"policy": field(outcome, "value")}
+
+
+def _params_to_r(session, params, name):
+    """A policy's JSON-like parameters as R reads them in ``policy_from_params``.
+
+    A dict becomes a named R list (``shares``, ``keep``: label text -> number;
+    a nested ``base`` record: ``list(name =, params =)``), recursively; every
+    other value converts as an ordinary argument.
+    """
+    for key in params:
+        if str(key) == "":
+            raise ValueError(
+                f"policy cannot be passed to R: its parameter {name!r} names a stratum by the "
+                f"empty label '' ({params!r}), which R cannot name in a list (R reads an "
+                f"empty name as no name). Relabel that stratum, or use the Python core."
+            )
+    return session.ro.vectors.ListVector({
+        str(key): _param_to_r(session, value, str(key)) for key, value in params.items()
+    })
+
+
+def _param_to_r(session, value, name):
+    if isinstance(value, Mapping):
+        return _params_to_r(session, value, name)
+    return argument_to_r(session, value, name)
 
 
 def _named(check, value, name, **kwargs):

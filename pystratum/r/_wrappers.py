@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ._conditions import raise_r_conditions
-from ._from_r import batches_from_r, field, task_frame_from_r
+from ._from_r import batches_from_r, field, task_frame_from_r, weights_from_r
 from ._session import session as _session
 from .._plan import resolve_policy
+from .._validation import check_bool
 from ._to_r import argument_to_r, check_python_types, policy_arguments
 
 __all__ = ["batch_sampler_stratified", "sampler_from_r_task", "strata_from_r_task",
@@ -19,13 +20,21 @@ def _one_policy(policy, min_samples_per_stratum):
     return min_samples_per_stratum if min_samples_per_stratum is not None else policy
 
 
+def _named_bool(value, name):
+    try:
+        return check_bool(value, name)
+    except TypeError as error:
+        error.argument = name
+        raise
+
+
 def _arguments_to_r(active, given):
     check_python_types(given)
     return {name: argument_to_r(active, value, name) for name, value in given.items()}
 
 
 def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
-                       shuffle=True, min_samples_per_stratum=None) -> list:
+                       shuffle=True, min_samples_per_stratum=None, return_weights=False):
     """R's ``pystratum::stratified_batches``, with batches as 0-based int64 arrays.
 
     Same arguments and guarantees as :func:`pystratum.stratified_batches`
@@ -34,6 +43,12 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
     computed by the R package in embedded R. With ``rng="R"`` (the default here, as in R) the
     batches equal the Python core's ``rng="R"`` batches for the same seed and
     epoch; R's own ``.Random.seed`` is left untouched.
+
+    ``return_weights=True`` returns ``(batches, weights)`` instead: ``weights``
+    is R's ``attr(batches, "weights")`` as a list of float64 arrays parallel
+    to the batches (each row's importance weight, e.g. under
+    ``policies.Downsample``), or None when the policy has no weights; it
+    equals the core's ``plan_batches(...).weights`` cut at the batch bounds.
 
     ``strata`` takes the core's forms and no others (the core's splitter
     decides, with its messages): a scalar or a string is a TypeError, as in
@@ -51,12 +66,16 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
     with active.calling():
         check_python_types({"min_samples_per_stratum": policy, "rng": rng, "epoch": epoch,
                             "shuffle": shuffle, "seed": seed})
+        return_weights = _named_bool(return_weights, "return_weights")
         given = {"strata": strata, "seed": seed, "rng": rng, "epoch": epoch, "shuffle": shuffle}
         arguments = _arguments_to_r(active, given)
         arguments.update(policy_arguments(active, policy))
         outcome = active.bridge("bridge_stratified_batches")(**arguments)
         raise_r_conditions(outcome, stacklevel=2)
-        return batches_from_r(outcome, "pystratum::stratified_batches")
+        batches = batches_from_r(outcome, "pystratum::stratified_batches")
+        if return_weights:
+            return batches, weights_from_r(outcome, batches)
+        return batches
 
 
 def batch_sampler_stratified(policy=None, *, shuffle=True, seed=None, rng="torch",

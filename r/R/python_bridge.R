@@ -45,7 +45,9 @@ bridge_call_capturing = function(fun, args) {
 
 # stratified_batches(...) with the batches flattened: `flat` (all positions,
 # 1-based), `sizes` (batch lengths), `is_list`, `all_integer` and `r_type`
-# let Python check the result's shape without walking an R list.
+# let Python check the result's shape without walking an R list. A policy's
+# importance weights (attr(, "weights")) travel the same way: `has_weights`,
+# `weights_flat` and `weights_aligned` (one weight per row of every batch).
 bridge_stratified_batches = function(...) {
   outcome = bridge_call_capturing(stratified_batches, list(...))
   if (is.null(outcome[["error"]])) {
@@ -57,6 +59,13 @@ bridge_stratified_batches = function(...) {
       outcome[["flat"]] = unlist(value, use.names = FALSE)
       outcome[["sizes"]] = lengths(value)
       outcome[["all_integer"]] = all(vapply(value, is.integer, logical(1L)))
+      weights = attr(value, "weights")
+      outcome[["has_weights"]] = !is.null(weights)
+      if (!is.null(weights)) {
+        outcome[["weights_aligned"]] = is.list(weights) &&
+          identical(lengths(weights), lengths(value))
+        outcome[["weights_flat"]] = as.double(unlist(weights, use.names = FALSE))
+      }
     }
   }
   outcome

@@ -30,6 +30,20 @@ test_that("bridge_stratified_batches flattens the batches and forwards warnings"
   expect_identical(small$warnings[[1L]]$class[[1L]], "pystratum_stratum_too_small")
   failed = bridge_stratified_batches("a", 1, seed = 1, epoch = 1e9)
   expect_identical(failed$error$argument, "epoch")
+  expect_false(out$has_weights)
+  expect_null(out$weights_flat)
+})
+
+test_that("bridge_stratified_batches flattens a policy's weights beside the batches", {
+  y = rep(c("pos", "neg"), c(10, 90))
+  policy = policy_downsample(c(neg = 0.2), policy_fixed_size(7))
+  out = bridge_stratified_batches(y, policy, seed = 3)
+  batches = stratified_batches(y, policy, seed = 3)
+  expect_true(out$has_weights)
+  expect_true(out$weights_aligned)
+  expect_identical(out$weights_flat, unlist(attr(batches, "weights")))
+  expect_identical(length(out$weights_flat), sum(out$sizes))
+  expect_setequal(unique(out$weights_flat), c(1, 90 / 18))
 })
 
 test_that("bridge_factor and bridge_data_frame build ordinary S3 objects", {
