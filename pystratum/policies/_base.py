@@ -133,6 +133,28 @@ class Policy(abc.ABC):
         """
         return False
 
+    def num_batches(self, strata) -> int:
+        """Batches per epoch (the same for every epoch); checks and warns as :meth:`allocate`.
+
+        The default reads it off ``allocate(strata, 0)``; policies with a
+        closed form override it so lazy plans never build the cut table.
+        """
+        return self.allocate(strata, 0).num_batches
+
+    def batch_cuts(self, strata, epoch: int, batches):
+        """Rank ranges of the given batches: ``(lo, hi)``, int64 ``(len(batches), S)``.
+
+        Ranks ``lo[i, s] <= r < hi[i, s]`` of stratum ``s`` go to batch
+        ``batches[i]``, exactly as ``allocate(strata, epoch).cuts[s, b]`` and
+        ``cuts[s, b + 1]`` say. Lazy plans (``rng="index"``) call this per
+        batch; the default computes the whole table (O(S x B)), so policies
+        with a closed form override it to cost O(S) per batch. A lazy plan
+        calls the default at most once per epoch (it keeps the table).
+        """
+        cuts = self.allocate(strata, epoch).cuts
+        batches = np.asarray(batches, dtype=np.int64)
+        return (cuts[:, batches].T.astype(np.int64), cuts[:, batches + 1].T.astype(np.int64))
+
     def to_dict(self) -> dict:
         """``{"name": ..., "params": ...}``: what plans, states and vectors record.
 

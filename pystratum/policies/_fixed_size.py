@@ -56,13 +56,15 @@ class FixedSize(Policy):
     def params(self) -> dict:
         return {"batch_size": self.batch_size, "min_per_stratum": self.min_per_stratum}
 
-    def allocate(self, strata, epoch) -> Allocation:
-        sizes, labels = strata.sizes, strata.labels
+    def num_batches(self, strata) -> int:
+        sizes = strata.sizes
         n_rows = int(sizes.sum())
         num_batches = fixed_size_num_batches(n_rows, self.batch_size)
-        base = sizes // num_batches
-        extra = sizes % num_batches
-        self._check_feasible(sizes, labels, num_batches, n_rows)
+        self._check_feasible(sizes, strata.labels, num_batches, n_rows)
+        return num_batches
+
+    def _extra_starts(self, strata, epoch, num_batches, extra):
+        """First batch of each stratum's run of extra rows (see the class docstring)."""
         # Extras of a stratum occupy batches start, start + 1, ... (mod B), where
         # the previous stratum's stopped, strata in order of first appearance
         # (a property of the data, not of the label coding, so R agrees); the
@@ -72,11 +74,40 @@ class FixedSize(Policy):
         turn = np.argsort(strata.first_rows, kind="stable")
         starts = np.empty_like(extra)
         starts[turn] = (first + np.cumsum(extra[turn]) - extra[turn]) % num_batches
+        return starts
+
+    def allocate(self, strata, epoch) -> Allocation:
+        sizes = strata.sizes
+        num_batches = self.num_batches(strata)
+        base = sizes // num_batches
+        extra = sizes % num_batches
+        starts = self._extra_starts(strata, epoch, num_batches, extra)
         batch_ids = np.arange(num_batches, dtype=np.int64)
         takes_extra = (batch_ids[None, :] - starts[:, None]) % num_batches < extra[:, None]
         cuts = np.zeros((sizes.shape[0], num_batches + 1), dtype=np.int64)
         np.cumsum(base[:, None] + takes_extra, axis=1, out=cuts[:, 1:])
         return Allocation(small_cuts(cuts, sizes))
+
+    def batch_cuts(self, strata, epoch, batches):
+        """Closed form, O(S) per batch: ``lo = base * b`` + extras of batches before ``b``.
+
+        A stratum's extras sit in the cyclic run ``start, ..., start + extra - 1``
+        (mod B); the part of it before batch ``b`` is the unwrapped run's part
+        ``clip(b - start, 0, extra)`` plus the wrapped tail's ``clip(b, 0,
+        start + extra - B)``.
+        """
+        sizes = strata.sizes
+        num_batches = self.num_batches(strata)
+        base = sizes // num_batches
+        extra = sizes % num_batches
+        starts = self._extra_starts(strata, epoch, num_batches, extra)
+        wrapped = np.maximum(starts + extra - num_batches, 0)
+        batches = np.asarray(batches, dtype=np.int64)[:, None]
+
+        def before(b):
+            return base * b + np.clip(b - starts, 0, extra) + np.minimum(b, wrapped)
+
+        return before(batches), before(batches + 1)
 
     def _check_feasible(self, sizes, labels, num_batches, n_rows):
         m = self.min_per_stratum

@@ -45,7 +45,10 @@ class MinPerStratum(Policy):
     def params(self) -> dict:
         return {"m": self.m}
 
-    def allocate(self, strata, epoch) -> Allocation:
+    def num_batches(self, strata) -> int:
+        return self._num_batches(strata, stacklevel=5)
+
+    def _num_batches(self, strata, stacklevel) -> int:
         sizes, labels = strata.sizes, strata.labels
         m = self.m
         smallest = int(np.argmin(sizes))
@@ -57,13 +60,24 @@ class MinPerStratum(Policy):
                 f"min_samples_per_stratum={m}: returning a single batch with every row. "
                 f"Lower min_samples_per_stratum to at most {n_min} to get several batches.",
                 StratumTooSmallWarning,
-                stacklevel=4,
+                stacklevel=stacklevel,
             )
-        num_batches = max(1, n_min // m)
+        return max(1, n_min // m)
+
+    def allocate(self, strata, epoch) -> Allocation:
+        num_batches = self._num_batches(strata, stacklevel=5)
         # ceil(i * B / N_s) == b  <=>  floor((b-1) * N_s / B) < i <= floor(b * N_s / B),
         # so the cut before batch b is floor(b * N_s / B): exact, no float rounding
         # (the R original's float version can open a batch without minority rows).
         # N_s * B <= N_s * N_min fits int64 for any data set that fits in memory.
         batch_edges = np.arange(num_batches + 1, dtype=np.int64)
-        cuts = (sizes[:, None] * batch_edges[None, :]) // num_batches
-        return Allocation(small_cuts(cuts, sizes))
+        cuts = (strata.sizes[:, None] * batch_edges[None, :]) // num_batches
+        return Allocation(small_cuts(cuts, strata.sizes))
+
+    def batch_cuts(self, strata, epoch, batches):
+        """Closed form, O(S) per batch: ``lo = floor(b N_s / B)``, ``hi = floor((b + 1) N_s / B)``."""
+        sizes = strata.sizes
+        num_batches = max(1, int(sizes.min()) // self.m)
+        batches = np.asarray(batches, dtype=np.int64)[:, None]
+        return (sizes[None, :] * batches) // num_batches, \
+            (sizes[None, :] * (batches + 1)) // num_batches

@@ -1,0 +1,252 @@
+"""The lazy plan (``rng="index"``): any batch of any epoch on demand.
+
+A materialised plan shuffles all N rows, then groups them into batches.
+The lazy plan never does: for batch ``b`` of epoch ``k`` it asks the policy
+for each stratum's rank range ``[lo_s, hi_s)`` (a closed form for the
+built-in policies), maps each rank ``r`` through the stratum's keyed
+bijection (``pystratum._index_stream``, keyed by seed, epoch and the
+stratum's turn) to a member number, and looks the row up in the member
+lists (``pystratum._members``). So batch ``b`` costs O(|batch| + S) time
+and the plan O(S) memory beyond the member lists.
+
+Within a batch the rows come stratum by stratum, strata in order of first
+appearance in the data, each stratum's rows in rank order (a pseudo-random
+sample of that stratum). The materialised plans keep the epoch
+permutation's order inside a batch instead; no single permutation exists
+here. Models that care about order inside a batch can shuffle it.
+
+An epoch of the lazy plan keeps every guarantee of its policy: rank ``r``
+of stratum ``s`` goes to batch ``b`` exactly when
+``cuts[s, b] <= r < cuts[s, b + 1]``, and the bijection makes the ranks a
+shuffle of the stratum, so every row is in exactly one batch (or none,
+where the policy leaves rows out) and every batch has the policy's counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._index_stream import MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks
+from ._members import StratumMembers, members_of_codes
+from ._validation import check_int
+
+__all__ = ["LazyPlan", "lazy_plan"]
+
+# Rows computed per vectorised step when many batches are asked for at once.
+_BLOCK_ROWS = 1 << 17
+
+
+class LazyPlan:
+    """One epoch's batches, each computed when asked for (``rng="index"``).
+
+    members: :class:`pystratum._members.StratumMembers` (rows per stratum).
+    policy:  a :class:`pystratum.policies.Policy`.
+    seed:    a whole number in ``[0, 2**52)`` (see ``IndexStream``).
+    epoch:   which epoch (0 first).
+
+    ``plan[b]`` (any ``b``, in any order) and ``plan.batches_of(ids)`` give
+    int64 row positions; iterating yields every batch in order. Guarantee:
+    the same as the policy's materialised plan (every row in exactly one
+    batch unless the policy leaves it out; per-batch counts equal the
+    policy's cuts), the same batches for the same (members, policy, seed,
+    epoch) in Python and R; rows inside a batch come stratum by stratum (see
+    the module docstring).
+    """
+
+    def __init__(self, members: StratumMembers, policy, seed, epoch: int):
+        self.members = members
+        self.policy = policy
+        self.stream = seed if isinstance(seed, IndexStream) else IndexStream(seed)
+        self.epoch = int(epoch)
+        if members.n_rows > MAX_INDEX:
+            raise ValueError(f"rng='index' handles up to 2**52 rows, got {members.n_rows}.")
+        self.num_batches = policy.num_batches(members)
+        # Strata take turns in order of first appearance: a property of the
+        # data, so relabelling never changes the batches and R agrees.
+        self.turn_order = np.argsort(members.first_rows, kind="stable")
+        turn_of_stratum = np.empty_like(self.turn_order)
+        turn_of_stratum[self.turn_order] = np.arange(self.turn_order.shape[0])
+        self.keys = self.stream.keys(self.epoch, turn_of_stratum)  # (ROUNDS, S), code order
+        self._table = None
+        if type(policy).batch_cuts is _default_batch_cuts():
+            # No closed form: the policy's whole table, computed once per epoch.
+            self._table = policy.allocate(members, self.epoch).cuts
+        self._small = _small_domain_table(members.sizes, self.keys)
+
+    @property
+    def seed(self) -> int:
+        return self.stream.seed
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def cuts(self, batch_ids):
+        """``(lo, hi)``: int64 ``(len(batch_ids), S)`` rank ranges, strata in code order."""
+        batch_ids = np.asarray(batch_ids, dtype=np.int64)
+        if self._table is not None:
+            return (self._table[:, batch_ids].T.astype(np.int64),
+                    self._table[:, batch_ids + 1].T.astype(np.int64))
+        return self.policy.batch_cuts(self.members, self.epoch, batch_ids)
+
+    def counts(self, batch_ids) -> np.ndarray:
+        """Rows of each stratum (code order) in each of the batches, ``(len, S)``."""
+        lo, hi = self.cuts(batch_ids)
+        return hi - lo
+
+    def __getitem__(self, batch: int) -> np.ndarray:
+        batch = range(self.num_batches)[batch]
+        order, _ = self.batches_of([batch])
+        return order
+
+    def batches_of(self, batch_ids):
+        """The given batches as ``(order, bounds)``: batch ``batch_ids[i]`` is
+        ``order[bounds[i]:bounds[i + 1]]``. O(total rows + len(batch_ids) x S)."""
+        batch_ids = np.asarray(batch_ids, dtype=np.int64).reshape(-1)
+        lo, hi = self.cuts(batch_ids)
+        lo = lo[:, self.turn_order]
+        counts = hi[:, self.turn_order] - lo
+        per_batch = counts.sum(axis=1)
+        bounds = np.zeros(batch_ids.shape[0] + 1, dtype=np.int64)
+        np.cumsum(per_batch, out=bounds[1:])
+        total = int(bounds[-1])
+        # One segment per (batch, stratum): its first rank and its length.
+        seg_len = counts.ravel()
+        seg_stratum = np.tile(self.turn_order, batch_ids.shape[0])
+        keep = seg_len > 0
+        seg_len, seg_stratum, seg_lo = seg_len[keep], seg_stratum[keep], lo.ravel()[keep]
+        seg_of_row = np.repeat(np.arange(seg_len.shape[0]), seg_len)
+        seg_start = np.cumsum(seg_len) - seg_len
+        ranks = np.arange(total, dtype=np.int64)
+        ranks += (seg_lo - seg_start)[seg_of_row]
+        stratum = seg_stratum[seg_of_row]
+        return self.members.member(stratum, self._positions(stratum, ranks)), bounds
+
+    def _positions(self, stratum, ranks):
+        """Member numbers of ``ranks`` of ``stratum`` (arrays shaped alike)."""
+        sizes = self.members.sizes
+        positions = np.empty(ranks.shape[0], dtype=np.int64)
+        n = sizes[stratum]
+        small = n <= SMALL_DOMAIN
+        if small.any():
+            table, offsets = self._small
+            where = np.flatnonzero(small)
+            positions[where] = table[offsets[stratum[where]] + ranks[where]]
+            big = np.flatnonzero(~small)
+            stratum, ranks, n = stratum[big], ranks[big], n[big]
+        else:
+            big = None
+        if ranks.shape[0]:
+            values = _positions_by_stratum(stratum, ranks, n, self.keys)
+            if big is None:
+                positions = values
+            else:
+                positions[big] = values
+        return positions
+
+    def __iter__(self):
+        return self.iter_batches(range(self.num_batches))
+
+    def iter_batches(self, batch_ids):
+        """Yield the given batches in order, computed a block at a time."""
+        batch_ids = np.asarray(batch_ids, dtype=np.int64)
+        if batch_ids.shape[0] == 0:
+            return
+        mean_rows = max(1, self.members.n_rows // max(1, self.num_batches))
+        step = max(1, _BLOCK_ROWS // mean_rows)
+        for start in range(0, batch_ids.shape[0], step):
+            order, bounds = self.batches_of(batch_ids[start:start + step])
+            edges = bounds.tolist()
+            for a, b in zip(edges[:-1], edges[1:]):
+                yield order[a:b]
+
+    def materialise(self):
+        """The whole epoch as a :class:`pystratum.BatchPlan` (the same batches)."""
+        from ._plan import BatchPlan
+
+        order, bounds = self.batches_of(np.arange(self.num_batches))
+        lo, hi = self.cuts(np.arange(self.num_batches))
+        return BatchPlan(order=order, bounds=bounds, strata=self.members.labels,
+                         counts=hi - lo, seed=self.seed, rng="index", epoch=self.epoch,
+                         shuffle=True, policy=self.policy)
+
+    def __repr__(self) -> str:
+        return (f"LazyPlan(num_batches={self.num_batches}, n_rows={self.members.n_rows}, "
+                f"n_strata={self.members.n_strata}, policy={self.policy!r}, rng='index', "
+                f"seed={self.seed!r}, epoch={self.epoch})")
+
+
+def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratum=None,
+              members_directory=None) -> LazyPlan:
+    """The ``rng="index"`` plan of one epoch, batches computed on demand.
+
+    strata:  anything :func:`pystratum.stratified_batches` accepts, or a
+             :class:`~pystratum._members.StratumMembers` (e.g. from
+             :func:`pystratum.parquet_strata`, or rows grouped by stratum).
+    policy:  as in :func:`pystratum.stratified_batches`.
+    seed:    a whole number in ``[0, 2**52)``; None draws one (``plan.seed``).
+    members_directory: write the member array there as ``rows.npy`` and map it
+             read-only (shared by DataLoader workers and local ranks).
+
+    Guarantees: those of the policy, as for :func:`stratified_batches`;
+    ``plan[b]`` costs O(|batch| + S); the same arguments give the same
+    batches in R (``stratified_batches(..., rng = "index")``, plus one).
+    """
+    from ._plan import check_strata_are_groups, resolve_policy
+    from ._strata import encode_strata
+
+    policy = resolve_policy(policy, min_samples_per_stratum)
+    epoch = check_int(epoch, "epoch", minimum=0)
+    stream = IndexStream(seed)
+    if isinstance(strata, StratumMembers):
+        members = strata
+    else:
+        encoded = encode_strata(strata)
+        check_strata_are_groups(encoded)
+        members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels,
+                                   directory=members_directory)
+    return LazyPlan(members, policy, stream, epoch)
+
+
+def _default_batch_cuts():
+    from .policies import Policy
+
+    return Policy.batch_cuts
+
+
+# Up to this many strata, each stratum's ranks go through the cipher with
+# scalar parameters (faster); beyond it, one call with per-row parameters.
+_PER_STRATUM_MAX = 8
+
+
+def _positions_by_stratum(stratum, ranks, n, keys):
+    uniques = None
+    if keys.shape[1] <= _PER_STRATUM_MAX:
+        uniques = np.flatnonzero(np.bincount(stratum, minlength=keys.shape[1]))
+    if uniques is not None and uniques.shape[0] == 1:
+        s = int(uniques[0])
+        return permute_ranks(ranks, int(n[0]), keys[:, s])
+    if uniques is not None:
+        out = np.empty(ranks.shape[0], dtype=np.int64)
+        for s in uniques.tolist():
+            where = np.flatnonzero(stratum == s)
+            out[where] = permute_ranks(ranks[where], int(n[where[0]]), keys[:, s])
+        return out
+    return permute_ranks(ranks, n, keys[:, stratum])
+
+
+def _small_domain_table(sizes, keys):
+    """Whole permutations of the small strata (n <= SMALL_DOMAIN), once per epoch.
+
+    ``table[offsets[s] + r]`` is stratum ``s``'s member number of rank ``r``;
+    at most ``SMALL_DOMAIN`` entries per stratum.
+    """
+    small = np.flatnonzero(sizes <= SMALL_DOMAIN)
+    offsets = np.zeros(sizes.shape[0], dtype=np.int64)
+    if small.shape[0] == 0:
+        return np.empty(0, dtype=np.int64), offsets
+    small_sizes = sizes[small]
+    offsets[small] = np.cumsum(small_sizes) - small_sizes
+    owner = np.repeat(small, small_sizes)
+    ranks = np.arange(owner.shape[0], dtype=np.int64) - offsets[owner]
+    table = permute_ranks(ranks, sizes[owner], keys[:, owner])
+    return table, offsets

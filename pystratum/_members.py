@@ -1,0 +1,221 @@
+"""Member lists: the rows of every stratum, for plans that look rows up on demand.
+
+The lazy plan (``rng="index"``) needs "the i-th row of stratum s" in O(1).
+:class:`StratumMembers` answers it from one of two layouts:
+
+* ranges (rows already grouped by stratum, e.g. data written partitioned by
+  label): stratum ``s`` is rows ``starts[s] .. starts[s] + sizes[s] - 1``;
+  memory O(S), whatever N is;
+* one member array (any row order): ``rows[offsets[s]:offsets[s + 1]]`` are the
+  rows of stratum ``s`` in increasing order (a stable grouping by stratum),
+  int32 when N < 2**31, else int64, built chunk by chunk from the codes.
+
+The member array can live in a ``.npy`` file (numpy's own format) that is
+memory-mapped read-only, so DataLoader workers and the local ranks of one
+machine share one copy; a memory-mapped ``StratumMembers`` pickles as its
+directory, so spawned workers map the same file instead of copying it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["StratumMembers", "members_of_codes", "members_of_runs"]
+
+# Rows grouped per step: the sort's temporaries stay small at any N.
+_CHUNK_ROWS = 1 << 22
+_ROWS_FILE = "rows.npy"
+_STRATA_FILE = "strata.json"
+
+
+@dataclass(frozen=True, eq=False)
+class StratumMembers:
+    """Where each stratum's rows are, in increasing row order.
+
+    sizes:      int64 ``(S,)``, rows per stratum (each >= 1).
+    labels:     one label per stratum (the order of the strata codes).
+    first_rows: int64 ``(S,)``, each stratum's first row (policies and the
+                stream order strata by it, a property of the data).
+    starts:     int64 ``(S,)`` when every stratum is one run of rows, else None.
+    rows:       int32/int64 ``(N,)`` member array when the strata are not runs.
+    directory:  where ``rows`` is memory-mapped from, if it is.
+    """
+
+    sizes: np.ndarray
+    labels: tuple
+    first_rows: np.ndarray
+    starts: np.ndarray | None = None
+    rows: np.ndarray | None = None
+    directory: str | None = None
+    offsets: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        offsets = np.zeros(self.sizes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(self.sizes, out=offsets[1:])
+        object.__setattr__(self, "offsets", offsets)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def n_strata(self) -> int:
+        return int(self.sizes.shape[0])
+
+    @property
+    def grouped(self) -> bool:
+        """True when every stratum is one run of consecutive rows (O(S) memory)."""
+        return self.rows is None
+
+    def member(self, strata, positions) -> np.ndarray:
+        """int64 rows: member ``positions[i]`` (0-based, increasing row order) of ``strata[i]``."""
+        strata = np.asarray(strata)
+        positions = np.asarray(positions, dtype=np.int64)
+        if self.rows is None:
+            return self.starts[strata] + positions
+        return self.rows[self.offsets[strata] + positions].astype(np.int64, copy=False)
+
+    def save(self, directory) -> "StratumMembers":
+        """Write to ``directory`` (created) and return the memory-mapped copy.
+
+        ``rows.npy`` holds the member array (absent for runs), ``strata.json``
+        the sizes, first rows, starts and labels (JSON values; tuples of
+        multi-column strata come back as tuples).
+        """
+        directory = os.fspath(directory)
+        os.makedirs(directory, exist_ok=True)
+        if self.rows is not None:
+            np.save(os.path.join(directory, _ROWS_FILE), self.rows)
+        _write_strata(directory, self)
+        return StratumMembers.load(directory)
+
+    @classmethod
+    def load(cls, directory) -> "StratumMembers":
+        """Open what :meth:`save` wrote; the member array is memory-mapped read-only."""
+        directory = os.fspath(directory)
+        with open(os.path.join(directory, _STRATA_FILE), encoding="utf-8") as handle:
+            meta = json.load(handle)
+        rows = None
+        if meta["starts"] is None:
+            rows = np.load(os.path.join(directory, _ROWS_FILE), mmap_mode="r")
+        return cls(
+            sizes=np.asarray(meta["sizes"], dtype=np.int64),
+            labels=tuple(tuple(v) if isinstance(v, list) else v for v in meta["labels"]),
+            first_rows=np.asarray(meta["first_rows"], dtype=np.int64),
+            starts=None if meta["starts"] is None else np.asarray(meta["starts"], dtype=np.int64),
+            rows=rows,
+            directory=directory,
+        )
+
+    def __reduce__(self):
+        if self.directory is not None:
+            return (StratumMembers.load, (self.directory,))
+        return super().__reduce__()
+
+
+def _json_label(label):
+    if isinstance(label, tuple):
+        return [_json_label(v) for v in label]
+    if isinstance(label, np.generic):
+        label = label.item()
+    if label is None or isinstance(label, (bool, int, float, str)):
+        return label
+    raise TypeError(
+        f"StratumMembers.save() writes labels as JSON, but label {label!r} of type "
+        f"{type(label).__name__} is not a JSON value; encode the strata as ints or strings."
+    )
+
+
+def members_of_runs(sizes, labels=None) -> StratumMembers:
+    """Strata that are consecutive runs of rows: stratum ``s`` is the ``s``-th run.
+
+    O(S) memory for any number of rows: the form for data stored grouped
+    (e.g. partitioned) by stratum.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    starts = np.zeros(sizes.shape[0], dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    if labels is None:
+        labels = tuple(range(sizes.shape[0]))
+    return StratumMembers(sizes=sizes, labels=tuple(labels), first_rows=starts, starts=starts)
+
+
+def members_of_codes(codes, sizes, labels, *, directory=None) -> StratumMembers:
+    """Member lists of integer codes ``0..S-1`` (every code present), chunk by chunk.
+
+    When every stratum is one run of rows the result holds ranges (O(S));
+    otherwise one member array (stable grouping: rows of a stratum in
+    increasing order), written to ``directory/rows.npy`` and memory-mapped
+    when ``directory`` is given. Peak extra memory: the member array plus
+    O(chunk).
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n_strata = sizes.shape[0]
+    n_rows = int(codes.shape[0])
+    first_rows, runs = _first_rows_and_runs(codes, n_strata)
+    if runs == n_strata:
+        return StratumMembers(sizes=sizes, labels=tuple(labels), first_rows=first_rows,
+                              starts=first_rows)
+    dtype = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
+    if directory is not None:
+        os.makedirs(os.fspath(directory), exist_ok=True)
+        rows = np.lib.format.open_memmap(os.path.join(os.fspath(directory), _ROWS_FILE),
+                                         mode="w+", dtype=dtype, shape=(n_rows,))
+    else:
+        rows = np.empty(n_rows, dtype=dtype)
+    write = np.zeros(n_strata, dtype=np.int64)
+    np.cumsum(sizes[:-1], out=write[1:])
+    for start in range(0, n_rows, _CHUNK_ROWS):
+        chunk = np.asarray(codes[start:start + _CHUNK_ROWS])
+        order = np.argsort(chunk, kind="stable")  # radix sort for 8/16-bit codes
+        sorted_codes = chunk[order]
+        per_stratum = np.bincount(sorted_codes, minlength=n_strata)
+        destination = np.arange(order.shape[0], dtype=np.int64)
+        destination += (write - (np.cumsum(per_stratum) - per_stratum))[sorted_codes]
+        order += start
+        rows[destination] = order
+        write += per_stratum
+    members = StratumMembers(sizes=sizes, labels=tuple(labels), first_rows=first_rows,
+                             rows=rows)
+    if directory is not None:
+        rows.flush()
+        del rows
+        _write_strata(directory, members)
+        return StratumMembers.load(directory)
+    return members
+
+
+def _write_strata(directory, members):
+    meta = {
+        "sizes": members.sizes.tolist(),
+        "first_rows": members.first_rows.tolist(),
+        "starts": None if members.starts is None else members.starts.tolist(),
+        "labels": [_json_label(label) for label in members.labels],
+    }
+    with open(os.path.join(os.fspath(directory), _STRATA_FILE), "w", encoding="utf-8") as handle:
+        json.dump(meta, handle)
+
+
+def _first_rows_and_runs(codes, n_strata):
+    """First row of each code and the number of runs of equal codes, chunk by chunk."""
+    first_rows = np.full(n_strata, -1, dtype=np.int64)
+    runs = 0
+    previous = None
+    for start in range(0, codes.shape[0], _CHUNK_ROWS):
+        chunk = np.asarray(codes[start:start + _CHUNK_ROWS])
+        change = np.flatnonzero(chunk[1:] != chunk[:-1]) + 1
+        run_starts = np.concatenate([[0], change]) if previous is None or \
+            chunk[0] != previous else change
+        runs += run_starts.shape[0]
+        run_codes = chunk[run_starts]
+        unseen = first_rows[run_codes] < 0
+        if unseen.any():
+            # A code's first row starts its first run.
+            new_codes, first = np.unique(run_codes[unseen], return_index=True)
+            first_rows[new_codes] = run_starts[unseen][first] + start
+        previous = chunk[-1]
+    return first_rows, runs

@@ -1,0 +1,251 @@
+"""The lazy plan (rng="index"): policy guarantees, random access, member lists."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from pystratum._index_stream import index_permutation
+from pystratum._lazy import LazyPlan, lazy_plan
+from pystratum._members import StratumMembers, members_of_codes, members_of_runs
+from pystratum._strata import encode_strata
+from pystratum.policies import (Allocation, FixedSize, MinPerStratum, Policy,
+                                StratumTooSmallWarning, strata_of_sizes)
+
+
+@st.composite
+def strata_and_policy(draw):
+    n_strata = draw(st.integers(1, 5))
+    sizes = draw(st.lists(st.integers(1, 90), min_size=n_strata, max_size=n_strata))
+    codes = np.repeat(np.arange(n_strata), sizes)
+    order = draw(st.sampled_from(["shuffled", "grouped", "reversed"]))
+    if order == "shuffled":
+        codes = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).permutation(codes)
+    elif order == "reversed":
+        codes = codes[::-1].copy()
+    n_min, n_rows = min(sizes), sum(sizes)
+    if draw(st.booleans()):
+        policy = MinPerStratum(draw(st.integers(1, n_min)))
+    else:
+        m = draw(st.integers(1, 2))
+        most = n_min // m
+        if most == 0:
+            policy = MinPerStratum(1)
+        else:
+            # a batch size FixedSize accepts: at most `most` batches
+            policy = FixedSize(draw(st.integers(2 * n_rows // (2 * most + 1) + 1, n_rows + 5)), m)
+    return codes, policy
+
+
+def _check_epoch(plan, codes, policy, epoch):
+    encoded = encode_strata(codes)
+    batches = list(plan)
+    assert len(batches) == plan.num_batches == policy.allocate(encoded, epoch).num_batches
+    order = np.concatenate(batches)
+    assert order.dtype == np.int64
+    assert np.array_equal(np.sort(order), np.arange(codes.shape[0]))  # every row once
+    counts = np.stack([np.bincount(encoded.codes[b], minlength=encoded.n_strata)
+                       for b in batches])
+    assert np.array_equal(counts, policy.allocate(encoded, epoch).counts)
+    assert np.array_equal(plan.counts(np.arange(plan.num_batches)), counts)
+
+
+@settings(max_examples=60)
+@given(case=strata_and_policy(), seed=st.integers(0, 2**52 - 1), epoch=st.integers(0, 50))
+def test_an_epoch_keeps_the_policy_guarantees(case, seed, epoch):
+    codes, policy = case
+    plan = lazy_plan(codes, policy, seed=seed, epoch=epoch)
+    _check_epoch(plan, codes, policy, epoch)
+
+
+@settings(max_examples=40)
+@given(case=strata_and_policy(), seed=st.integers(0, 2**40), epoch=st.integers(0, 5),
+       data=st.data())
+def test_any_batch_in_any_order_equals_the_epoch(case, seed, epoch, data):
+    codes, policy = case
+    plan = lazy_plan(codes, policy, seed=seed, epoch=epoch)
+    batches = list(plan)
+    ids = data.draw(st.lists(st.integers(0, plan.num_batches - 1), max_size=8))
+    order, bounds = plan.batches_of(ids)
+    for i, b in enumerate(ids):
+        assert np.array_equal(order[bounds[i]:bounds[i + 1]], batches[b])
+        assert np.array_equal(plan[b], batches[b])
+    assert np.array_equal(plan[-1], batches[-1])
+
+
+@settings(max_examples=40)
+@given(case=strata_and_policy(), seed=st.integers(0, 2**40), epoch=st.integers(0, 5))
+def test_batches_follow_the_documented_construction(case, seed, epoch):
+    """Batch b: strata by first appearance, stratum s's members perm_s(lo..hi-1)."""
+    codes, policy = case
+    encoded = encode_strata(codes)
+    plan = lazy_plan(codes, policy, seed=seed, epoch=epoch)
+    cuts = policy.allocate(encoded, epoch).cuts
+    first_rows = np.array([np.flatnonzero(encoded.codes == s)[0]
+                           for s in range(encoded.n_strata)])
+    turns = np.argsort(first_rows)
+    for b in range(plan.num_batches):
+        expected = []
+        for turn, s in enumerate(turns):
+            members = np.flatnonzero(encoded.codes == s)
+            perm = index_permutation(members.shape[0], seed, epoch, turn)
+            expected.append(members[perm[cuts[s, b]:cuts[s, b + 1]]])
+        assert np.array_equal(plan[b], np.concatenate(expected))
+
+
+@settings(max_examples=40)
+@given(sizes=st.lists(st.integers(1, 400), min_size=1, max_size=7), epoch=st.integers(0, 40),
+       data=st.data())
+def test_closed_form_cuts_equal_the_table(sizes, epoch, data):
+    strata = strata_of_sizes(sizes)
+    n_min, n_rows = min(sizes), sum(sizes)
+    policies = [MinPerStratum(data.draw(st.integers(1, n_min + 3)))]
+    most = n_min
+    policies.append(FixedSize(data.draw(st.integers(2 * n_rows // (2 * most + 1) + 1,
+                                                    n_rows + 5))))
+    for policy in policies:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StratumTooSmallWarning)
+            cuts = policy.allocate(strata, epoch).cuts
+            num_batches = policy.num_batches(strata)
+        assert num_batches == cuts.shape[1] - 1
+        batches = np.arange(num_batches)
+        lo, hi = policy.batch_cuts(strata, epoch, batches)
+        assert np.array_equal(lo, cuts[:, :-1].T) and np.array_equal(hi, cuts[:, 1:].T)
+        assert lo.dtype == np.int64 and hi.dtype == np.int64
+
+
+class EveryOtherBatchSkipsOne(Policy):
+    """A policy without a closed form: the lazy plan falls back to its table."""
+
+    name = "test_lazy_table_only"
+
+    def params(self):
+        return {}
+
+    def allocate(self, strata, epoch):
+        sizes = strata.sizes
+        num_batches = int(sizes.min())
+        edges = np.arange(num_batches + 1)
+        cuts = sizes[:, None] * edges[None, :] // num_batches
+        cuts[:, -1] -= 1  # the last rank of every stratum goes to no batch
+        cuts = np.minimum.accumulate(cuts[:, ::-1], axis=1)[:, ::-1]
+        return Allocation(cuts)
+
+
+def test_policies_without_a_closed_form_use_their_table_and_may_leave_rows_out():
+    codes = np.random.default_rng(1).integers(0, 3, 300)
+    policy = EveryOtherBatchSkipsOne()
+    plan = lazy_plan(codes, policy, seed=5, epoch=1)
+    cuts = policy.allocate(encode_strata(codes), 1).cuts
+    order = np.concatenate(list(plan))
+    assert order.shape[0] == 300 - 3 and np.unique(order).shape[0] == order.shape[0]
+    counts = np.stack([np.bincount(codes[b], minlength=3) for b in plan])
+    assert np.array_equal(counts, np.diff(cuts, axis=1).T)
+
+
+def test_relabelling_strata_changes_nothing():
+    codes = np.random.default_rng(2).integers(0, 4, 500)
+    names = np.array(["d", "c", "b", "a"])[codes]
+    a = lazy_plan(codes, FixedSize(40), seed=9, epoch=3)
+    b = lazy_plan(names, FixedSize(40), seed=9, epoch=3)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_epochs_and_seeds_give_other_batches_with_equal_counts():
+    codes = np.random.default_rng(3).integers(0, 2, 400)
+    plans = [lazy_plan(codes, 8, seed=s, epoch=e) for s, e in [(1, 0), (1, 1), (2, 0)]]
+    assert not np.array_equal(plans[0][0], plans[1][0])
+    assert not np.array_equal(plans[0][0], plans[2][0])
+    assert np.array_equal(plans[0].counts(range(3)), plans[1].counts(range(3)))
+
+
+def test_a_row_meets_every_batch_equally_often_across_epochs():
+    """Which batch a row lands in is uniform over batches (chi-square, fixed seed)."""
+    codes = np.repeat([0, 1], [90, 10])
+    epochs = 1500
+    tally = np.zeros(10)
+    members = lazy_plan(codes, 1, seed=4).members
+    for epoch in range(epochs):
+        order, bounds = LazyPlan(members, MinPerStratum(1), 4, epoch).batches_of(range(10))
+        tally[np.searchsorted(bounds, np.flatnonzero(order == 95)[0], side="right") - 1] += 1
+    assert tally.sum() == epochs
+    assert stats.chisquare(tally).pvalue > 0.001
+
+
+def test_grouped_rows_are_ranges_and_give_the_same_batches():
+    sizes = [70, 5, 25]
+    codes = np.repeat([0, 1, 2], sizes)
+    encoded = encode_strata(codes)
+    members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
+    assert members.grouped and members.rows is None
+    runs = members_of_runs(sizes)
+    a = LazyPlan(members, FixedSize(20), 7, 2)
+    b = LazyPlan(runs, FixedSize(20), 7, 2)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    backwards = members_of_codes(encoded.codes[::-1].copy(), encoded.sizes, encoded.labels)
+    assert backwards.grouped and backwards.starts.tolist() == [30, 25, 0]
+    split = np.concatenate([codes, [0]])
+    assert not members_of_codes(split, np.array([71, 5, 25]), (0, 1, 2)).grouped
+
+
+def test_member_array_is_a_stable_grouping_across_chunks(monkeypatch):
+    import pystratum._members as members_module
+
+    monkeypatch.setattr(members_module, "_CHUNK_ROWS", 7)
+    codes = np.random.default_rng(5).integers(0, 4, 101).astype(np.int8)
+    encoded = encode_strata(codes)
+    members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
+    assert members.rows.dtype == np.int32
+    for s in range(4):
+        got = members.rows[members.offsets[s]:members.offsets[s + 1]]
+        assert np.array_equal(got, np.flatnonzero(codes == s))
+        assert members.first_rows[s] == np.flatnonzero(codes == s)[0]
+
+
+def test_member_lists_saved_memory_mapped_and_pickled_by_directory(tmp_path):
+    codes = np.random.default_rng(6).integers(0, 3, 1000)
+    labels = np.array(["x", "y", "z"])[codes]
+    direct = lazy_plan(labels, 20, seed=1)
+    mapped = lazy_plan(labels, 20, seed=1, members_directory=tmp_path / "m")
+    assert isinstance(mapped.members.rows, np.memmap)
+    assert not mapped.members.rows.flags.writeable
+    assert all(np.array_equal(x, y) for x, y in zip(direct, mapped))
+    clone = pickle.loads(pickle.dumps(mapped.members))
+    assert isinstance(clone.rows, np.memmap) and clone.directory == str(tmp_path / "m")
+    assert len(pickle.dumps(mapped.members)) < 1000  # the path, not the rows
+    assert clone.labels == ("x", "y", "z")
+    saved = members_of_runs([3, 4], labels=[(1, "a"), (2, "b")]).save(tmp_path / "runs")
+    assert saved.grouped and saved.labels == ((1, "a"), (2, "b"))
+    with pytest.raises(TypeError, match="label .* is not a JSON value"):
+        members_of_runs([3], labels=[object()]).save(tmp_path / "bad")
+
+
+def test_arguments_are_checked():
+    codes = np.array([0, 1] * 10)
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*52\)"):
+        lazy_plan(codes, 2, seed=-3)
+    with pytest.raises(TypeError, match="epoch must be an integer"):
+        lazy_plan(codes, 2, seed=1, epoch=1.0)
+    with pytest.raises(ValueError, match="strata has a missing value at row 1"):
+        lazy_plan([0.0, np.nan, 1.0], 1, seed=1)
+    with pytest.warns(StratumTooSmallWarning):
+        plan = lazy_plan(codes, 11, seed=1)
+    assert plan.num_batches == 1 and np.array_equal(np.sort(plan[0]), np.arange(20))
+    with pytest.raises(IndexError):
+        plan[1]
+
+
+def test_materialised_form_is_a_batch_plan():
+    codes = np.random.default_rng(8).integers(0, 2, 300)
+    plan = lazy_plan(codes, FixedSize(30), seed=12, epoch=4)
+    report = plan.materialise()
+    assert report.rng == "index" and report.seed == 12 and report.epoch == 4
+    assert all(np.array_equal(x, y) for x, y in zip(report, plan))
+    assert np.array_equal(report.counts, plan.counts(range(plan.num_batches)))
+    assert "LazyPlan(num_batches=10" in repr(plan)
+    assert isinstance(plan.members, StratumMembers)
