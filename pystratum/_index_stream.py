@@ -91,19 +91,24 @@ def _encrypt(x, p, q, keys):
     q = np.uint64(q) if np.isscalar(q) else q
     left = x >> q
     right = x & ((np.uint64(1) << q) - np.uint64(1))
-    spare = np.empty_like(x)
-    top = np.uint64(_HALF)
+    f = np.empty_like(x)
+    shifted = np.empty_like(x)
+    top_shift = np.uint64(_HALF) - p
+    other_shift = np.uint64(_HALF) - q
     for i in range(ROUNDS):
-        f = np.bitwise_xor(right, keys[i], out=spare)
+        np.bitwise_xor(right, keys[i], out=f)
         f *= _C1
         f &= _M26
-        f ^= f >> _SHIFT13
+        np.right_shift(f, _SHIFT13, out=shifted)
+        f ^= shifted
         f *= _C2
         f &= _M26
-        f >>= top - p
+        f >>= top_shift
         f ^= left
-        left, right, spare = right, f, left
-        p, q = q, p
+        # (L, R) <- (R, L xor F(R)); the halves swap widths.
+        left, right, f = right, f, left
+        top_shift, other_shift = other_shift, top_shift
+    # An even number of rounds: the halves have their first widths again.
     left <<= q
     left |= right
     return left

@@ -34,6 +34,9 @@ __all__ = ["LazyPlan", "lazy_plan"]
 
 # Rows computed per vectorised step when many batches are asked for at once.
 _BLOCK_ROWS = 1 << 17
+# Up to this many strata, each stratum's ranks go through the cipher with
+# scalar parameters (faster); beyond it, one call with per-row parameters.
+_PER_STRATUM_MAX = 8
 
 
 class LazyPlan:
@@ -105,21 +108,40 @@ class LazyPlan:
         lo, hi = self.cuts(batch_ids)
         lo = lo[:, self.turn_order]
         counts = hi[:, self.turn_order] - lo
-        per_batch = counts.sum(axis=1)
+        # Where each (batch, stratum) segment starts in the output.
+        seg_out = np.zeros(counts.shape, dtype=np.int64)
+        np.cumsum(counts[:, :-1], axis=1, out=seg_out[:, 1:])
         bounds = np.zeros(batch_ids.shape[0] + 1, dtype=np.int64)
-        np.cumsum(per_batch, out=bounds[1:])
-        total = int(bounds[-1])
-        # One segment per (batch, stratum): its first rank and its length.
-        seg_len = counts.ravel()
-        seg_stratum = np.tile(self.turn_order, batch_ids.shape[0])
-        keep = seg_len > 0
-        seg_len, seg_stratum, seg_lo = seg_len[keep], seg_stratum[keep], lo.ravel()[keep]
-        seg_of_row = np.repeat(np.arange(seg_len.shape[0]), seg_len)
-        seg_start = np.cumsum(seg_len) - seg_len
-        ranks = np.arange(total, dtype=np.int64)
-        ranks += (seg_lo - seg_start)[seg_of_row]
-        stratum = seg_stratum[seg_of_row]
-        return self.members.member(stratum, self._positions(stratum, ranks)), bounds
+        np.cumsum(counts.sum(axis=1), out=bounds[1:])
+        seg_out += bounds[:-1, None]
+        order = np.empty(int(bounds[-1]), dtype=np.int64)
+        if self.members.n_strata <= _PER_STRATUM_MAX:
+            # Few strata: each stratum's ranks go through the cipher with scalar
+            # parameters and land straight in their places.
+            for turn, stratum in enumerate(self.turn_order.tolist()):
+                ranks, places = _segments(lo[:, turn], counts[:, turn], seg_out[:, turn])
+                if ranks.shape[0]:
+                    order[places] = self._rows_of_stratum(stratum, ranks)
+            return order, bounds
+        # Many strata: one pass with per-row parameters, segments in output order.
+        stratum = np.repeat(np.tile(self.turn_order, batch_ids.shape[0]), counts.ravel())
+        ranks, _ = _segments(lo.ravel(), counts.ravel(), seg_out.ravel())
+        order[:] = self.members.member(stratum, self._positions(stratum, ranks))
+        return order, bounds
+
+    def _rows_of_stratum(self, stratum: int, ranks):
+        n = int(self.members.sizes[stratum])
+        if n <= SMALL_DOMAIN:
+            table, offsets = self._small
+            positions = table[offsets[stratum] + ranks]
+        else:
+            positions = permute_ranks(ranks, n, self.keys[:, stratum])
+        members = self.members
+        if members.rows is None:
+            positions += members.starts[stratum]
+            return positions
+        positions += members.offsets[stratum]
+        return members.rows[positions]
 
     def _positions(self, stratum, ranks):
         """Member numbers of ``ranks`` of ``stratum`` (arrays shaped alike)."""
@@ -127,20 +149,11 @@ class LazyPlan:
         positions = np.empty(ranks.shape[0], dtype=np.int64)
         n = sizes[stratum]
         small = n <= SMALL_DOMAIN
-        if small.any():
-            table, offsets = self._small
-            where = np.flatnonzero(small)
-            positions[where] = table[offsets[stratum[where]] + ranks[where]]
-            big = np.flatnonzero(~small)
-            stratum, ranks, n = stratum[big], ranks[big], n[big]
-        else:
-            big = None
-        if ranks.shape[0]:
-            values = _positions_by_stratum(stratum, ranks, n, self.keys)
-            if big is None:
-                positions = values
-            else:
-                positions[big] = values
+        table, offsets = self._small
+        where = np.flatnonzero(small)
+        positions[where] = table[offsets[stratum[where]] + ranks[where]]
+        big = np.flatnonzero(~small)
+        positions[big] = permute_ranks(ranks[big], n[big], self.keys[:, stratum[big]])
         return positions
 
     def __iter__(self):
@@ -213,25 +226,15 @@ def _default_batch_cuts():
     return Policy.batch_cuts
 
 
-# Up to this many strata, each stratum's ranks go through the cipher with
-# scalar parameters (faster); beyond it, one call with per-row parameters.
-_PER_STRATUM_MAX = 8
-
-
-def _positions_by_stratum(stratum, ranks, n, keys):
-    uniques = None
-    if keys.shape[1] <= _PER_STRATUM_MAX:
-        uniques = np.flatnonzero(np.bincount(stratum, minlength=keys.shape[1]))
-    if uniques is not None and uniques.shape[0] == 1:
-        s = int(uniques[0])
-        return permute_ranks(ranks, int(n[0]), keys[:, s])
-    if uniques is not None:
-        out = np.empty(ranks.shape[0], dtype=np.int64)
-        for s in uniques.tolist():
-            where = np.flatnonzero(stratum == s)
-            out[where] = permute_ranks(ranks[where], int(n[where[0]]), keys[:, s])
-        return out
-    return permute_ranks(ranks, n, keys[:, stratum])
+def _segments(first_rank, length, out_start):
+    """Ranks and output places of segments (first rank, length, first place), concatenated."""
+    total = int(length.sum())
+    seg_of = np.repeat(np.arange(length.shape[0]), length)
+    seg_start = np.cumsum(length) - length
+    index = np.arange(total, dtype=np.int64)
+    ranks = index + (first_rank - seg_start)[seg_of]
+    index += (out_start - seg_start)[seg_of]
+    return ranks, index
 
 
 def _small_domain_table(sizes, keys):

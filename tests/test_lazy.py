@@ -19,7 +19,8 @@ from pystratum.policies import (Allocation, FixedSize, MinPerStratum, Policy,
 
 @st.composite
 def strata_and_policy(draw):
-    n_strata = draw(st.integers(1, 5))
+    # Up to 12 strata: both the per-stratum (<= 8) and the per-row paths.
+    n_strata = draw(st.integers(1, 12))
     sizes = draw(st.lists(st.integers(1, 90), min_size=n_strata, max_size=n_strata))
     codes = np.repeat(np.arange(n_strata), sizes)
     order = draw(st.sampled_from(["shuffled", "grouped", "reversed"]))
