@@ -15,6 +15,9 @@ the R package).
 """
 
 from . import policies
+from ._lazy import LazyPlan, lazy_plan
+from ._members import StratumMembers, grouped_strata
+from ._parquet import parquet_strata
 from ._plan import BatchPlan, plan_batches, stratified_batches
 from ._rstream import RStream
 from .policies import FixedSize, MinPerStratum, StratumTooSmallWarning
@@ -22,9 +25,14 @@ from .policies import FixedSize, MinPerStratum, StratumTooSmallWarning
 __all__ = [
     "BatchPlan",
     "FixedSize",
+    "LazyPlan",
     "MinPerStratum",
     "RStream",
+    "StratumMembers",
     "StratumTooSmallWarning",
+    "grouped_strata",
+    "lazy_plan",
+    "parquet_strata",
     "plan_batches",
     "policies",
     "stratified_batches",

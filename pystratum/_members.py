@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["StratumMembers", "members_of_codes", "members_of_runs"]
+__all__ = ["grouped_strata", "MemberWriter", "RunTracker", "StratumMembers", "members_of_codes", "members_of_runs"]
 
 # Rows grouped per step: the sort's temporaries stay small at any N.
 _CHUNK_ROWS = 1 << 22
@@ -130,6 +130,26 @@ def _json_label(label):
     )
 
 
+def grouped_strata(sizes, labels=None) -> StratumMembers:
+    """Strata of rows stored stratum by stratum: ``sizes[0]`` rows of the first, then ...
+
+    O(S) memory for any N (pass it as ``strata`` to :func:`pystratum.lazy_plan`).
+    """
+    sizes_array = np.asarray(sizes)
+    if sizes_array.ndim != 1 or sizes_array.shape[0] == 0 or sizes_array.dtype.kind not in "iu" \
+            or (sizes_array < 1).any():
+        raise ValueError(
+            f"sizes must be a non-empty list of positive integers (rows of each stratum, "
+            f"in storage order), got sizes={sizes!r}."
+        )
+    if labels is not None and len(labels) != sizes_array.shape[0]:
+        raise ValueError(
+            f"labels must have one label per stratum ({sizes_array.shape[0]}), got "
+            f"{len(labels)} labels."
+        )
+    return members_of_runs(sizes_array, labels)
+
+
 def members_of_runs(sizes, labels=None) -> StratumMembers:
     """Strata that are consecutive runs of rows: stratum ``s`` is the ``s``-th run.
 
@@ -153,40 +173,88 @@ def members_of_codes(codes, sizes, labels, *, directory=None) -> StratumMembers:
     when ``directory`` is given. Peak extra memory: the member array plus
     O(chunk).
     """
-    sizes = np.asarray(sizes, dtype=np.int64)
-    n_strata = sizes.shape[0]
     n_rows = int(codes.shape[0])
-    first_rows, runs = _first_rows_and_runs(codes, n_strata)
-    if runs == n_strata:
-        return StratumMembers(sizes=sizes, labels=tuple(labels), first_rows=first_rows,
-                              starts=first_rows)
-    dtype = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
-    if directory is not None:
-        os.makedirs(os.fspath(directory), exist_ok=True)
-        rows = np.lib.format.open_memmap(os.path.join(os.fspath(directory), _ROWS_FILE),
-                                         mode="w+", dtype=dtype, shape=(n_rows,))
-    else:
-        rows = np.empty(n_rows, dtype=dtype)
-    write = np.zeros(n_strata, dtype=np.int64)
-    np.cumsum(sizes[:-1], out=write[1:])
+    runs = RunTracker(len(sizes))
     for start in range(0, n_rows, _CHUNK_ROWS):
-        chunk = np.asarray(codes[start:start + _CHUNK_ROWS])
+        runs.add(np.asarray(codes[start:start + _CHUNK_ROWS]), start)
+    if runs.grouped:
+        return runs.members(sizes, labels)
+    writer = MemberWriter(sizes, n_rows, directory)
+    for start in range(0, n_rows, _CHUNK_ROWS):
+        writer.add(np.asarray(codes[start:start + _CHUNK_ROWS]), start)
+    return writer.finish(labels, runs.first_rows)
+
+
+class RunTracker:
+    """First row of each code and whether every code is one run, fed chunk by chunk."""
+
+    def __init__(self, n_strata: int):
+        self.first_rows = np.full(n_strata, -1, dtype=np.int64)
+        self.runs = 0
+        self._previous = None
+
+    def add(self, chunk, start: int) -> None:
+        if chunk.shape[0] == 0:
+            return
+        change = np.flatnonzero(chunk[1:] != chunk[:-1]) + 1
+        if self._previous is None or chunk[0] != self._previous:
+            change = np.concatenate([[0], change])
+        self.runs += change.shape[0]
+        run_codes = chunk[change]
+        unseen = self.first_rows[run_codes] < 0
+        if unseen.any():
+            # A code's first row starts its first run.
+            new_codes, first = np.unique(run_codes[unseen], return_index=True)
+            self.first_rows[new_codes] = change[unseen][first] + start
+        self._previous = chunk[-1]
+
+    @property
+    def grouped(self) -> bool:
+        return self.runs == self.first_rows.shape[0]
+
+    def members(self, sizes, labels) -> StratumMembers:
+        """The ranges form (only when :attr:`grouped`)."""
+        return StratumMembers(sizes=np.asarray(sizes, dtype=np.int64), labels=tuple(labels),
+                              first_rows=self.first_rows, starts=self.first_rows)
+
+
+class MemberWriter:
+    """Builds the member array from chunks of codes given in row order."""
+
+    def __init__(self, sizes, n_rows: int, directory=None):
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.directory = directory
+        dtype = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
+        if directory is not None:
+            os.makedirs(os.fspath(directory), exist_ok=True)
+            self.rows = np.lib.format.open_memmap(
+                os.path.join(os.fspath(directory), _ROWS_FILE), mode="w+", dtype=dtype,
+                shape=(n_rows,))
+        else:
+            self.rows = np.empty(n_rows, dtype=dtype)
+        self._write = np.zeros(self.sizes.shape[0], dtype=np.int64)
+        np.cumsum(self.sizes[:-1], out=self._write[1:])
+
+    def add(self, chunk, start: int) -> None:
+        n_strata = self.sizes.shape[0]
         order = np.argsort(chunk, kind="stable")  # radix sort for 8/16-bit codes
         sorted_codes = chunk[order]
         per_stratum = np.bincount(sorted_codes, minlength=n_strata)
         destination = np.arange(order.shape[0], dtype=np.int64)
-        destination += (write - (np.cumsum(per_stratum) - per_stratum))[sorted_codes]
+        destination += (self._write - (np.cumsum(per_stratum) - per_stratum))[sorted_codes]
         order += start
-        rows[destination] = order
-        write += per_stratum
-    members = StratumMembers(sizes=sizes, labels=tuple(labels), first_rows=first_rows,
-                             rows=rows)
-    if directory is not None:
-        rows.flush()
-        del rows
-        _write_strata(directory, members)
-        return StratumMembers.load(directory)
-    return members
+        self.rows[destination] = order
+        self._write += per_stratum
+
+    def finish(self, labels, first_rows) -> StratumMembers:
+        members = StratumMembers(sizes=self.sizes, labels=tuple(labels), first_rows=first_rows,
+                                 rows=self.rows)
+        if self.directory is None:
+            return members
+        self.rows.flush()
+        self.rows = None
+        _write_strata(self.directory, members)
+        return StratumMembers.load(self.directory)
 
 
 def _write_strata(directory, members):
@@ -198,24 +266,3 @@ def _write_strata(directory, members):
     }
     with open(os.path.join(os.fspath(directory), _STRATA_FILE), "w", encoding="utf-8") as handle:
         json.dump(meta, handle)
-
-
-def _first_rows_and_runs(codes, n_strata):
-    """First row of each code and the number of runs of equal codes, chunk by chunk."""
-    first_rows = np.full(n_strata, -1, dtype=np.int64)
-    runs = 0
-    previous = None
-    for start in range(0, codes.shape[0], _CHUNK_ROWS):
-        chunk = np.asarray(codes[start:start + _CHUNK_ROWS])
-        change = np.flatnonzero(chunk[1:] != chunk[:-1]) + 1
-        run_starts = np.concatenate([[0], change]) if previous is None or \
-            chunk[0] != previous else change
-        runs += run_starts.shape[0]
-        run_codes = chunk[run_starts]
-        unseen = first_rows[run_codes] < 0
-        if unseen.any():
-            # A code's first row starts its first run.
-            new_codes, first = np.unique(run_codes[unseen], return_index=True)
-            first_rows[new_codes] = run_starts[unseen][first] + start
-        previous = chunk[-1]
-    return first_rows, runs
