@@ -15,6 +15,12 @@ sample of that stratum). The materialised plans keep the epoch
 permutation's order inside a batch instead; no single permutation exists
 here. Models that care about order inside a batch can shuffle it.
 
+Policies that pool or recycle strata (``Targets``, ``Downsample``) work
+too: rank ``r`` of a stratum with pool ``P`` is its pool member ``r % P`` of
+pass ``r // P``, pass 0 the stratum's shuffled order and every later pass a
+further keyed bijection of the pool (the materialised plan's extra
+permutations). Their importance weights come with ``batch_weights(b)``.
+
 An epoch of the lazy plan keeps every guarantee of its policy: rank ``r``
 of stratum ``s`` goes to batch ``b`` exactly when
 ``cuts[s, b] <= r < cuts[s, b + 1]``, and the bijection makes the ranks a
@@ -69,11 +75,22 @@ class LazyPlan:
         self.turn_order = np.argsort(members.first_rows, kind="stable")
         turn_of_stratum = np.empty_like(self.turn_order)
         turn_of_stratum[self.turn_order] = np.arange(self.turn_order.shape[0])
+        self._turn_of_stratum = turn_of_stratum
         self.keys = self.stream.keys(self.epoch, turn_of_stratum)  # (ROUNDS, S), code order
         self._table = None
+        self.row_weights = None
+        self._pools = None
         if type(policy).batch_cuts is _default_batch_cuts():
             # No closed form: the policy's whole table, computed once per epoch.
-            self._table = policy.allocate(members, self.epoch).cuts
+            allocation = policy.allocate(members, self.epoch)
+            self._table = allocation.cuts
+            if allocation.row_weights is not None:
+                self.row_weights = np.asarray(allocation.row_weights, dtype=np.float64)
+            pools = members.sizes if allocation.pool_sizes is None else \
+                np.asarray(allocation.pool_sizes, dtype=np.int64)
+            if allocation.pool_sizes is not None or (self._table[:, -1] > pools).any():
+                self._pools = pools
+        self._pass_keys = {}
         self._small = _small_domain_table(members.sizes, self.keys)
 
     @property
@@ -129,7 +146,44 @@ class LazyPlan:
         order[:] = self.members.member(stratum, self._positions(stratum, ranks))
         return order, bounds
 
+    def _pool_ranks(self, stratum, ranks):
+        """Pooled/recycled strata: rank ``r`` is pool rank ``r % pool`` of pass ``r // pool``.
+
+        Pass 0 is the pool in the stratum's shuffled order (its first ``pool``
+        ranks); pass ``p >= 1`` reorders the pool by its own keyed bijection
+        on ``[0, pool)``, stream number ``turn + S * p`` (what the materialised
+        plan draws as extra permutations).
+        """
+        pool = self._pools[stratum]
+        passes = ranks // pool
+        within = ranks - passes * pool
+        again = np.flatnonzero(passes > 0)
+        if again.shape[0] == 0:
+            return within
+        n_strata = self.members.n_strata
+        turn = self._turn_of_stratum[stratum]
+        streams = (turn if np.ndim(turn) == 0 else turn[again]) + n_strata * passes[again]
+        for stream in np.unique(streams).tolist():
+            where = again[streams == stream]
+            keys = self._pass_keys.get(stream)
+            if keys is None:
+                keys = self._pass_keys[stream] = self.stream.keys(self.epoch, [stream])[:, 0]
+            size = int(pool if np.ndim(pool) == 0 else pool[where[0]])
+            within[where] = permute_ranks(within[where], size, keys)
+        return within
+
+    def batch_weights(self, batch: int) -> np.ndarray:
+        """The importance weights of batch ``batch``'s rows (ones when the policy has none)."""
+        batch = range(self.num_batches)[batch]
+        lo, hi = self.cuts([batch])
+        counts = (hi - lo)[0, self.turn_order]
+        if self.row_weights is None:
+            return np.ones(int(counts.sum()), dtype=np.float64)
+        return np.repeat(self.row_weights[self.turn_order], counts)
+
     def _rows_of_stratum(self, stratum: int, ranks):
+        if self._pools is not None:
+            ranks = self._pool_ranks(stratum, ranks)
         n = int(self.members.sizes[stratum])
         if n <= SMALL_DOMAIN:
             table, offsets = self._small
@@ -145,6 +199,8 @@ class LazyPlan:
 
     def _positions(self, stratum, ranks):
         """Member numbers of ``ranks`` of ``stratum`` (arrays shaped alike)."""
+        if self._pools is not None:
+            ranks = self._pool_ranks(stratum, ranks)
         sizes = self.members.sizes
         positions = np.empty(ranks.shape[0], dtype=np.int64)
         n = sizes[stratum]
@@ -178,9 +234,13 @@ class LazyPlan:
 
         order, bounds = self.batches_of(np.arange(self.num_batches))
         lo, hi = self.cuts(np.arange(self.num_batches))
+        weights = None
+        if self.row_weights is not None:
+            per_segment = np.tile(self.row_weights[self.turn_order], self.num_batches)
+            weights = np.repeat(per_segment, (hi - lo)[:, self.turn_order].ravel())
         return BatchPlan(order=order, bounds=bounds, strata=self.members.labels,
                          counts=hi - lo, seed=self.seed, rng="index", epoch=self.epoch,
-                         shuffle=True, policy=self.policy)
+                         shuffle=True, policy=self.policy, weights=weights)
 
     def __repr__(self) -> str:
         return (f"LazyPlan(num_batches={self.num_batches}, n_rows={self.members.n_rows}, "

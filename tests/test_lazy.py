@@ -250,3 +250,48 @@ def test_materialised_form_is_a_batch_plan():
     assert np.array_equal(report.counts, plan.counts(range(plan.num_batches)))
     assert "LazyPlan(num_batches=10" in repr(plan)
     assert isinstance(plan.members, StratumMembers)
+
+
+def _pool_rows(plan, codes, stratum):
+    """A pooled stratum's pool: the rows its first pool ranks map to."""
+    pool = int(plan._pools[stratum])
+    members = np.flatnonzero(codes == stratum)
+    turn = int(plan._turn_of_stratum[stratum])
+    return set(members[index_permutation(members.shape[0], plan.seed, plan.epoch, turn)[:pool]]
+               .tolist())
+
+
+@pytest.mark.parametrize("epoch", [0, 3])
+def test_recycling_and_pooled_policies_keep_their_compositions(epoch):
+    from pystratum.policies import Downsample, Targets
+
+    codes = np.repeat([0, 1, 2], [300, 40, 9])
+    codes = np.random.default_rng(10).permutation(codes)
+    encoded = encode_strata(codes)
+    for policy in [Targets("balanced", 30), Targets({0: 0.5, 1: 0.3, 2: 0.2}, 20, epoch=7),
+                   Downsample({0: 0.1}, 5)]:
+        plan = lazy_plan(codes, policy, seed=21, epoch=epoch)
+        allocation = policy.allocate(encoded, epoch)
+        batches = list(plan)
+        counts = np.stack([np.bincount(codes[b], minlength=3) for b in batches])
+        assert np.array_equal(counts, allocation.counts)
+        pools = encoded.sizes if allocation.pool_sizes is None else allocation.pool_sizes
+        served = np.concatenate(batches)
+        for s in range(3):
+            rows = served[codes[served] == s]
+            uses = np.bincount(rows, minlength=codes.shape[0])[codes == s]
+            used = int(allocation.cuts[s, -1])
+            pool = int(pools[s])
+            # every pool row is used floor or ceil(used / pool) times, other rows never
+            assert set(rows.tolist()) <= _pool_rows(plan, codes, s) if plan._pools is not None \
+                else True
+            assert uses.sum() == used
+            assert sorted(set(uses[uses > 0].tolist())) in (
+                [used // pool], [used // pool, -(-used // pool)], [-(-used // pool)], [])
+        if allocation.row_weights is not None:
+            report = plan.materialise()
+            expected = np.asarray(allocation.row_weights)[codes[report.order]]
+            assert np.allclose(report.weights, expected)
+            assert np.allclose(plan.batch_weights(0), expected[:report.bounds[1]])
+        else:
+            assert np.array_equal(plan.batch_weights(1), np.ones(batches[1].shape[0]))
