@@ -293,7 +293,7 @@ class IndexStream:
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         return index_permutation(n, self.seed, epoch)
 
-    def advance_to(self, n: int, epoch: int) -> None:
+    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
         """Nothing to do: any epoch, any position is computed directly."""
 
     def state_dict(self) -> dict:

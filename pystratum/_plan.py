@@ -204,6 +204,12 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     draw exactly one permutation per epoch. ``stream=None`` (no shuffle)
     uses row order and the identity for every pass.
     """
+    if getattr(stream, "name", None) == "index":
+        from ._lazy import LazyPlan
+        from ._members import members_of_codes
+
+        members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
+        return LazyPlan(members, policy, stream, epoch).materialise()
     n = encoded.n_rows
     allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
                                   num_batches=num_batches)
@@ -286,12 +292,16 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
     seed : None, int, numpy SeedSequence or Generator
         With ``rng="R"`` an int means R's ``set.seed(seed)``. None draws fresh
         entropy (see :func:`plan_batches` to read back the seed used).
-    rng : {"numpy", "R", "torch"}
+    rng : {"numpy", "R", "torch", "index"}
         The random stream the epoch's permutation comes from. ``"numpy"``
         (default) is Python only. ``"R"`` with a seed gives exactly the R
         package's batches (``stratified_batches(strata, policy, seed)``,
         whose default stream is ``"R"``) minus one; ``"torch"`` with a seed
-        gives R torch's, for the same libtorch version only.
+        gives R torch's, for the same libtorch version only. ``"index"``:
+        the lazy plan (:func:`pystratum.lazy_plan`), per-stratum keyed
+        bijections; the seed is a whole number in ``[0, 2**52)`` and rows
+        inside a batch come stratum by stratum (strata in order of first
+        appearance), each stratum's in a pseudo-random order.
     epoch : int
         Which epoch's shuffle (0 first). Each epoch is a new permutation.
     shuffle : bool

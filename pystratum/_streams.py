@@ -12,6 +12,9 @@ itself. Streams differ in how epochs relate:
   the (k+1)-th ``torch.randperm(n, generator=g)`` call, which matches R
   torch's ``torch_randperm`` after ``torch_manual_seed(seed)`` for the same
   libtorch version. torch is imported only when this stream is used.
+* ``"index"``: keyed bijections per (seed, epoch, stratum), any position on
+  demand (``pystratum._index_stream``); its plans are lazy
+  (``pystratum._lazy``), so it has no ``permutation(N)`` per epoch.
 
 Sequential streams (R, torch) remember their position after the last epoch
 served, so walking epochs in order costs one permutation per epoch.
@@ -25,9 +28,11 @@ import numpy as np
 
 from ._validation import check_int
 
-__all__ = ["RNG_CHOICES", "make_stream", "stream_for", "NumpyStream", "RSeededStream", "SequentialStream"]
+__all__ = ["PERMUTATION_RNG_CHOICES", "RNG_CHOICES", "make_stream", "stream_for", "NumpyStream", "RSeededStream", "SequentialStream"]
 
-RNG_CHOICES = ("numpy", "R", "torch")
+# Streams that give whole permutations (what the negatives sampler draws from).
+PERMUTATION_RNG_CHOICES = ("numpy", "R", "torch")
+RNG_CHOICES = PERMUTATION_RNG_CHOICES + ("index",)
 
 _INT32_MAX = 2**31 - 1
 
@@ -54,6 +59,10 @@ def make_stream(rng: str, seed):
         from ._torch_stream import TorchStream  # torch imported only on request
 
         return TorchStream(seed)
+    if rng == "index":
+        from ._index_stream import IndexStream  # random access: plans go through _lazy
+
+        return IndexStream(seed)
     raise AssertionError(rng)  # callers validate rng first
 
 

@@ -92,7 +92,7 @@ import numpy as np
 
 from ._pairset import PairSet
 from ._sharding import rank_batch_count, rank_batch_indices
-from ._streams import RNG_CHOICES, make_stream
+from ._streams import PERMUTATION_RNG_CHOICES, make_stream
 from ._validation import _show, check_bool, check_choice, check_int
 
 __all__ = ["NegativeBatch", "NegativePairSampler", "batch_seed"]
@@ -234,7 +234,7 @@ class NegativePairSampler:
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         if num_users is not None:
             num_users = check_int(num_users, "num_users", minimum=1)
-        self.rng = check_choice(rng, "rng", RNG_CHOICES)
+        self.rng = check_choice(rng, "rng", PERMUTATION_RNG_CHOICES)
         self.reject_observed = check_bool(reject_observed, "reject_observed")
         self.pair_with = check_choice(pair_with, "pair_with", PAIR_WITH_CHOICES)
         self.duplicates = check_choice(duplicates, "duplicates", DUPLICATES_CHOICES)

@@ -296,7 +296,7 @@ def test_missing_values_name_the_row(strata, row, shown):
          "min_samples_per_stratum must be an integer, got min_samples_per_stratum=True of type bool"),
         ({"min_samples_per_stratum": 2.5}, TypeError, "got min_samples_per_stratum=2.5 of type float"),
         ({"min_samples_per_stratum": "2"}, TypeError, "got min_samples_per_stratum='2' of type str"),
-        ({"rng": "torchh"}, ValueError, "rng must be one of 'numpy', 'R', 'torch', got rng='torchh'"),
+        ({"rng": "torchh"}, ValueError, "rng must be one of 'numpy', 'R', 'torch', 'index', got rng='torchh'"),
         ({"epoch": -1}, ValueError, "epoch must be an integer >= 0, got epoch=-1"),
         ({"epoch": 1.0}, TypeError, "epoch must be an integer, got epoch=1.0"),
         ({"shuffle": 1}, TypeError, "shuffle must be True or False, got shuffle=1"),

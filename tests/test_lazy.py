@@ -295,3 +295,19 @@ def test_recycling_and_pooled_policies_keep_their_compositions(epoch):
             assert np.allclose(plan.batch_weights(0), expected[:report.bounds[1]])
         else:
             assert np.array_equal(plan.batch_weights(1), np.ones(batches[1].shape[0]))
+
+
+def test_rng_index_in_the_core_is_the_lazy_plan():
+    import pystratum
+
+    codes = np.random.default_rng(11).integers(0, 3, 600)
+    plan = pystratum.plan_batches(codes, FixedSize(50), seed=5, rng="index", epoch=2)
+    lazy = lazy_plan(codes, FixedSize(50), seed=5, epoch=2)
+    assert plan.rng == "index" and plan.seed == 5
+    assert all(np.array_equal(x, y) for x, y in zip(plan, lazy))
+    batches = pystratum.stratified_batches(codes, 4, seed=5, rng="index")
+    assert all(np.array_equal(x, y) for x, y in zip(batches, lazy_plan(codes, 4, seed=5)))
+    unshuffled = pystratum.plan_batches(codes, 4, rng="index", shuffle=False)
+    assert np.array_equal(np.concatenate(list(unshuffled)).size, 600)
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*52\)"):
+        pystratum.stratified_batches(codes, 4, seed=-1, rng="index")
