@@ -41,9 +41,14 @@ class EpochBatches:
 
     epoch: int
     start: int
-    order: np.ndarray
-    bounds: np.ndarray
+    order: np.ndarray | None
+    bounds: np.ndarray | None
     stream_state: dict
+    # Lazy plans (rng="index"): batches first..stop-1 of this rank on demand,
+    # as (order, bounds), instead of order/bounds; ``count`` batches in all.
+    source: Callable | None = None
+    count: int = 0
+    rows_per_batch: int = 1
 
 
 class EpochIterator:
@@ -60,6 +65,7 @@ class EpochIterator:
         self.exhausted = False
         self._order = None
         self._edges = None
+        self._source = None
         self._n_batches = 0
         self._chunk = []
         self._chunk_start = 0
@@ -97,11 +103,26 @@ class EpochIterator:
         self.epoch = batches.epoch
         self.stream_state = batches.stream_state
         self.batches_yielded = batches.start
+        self._source = batches.source
+        if self._source is not None:
+            self._n_batches = batches.count
+            self._step = max(1, self._chunk_rows // max(1, batches.rows_per_batch))
+            return
         self._order = batches.order
         self._edges = batches.bounds.tolist()
         self._n_batches = len(self._edges) - 1
 
     def _load_chunk(self, k: int) -> None:
+        if self._source is not None:
+            # Only the batches about to be served are computed (O(1) resume).
+            stop = min(self._n_batches, k + self._step)
+            order, bounds = self._source(k, stop)
+            rows = order.tolist()
+            edges = bounds.tolist()
+            self._chunk = [rows[a:b] for a, b in zip(edges[:-1], edges[1:])]
+            self._chunk_start = k
+            self._chunk_stop = stop
+            return
         edges = self._edges
         # Batches k..stop-1 span at most chunk_rows rows (at least one batch).
         stop = max(k + 1, bisect.bisect_right(edges, edges[k] + self._chunk_rows) - 1)
@@ -115,6 +136,7 @@ class EpochIterator:
         self.exhausted = True
         # The sampler keeps a reference to its last iterator: drop the epoch's arrays.
         self._order = None
+        self._source = None
         self._chunk = []
         self._chunk_start = self._chunk_stop = 0
 

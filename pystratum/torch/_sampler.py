@@ -21,6 +21,8 @@ from torch.utils.data import Sampler
 
 from .._plan import (BatchPlan, advance_stream, check_strata_are_groups, plan_from_stream,
                      resolve_policy)
+from .._lazy import LazyPlan
+from .._members import members_of_codes
 from .._sharding import rank_batch_count, rank_batch_indices
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
@@ -70,13 +72,17 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         seed is broadcast to every rank, which needs every rank to build its
         sampler (as DDP code does anyway); without an initialised process
         group and ``num_replicas > 1``, pass ``seed=``.
-    rng : {"numpy", "R", "torch"}
+    rng : {"numpy", "R", "torch", "index"}
         Where each epoch's permutation comes from. ``"R"``: epoch k is the
         (k+1)-th ``sample(N)`` after R's ``set.seed(seed)``. ``"torch"``: a
         private ``torch.Generator`` seeded with ``seed``; epoch k is its
         (k+1)-th ``torch.randperm(N)``, which is R torch's ``torch_randperm``
         after ``torch_manual_seed(seed)`` when both use the same libtorch
         version. The global random state is never used or changed.
+        ``"index"``: the lazy plan (:func:`pystratum.lazy_plan`); each rank
+        computes only its own batches, each when the DataLoader reaches it
+        (O(N / num_replicas) work per epoch and rank, O(1) to resume); rows
+        inside a batch come stratum by stratum.
     num_replicas, rank : int, optional
         Default to ``torch.distributed``'s world size and rank when it is
         initialised, else 1 and 0. Every rank computes the same plan from
@@ -162,6 +168,12 @@ class StratifiedBatchSampler(Sampler[list[int]]):
                 f"Use a policy giving more batches (a smaller m or batch_size), fewer "
                 f"replicas, or drop_last=False (ranks then reuse whole batches)."
             )
+        # rng="index": member lists built once; every epoch is a lazy plan of
+        # which this rank computes only its own batches.
+        self._members = None
+        if self.rng == "index" and self.shuffle:
+            self._members = members_of_codes(self._encoded.codes, self._encoded.sizes,
+                                             self._encoded.labels)
         self._digest = None
         # Progress. The iterator that started last holds the position inside
         # its epoch; between epochs the sampler knows only what comes next.
@@ -384,6 +396,8 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         return self._digest
 
     def _plan(self, epoch: int) -> BatchPlan:
+        if self._members is not None:
+            return self._lazy_plan(epoch).materialise()
         with warnings.catch_warnings():
             # Already said once, at construction.
             warnings.simplefilter("ignore", StratumTooSmallWarning)
@@ -391,8 +405,28 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             return plan_from_stream(self._encoded, self.policy, self._stream,
                                     epoch=epoch, rng=self.rng, num_batches=self.num_batches)
 
+    def _lazy_plan(self, epoch: int) -> LazyPlan:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StratumTooSmallWarning)
+            return LazyPlan(self._members, self.policy, self._stream, epoch)
+
+    def _rank_batches_lazy(self, epoch: int, start: int) -> EpochBatches:
+        """This rank's batches only, each computed when the iterator reaches it."""
+        plan = self._lazy_plan(epoch)
+        chosen = rank_batch_indices(self.num_batches, self.num_replicas, self.rank,
+                                    self.drop_last)
+
+        def source(first, stop):
+            return plan.batches_of(chosen[first:stop])
+
+        return EpochBatches(epoch, start, None, None, {}, source=source,
+                            count=int(chosen.shape[0]),
+                            rows_per_batch=self._encoded.n_rows // max(1, self.num_batches))
+
     def _rank_batches(self, epoch: int, start: int) -> EpochBatches:
         """This rank's batches of ``epoch`` as (order, bounds) int64 arrays."""
+        if self._members is not None:
+            return self._rank_batches_lazy(epoch, start)
         if self._stream is not None:
             # Record the stream position before this epoch: state_dict() saves
             # it so a resume costs one permutation, not epoch + 1.

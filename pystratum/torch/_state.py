@@ -222,11 +222,11 @@ def _stream_state(stream, rng) -> dict:
         raise TypeError(
             f"state_dict['stream'] must be a dict, got {type(stream).__name__}; {_FIX}."
         )
-    if rng in (None, "numpy"):
+    if rng in (None, "numpy", "index"):
         if stream:
             raise ValueError(
                 f"state_dict['stream'] must be empty for "
-                f"{'an unshuffled sampler' if rng is None else repr('numpy') + ' streams'} "
+                f"{'an unshuffled sampler' if rng is None else repr(rng) + ' streams'} "
                 f"(they have no position), got keys {sorted(stream)}; was it saved with "
                 f"another rng? {_FIX_SENTENCE}"
             )
