@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._index_stream import MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks
-from ._members import StratumMembers, members_of_codes
+from ._members import StratumMembers, members_of_codes, members_of_labels
 from ._validation import check_int
 
 __all__ = ["LazyPlan", "lazy_plan"]
@@ -272,6 +272,8 @@ def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratu
     stream = IndexStream(seed)
     if isinstance(strata, StratumMembers):
         members = strata
+    elif (members := members_of_labels(strata, directory=members_directory)) is not None:
+        check_strata_are_groups(members)
     else:
         encoded = encode_strata(strata)
         check_strata_are_groups(encoded)

@@ -24,11 +24,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["grouped_strata", "MemberWriter", "RunTracker", "StratumMembers", "members_of_codes", "members_of_runs"]
+__all__ = ["grouped_strata", "members_of_labels", "MemberWriter", "RunTracker", "StratumMembers", "members_of_codes", "members_of_runs"]
 
+# Integer labels spanning fewer values than this are counted by chunked bincount.
+_DENSE_LABEL_SPAN = 1 << 16
 # Rows grouped per step: the sort's temporaries stay small at any N.
 _CHUNK_ROWS = 1 << 22
 _ROWS_FILE = "rows.npy"
+# Up to this many strata the member array is filled by one scan per stratum.
+_FEW_STRATA = 4
 _STRATA_FILE = "strata.json"
 
 
@@ -164,6 +168,54 @@ def members_of_runs(sizes, labels=None) -> StratumMembers:
     return StratumMembers(sizes=sizes, labels=tuple(labels), first_rows=starts, starts=starts)
 
 
+def members_of_labels(values, *, directory=None):
+    """Member lists straight from a 1-D numpy array of small integer (or bool) labels.
+
+    Everything chunk by chunk (counts, runs, members): no N-sized temporary
+    beside the member array, where encoding the whole column first would
+    hold an 8-byte copy per row. Returns None for any other input (then the
+    general encoder is used).
+    """
+    if not isinstance(values, np.ndarray) or values.ndim != 1 or values.shape[0] == 0 or \
+            values.dtype.kind not in "iub":
+        return None
+    is_bool = values.dtype.kind == "b"
+    if is_bool:
+        values = values.view(np.int8)
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo >= _DENSE_LABEL_SPAN:
+        return None
+    n_rows = values.shape[0]
+    counts = np.zeros(hi - lo + 1, dtype=np.int64)
+    for start in range(0, n_rows, _CHUNK_ROWS):
+        chunk = values[start:start + _CHUNK_ROWS]
+        counts += np.bincount((chunk - lo).astype(np.intp, copy=False), minlength=counts.shape[0])
+    present = np.flatnonzero(counts)
+    code_of_value = np.full(counts.shape[0], -1, dtype=np.int64)
+    code_of_value[present] = np.arange(present.shape[0])
+    labels = (present + lo).tolist()
+    # Values 0..k-1 all present are the codes already.
+    table = None if lo == 0 and present.shape[0] == counts.shape[0] else code_of_value
+
+    def chunks():
+        for start in range(0, n_rows, _CHUNK_ROWS):
+            chunk = values[start:start + _CHUNK_ROWS]
+            yield (chunk if table is None else table[chunk - lo]), start
+
+    if is_bool:
+        labels = [bool(v) for v in labels]
+    runs = RunTracker(present.shape[0])
+    for chunk, start in chunks():
+        runs.add(chunk, start)
+    sizes = counts[present]
+    if runs.grouped:
+        return runs.members(sizes, labels)
+    writer = MemberWriter(sizes, n_rows, directory)
+    for chunk, start in chunks():
+        writer.add(chunk, start)
+    return writer.finish(labels, runs.first_rows)
+
+
 def members_of_codes(codes, sizes, labels, *, directory=None) -> StratumMembers:
     """Member lists of integer codes ``0..S-1`` (every code present), chunk by chunk.
 
@@ -237,6 +289,15 @@ class MemberWriter:
 
     def add(self, chunk, start: int) -> None:
         n_strata = self.sizes.shape[0]
+        if n_strata <= _FEW_STRATA:
+            # Few strata: one scan per stratum, sequential writes.
+            for s in range(n_strata):
+                where = np.flatnonzero(chunk == s)
+                stop = self._write[s] + where.shape[0]
+                where += start
+                self.rows[self._write[s]:stop] = where
+                self._write[s] = stop
+            return
         order = np.argsort(chunk, kind="stable")  # radix sort for 8/16-bit codes
         sorted_codes = chunk[order]
         per_stratum = np.bincount(sorted_codes, minlength=n_strata)

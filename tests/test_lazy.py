@@ -311,3 +311,30 @@ def test_rng_index_in_the_core_is_the_lazy_plan():
     assert np.array_equal(np.concatenate(list(unshuffled)).size, 600)
     with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*52\)"):
         pystratum.stratified_batches(codes, 4, seed=-1, rng="index")
+
+
+@pytest.mark.parametrize("values", [
+    np.array([0, 1, 1, 0, 1], dtype=np.int8),
+    np.array([5, 9, 5, 7, 9, 9], dtype=np.int64),
+    np.array([-2, -1, -2, -2], dtype=np.int16),
+    np.array([True, False, True, True]),
+    np.array([3, 3, 3], dtype=np.uint8),
+    np.repeat(np.array([2, 0, 1], dtype=np.int32), [3, 4, 2]),
+], ids=["int8", "gaps", "negative", "bool", "one", "grouped"])
+def test_integer_labels_take_the_chunked_path_with_the_encoders_result(values, monkeypatch):
+    import pystratum._members as members_module
+    from pystratum._members import members_of_labels
+
+    monkeypatch.setattr(members_module, "_CHUNK_ROWS", 2)
+    members = members_of_labels(values)
+    encoded = encode_strata(values)
+    assert members.labels == encoded.labels
+    assert [type(v) for v in members.labels] == [type(v) for v in encoded.labels]
+    assert members.sizes.tolist() == encoded.sizes.tolist()
+    for s in range(encoded.n_strata):
+        expected = np.flatnonzero(encoded.codes == s)
+        got = members.member(np.full(expected.shape[0], s), np.arange(expected.shape[0]))
+        assert np.array_equal(got, expected) and members.first_rows[s] == expected[0]
+    assert members_of_labels(np.array([0, 70_000])) is None
+    assert members_of_labels(np.array(["a", "b"])) is None
+    assert members_of_labels([0, 1]) is None

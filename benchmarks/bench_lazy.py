@@ -1,0 +1,180 @@
+"""Lazy plans (rng="index") against materialised plans, permutations and torch.
+
+Run:  .venv/bin/python benchmarks/bench_lazy.py [--big | --only-big] [--n N]
+
+Every case runs in a fresh process, so its peak resident memory
+(``ru_maxrss``) is its own; times are CPU seconds of that process
+(``time.process_time``; the machines here are shared, wall-clock seconds
+mostly measure other jobs) with wall seconds beside them.
+
+Default (N = 10^7, 2 strata with 3% positives, FixedSize(1000)):
+lazy vs materialised whole epoch, time to the first batch, one rank of 8,
+torch's DistributedSampler (one rank of 8) and the plain keyed shuffle.
+``--big`` adds N = 10^9: one rank of 8, rows grouped by stratum (ranges)
+and not grouped (int8 codes, member array), against
+``default_rng().permutation(N / 8)``. Inputs are built compactly in memory
+(int8 codes, or the two run lengths); nothing is written to disk.
+"""
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+RANKS = 8
+BATCH = 1000
+POSITIVES = 0.03
+
+
+def _codes(n, seed=0):
+    """int8 labels, 3% ones, built in chunks (1 byte per row)."""
+    codes = np.empty(n, dtype=np.int8)
+    rng = np.random.default_rng(seed)
+    step = 1 << 24
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        codes[start:stop] = rng.random(stop - start) < POSITIVES
+    return codes
+
+
+def _rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Clock:
+    def __init__(self):
+        self.cpu = time.process_time()
+        self.wall = time.perf_counter()
+
+    def lap(self):
+        cpu, wall = time.process_time(), time.perf_counter()
+        result = (cpu - self.cpu, wall - self.wall)
+        self.cpu, self.wall = cpu, wall
+        return result
+
+
+def case(name, n):
+    """Run one case in this process; returns a dict of figures."""
+    import pystratum
+    from pystratum.policies import FixedSize
+
+    policy = FixedSize(BATCH)
+    out = {"case": name, "n": n}
+    if name == "permutation_rank":
+        clock = Clock()
+        np.random.default_rng().permutation(n // RANKS)
+        out["epoch"] = clock.lap()
+    elif name == "permutation":
+        clock = Clock()
+        np.random.default_rng().permutation(n)
+        out["epoch"] = clock.lap()
+    elif name in ("lazy_grouped_rank", "lazy_codes_rank", "lazy_codes", "lazy_grouped"):
+        grouped = "grouped" in name
+        if grouped:
+            positives = int(round(n * POSITIVES))
+            strata = pystratum.grouped_strata([n - positives, positives])
+        else:
+            strata = _codes(n)
+        out["input_mb"] = _rss_mb()
+        clock = Clock()
+        plan = pystratum.lazy_plan(strata, policy, seed=1)
+        out["build"] = clock.lap()
+        ids = np.arange(plan.num_batches)
+        if name.endswith("_rank"):
+            from pystratum._sharding import rank_batch_indices
+
+            ids = rank_batch_indices(plan.num_batches, RANKS, 0, False)
+        first = plan[int(ids[0])]
+        out["first"] = clock.lap()
+        rows = first.shape[0]
+        for batch in plan.iter_batches(ids):
+            rows += batch.shape[0]
+        out["epoch"] = clock.lap()
+        out["rows"] = rows - first.shape[0]
+        out["batches"] = int(ids.shape[0])
+    elif name == "materialised":
+        codes = _codes(n)
+        out["input_mb"] = _rss_mb()
+        clock = Clock()
+        plan = pystratum.plan_batches(codes, policy, seed=1)
+        out["epoch"] = clock.lap()
+        out["first"] = out["epoch"]
+        out["batches"] = plan.num_batches
+    elif name == "keyed_shuffle_rank":
+        from pystratum._index_stream import permute_ranks, round_keys
+
+        clock = Clock()
+        keys = round_keys(1, 0, [0])[:, 0]
+        step = 1 << 20
+        # rank 0's share of a plain keyed shuffle of N rows, no strata
+        for start in range(0, n // RANKS, step):
+            ranks = np.arange(start, min(n // RANKS, start + step), dtype=np.int64) * RANKS
+            permute_ranks(ranks, n, keys)
+        out["epoch"] = clock.lap()
+    elif name == "distributed_sampler_rank":
+        import torch
+        from torch.utils.data import DistributedSampler
+
+        torch.set_num_threads(1)
+        sampler = DistributedSampler(range(n), num_replicas=RANKS, rank=0, seed=1)
+        clock = Clock()
+        iterator = iter(sampler)
+        next(iterator)
+        out["first"] = clock.lap()
+        for _ in iterator:
+            pass
+        out["epoch"] = clock.lap()
+    else:
+        raise ValueError(name)
+    out["peak_mb"] = _rss_mb()
+    return out
+
+
+def run(name, n):
+    command = [sys.executable, __file__, "--case", name, "--n", str(n)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"case": name, "n": n, "error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout)
+
+
+def show(result):
+    def fmt(key):
+        value = result.get(key)
+        return "" if value is None else f"{value[0]:.3f} ({value[1]:.2f})"
+    print(f"{result['case']:26s} N={result['n']:>13,}  build {fmt('build'):>16s}  "
+          f"first {fmt('first'):>16s}  epoch {fmt('epoch'):>16s}  peak "
+          f"{result.get('peak_mb', float('nan')):8.0f} MB  input "
+          f"{result.get('input_mb', float('nan')):7.0f} MB {result.get('error', '')}",
+          flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--case")
+    parser.add_argument("--n", type=int, default=10**7)
+    parser.add_argument("--big", action="store_true")
+    parser.add_argument("--only-big", action="store_true")
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(case(args.case, args.n)))
+        return
+    print("CPU seconds (wall seconds); peak = ru_maxrss of the case's process")
+    n = args.n
+    for name in [] if args.only_big else ["permutation", "materialised", "lazy_codes", "lazy_grouped",
+                 "permutation_rank", "lazy_codes_rank", "lazy_grouped_rank",
+                 "keyed_shuffle_rank", "distributed_sampler_rank"]:
+        show(run(name, n))
+    if args.big or args.only_big:
+        big = 10**9
+        for name in ["lazy_grouped_rank", "permutation_rank", "keyed_shuffle_rank",
+                     "lazy_codes_rank"]:
+            show(run(name, big))
+
+
+if __name__ == "__main__":
+    main()
