@@ -60,7 +60,8 @@
 #'   default differs from [stratified_batches()] (`"R"`) so that, with
 #'   `seed = NULL`, the mlr3torch learner's `seed` controls the shuffle; to
 #'   get the batches of a Python run, give a `seed` and the same `rng` on
-#'   both sides.
+#'   both sides. `"index"`: the keyed bijections of Python's `rng = "index"`
+#'   (any epoch computed directly; `seed` in `[0, 2^52)`).
 #'
 #' @return A `torch_sampler` class generator: call it with a dataset (as
 #'   mlr3torch does) to get a batch sampler.
@@ -73,10 +74,10 @@
 #' learner = mlr3::lrn("classif.mlp", epochs = 3, batch_size = 10, seed = 1,
 #'   batch_sampler = batch_sampler_stratified(2))
 #' learner$train(task)
-batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL, rng = c("torch", "R"),
-  min_samples_per_stratum = NULL) {
+batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL,
+  rng = c("torch", "R", "index"), min_samples_per_stratum = NULL) {
   policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
-  rng = if (missing(rng)) "torch" else assert_choice(rng, "rng", c("torch", "R"))
+  rng = if (missing(rng)) "torch" else assert_choice(rng, "rng", c("torch", "R", "index"))
   shuffle = assert_flag(shuffle, "shuffle")
   assert_seed_with_shuffle(seed, shuffle)
   seed = assert_seed(seed, rng)

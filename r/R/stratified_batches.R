@@ -65,7 +65,11 @@
 #'   With a `seed`, `"R"` gives exactly the batches of the Python package's
 #'   `pystratum.stratified_batches(..., seed = seed, rng = "R")` plus one
 #'   (whose own default, `"numpy"`, exists in Python only); `"torch"` matches
-#'   Python's `rng = "torch"` for the same libtorch version only.
+#'   Python's `rng = "torch"` for the same libtorch version only. `"index"`:
+#'   keyed bijections per stratum and epoch (no permutation of the rows is
+#'   drawn, any epoch costs the same); `seed` must then lie in `[0, 2^52)`,
+#'   rows inside a batch come stratum by stratum (strata in order of first
+#'   appearance), and the batches equal Python's `rng = "index"` plus one.
 #' @param epoch (`integer(1)`)\cr
 #'   Which epoch's shuffle, 0 for the first, at most 2147483647. Each epoch is
 #'   a new permutation. Both streams reach epoch `k` by drawing the `k`
@@ -106,10 +110,10 @@
 #' # Several columns: every combination is a stratum.
 #' strata = data.frame(y = rep(c("a", "b"), 10), group = rep(1:2, each = 10))
 #' lengths(stratified_batches(strata, 1, seed = 1))
-stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch"), epoch = 0L,
-  shuffle = TRUE, min_samples_per_stratum = NULL) {
+stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch", "index"),
+  epoch = 0L, shuffle = TRUE, min_samples_per_stratum = NULL) {
   policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
-  rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch"))
+  rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch", "index"))
   epoch = assert_epoch(epoch)
   shuffle = assert_flag(shuffle, "shuffle")
   assert_seed_with_shuffle(seed, shuffle)
@@ -129,6 +133,17 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch")
   }
   check_strata_are_groups(encoded)
   allocation = checked_allocation(policy, encoded, epoch)
+  if (shuffle && rng == "index") {
+    # Keyed bijections per stratum: no permutation of the rows is drawn.
+    seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
+    batches = index_batches(encoded, allocation, seed, epoch)
+    if (!is.null(allocation$row_weights)) {
+      attr(batches, "weights") = lapply(batches, function(rows) {
+        allocation$row_weights[encoded$codes[rows]]
+      })
+    }
+    return(batches)
+  }
   pass_sizes = pass_draw_order(extra_passes(allocation, encoded$sizes),
     first_appearance_turn(encoded))$sizes
   draws = if (!shuffle) c(list(NULL), lapply(pass_sizes, seq_len)) else {

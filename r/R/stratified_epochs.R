@@ -16,12 +16,13 @@
 #   $in_order()                   every row once, in row order, in batches of
 #                                 $batch_sizes (for prediction loaders)
 stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
-  rng = c("R", "torch"), torch_backend = NULL) {
+  rng = c("R", "torch", "index"), torch_backend = NULL) {
   policy = as_policy(policy)
-  rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch"))
+  rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch", "index"))
   shuffle = assert_flag(shuffle, "shuffle")
   assert_seed_with_shuffle(seed, shuffle)
   seed = assert_seed(seed, rng)
+  if (rng == "index") seed = assert_index_seed(seed)
   encoded = encode_strata(strata)
   check_strata_are_groups(encoded)
   # Epoch 0's allocation (and any warning) now; later epochs may rotate counts
@@ -49,6 +50,18 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
     pass_sizes = pass_draw_order(extra_passes(allocation, encoded$sizes),
       first_appearance_turn(encoded))$sizes
     draws = c(list(NULL), lapply(pass_sizes, seq_len))
+    if (shuffle && rng == "index") {
+      # Keyed bijections: epoch k is computed directly, no stream to keep.
+      if (is.null(self$seed)) self$seed = sample.int(.Machine$integer.max, 1L) - 1
+      batches = index_batches(encoded, allocation, self$seed, served)
+      if (!is.null(allocation$row_weights)) {
+        attr(batches, "weights") = lapply(batches, function(rows) {
+          allocation$row_weights[encoded$codes[rows]]
+        })
+      }
+      served <<- served + 1L
+      return(batches)
+    }
     if (shuffle) {
       if (is.null(draw)) {
         draw <<- permutation_stream(rng, seed, torch_backend)

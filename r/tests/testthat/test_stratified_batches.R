@@ -155,7 +155,7 @@ test_that("bad arguments are classed errors naming the argument", {
   expect_pystratum_error(stratified_batches(y, "2"), "type_error", "min_samples_per_stratum")
   expect_pystratum_error(stratified_batches(y, c(1, 2)), "type_error", "min_samples_per_stratum")
   expect_pystratum_error(stratified_batches(y, 1, rng = "foo"), "value_error", "rng",
-    "rng must be one of 'R', 'torch', got rng='foo'")
+    "rng must be one of 'R', 'torch', 'index', got rng='foo'")
   expect_pystratum_error(stratified_batches(y, 1, epoch = -1), "value_error", "epoch",
     "epoch must be a whole number >= 0, got epoch=-1")
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, epoch = 1.5), "type_error", "epoch")

@@ -1,0 +1,137 @@
+# The random-access stream (rng = "index") and its lazy batches.
+#
+# The twin of pystratum/_index_stream.py and pystratum/_lazy.py: a keyed
+# Feistel network over the bits of [0, n) with cycle-walking (Luby and
+# Rackoff 1988; Black and Rogaway 2002), as TensorFlow's index_shuffle and
+# Grain use. Halves have at most 26 bits and every product is 26 x 26 bits,
+# so every intermediate is a whole number below 2^52 that a double holds
+# exactly; xor works on 26-bit halves (bitwXor on integers). Domains of at
+# most 64 values are ordered by the keyed network over 52 bits instead.
+# The Python module's docstring describes the construction in full.
+
+INDEX_ROUNDS = 6L
+INDEX_HALF = 67108864 # 2^26
+INDEX_MAX = 4503599627370496 # 2^52
+INDEX_C1 = 41475559
+INDEX_C2 = 49390517
+INDEX_FIXED_KEYS = c(4156040, 27461843, 52005422, 57701188, 604194, 27210192)
+INDEX_SMALL_DOMAIN = 64
+
+xor26 = function(a, b) {
+  as.double(bitwXor(as.integer(a), as.integer(b)))
+}
+
+xor52 = function(a, b) {
+  xor26(a %/% INDEX_HALF, b %/% INDEX_HALF) * INDEX_HALF + xor26(a %% INDEX_HALF, b %% INDEX_HALF)
+}
+
+# One pass of the network over p + q bits; keys: a list of ROUNDS round keys,
+# each a number or a vector as long as x.
+index_encrypt = function(x, p, q, keys) {
+  left = x %/% 2^q
+  right = x %% 2^q
+  for (i in seq_len(INDEX_ROUNDS)) {
+    f = xor26(right, keys[[i]])
+    f = (f * INDEX_C1) %% INDEX_HALF
+    f = xor26(f, f %/% 8192)
+    f = (f * INDEX_C2) %% INDEX_HALF
+    f = f %/% 2^(26 - p)
+    f = xor26(f, left)
+    left = right
+    right = f
+    swap = p
+    p = q
+    q = swap
+  }
+  left * 2^q + right
+}
+
+index_schedule_pass = function(state) {
+  index_encrypt(state, 26, 26, as.list(INDEX_FIXED_KEYS))
+}
+
+# Round keys: a ROUNDS x length(streams) matrix (each < 2^26).
+index_round_keys = function(seed, epoch, streams) {
+  state = index_schedule_pass(rep(as.double(seed), length(streams)))
+  state = index_schedule_pass(xor52(state, as.double(epoch)))
+  state = index_schedule_pass(xor52(state, as.double(streams)))
+  keys = matrix(0, INDEX_ROUNDS, length(streams))
+  for (i in seq_len(INDEX_ROUNDS)) {
+    keys[i, ] = index_schedule_pass(xor52(state, i - 1)) %/% INDEX_HALF
+  }
+  keys
+}
+
+# perm(ranks) (0-based) of the bijection on [0, n) with round keys `keys`.
+index_permute_ranks = function(ranks, n, keys) {
+  keys = as.list(as.double(keys))
+  if (n <= INDEX_SMALL_DOMAIN) {
+    values = index_encrypt(seq_len(n) - 1, 26, 26, keys)
+    return((order(values) - 1)[ranks + 1])
+  }
+  w = 0
+  while (2^w < n) w = w + 1
+  p = w %/% 2
+  q = w - p
+  y = index_encrypt(as.double(ranks), p, q, keys)
+  outside = which(y >= n)
+  while (length(outside) > 0L) {
+    y[outside] = index_encrypt(y[outside], p, q, keys)
+    outside = outside[y[outside] >= n]
+  }
+  y
+}
+
+# The keyed shuffle of [0, n) for (seed, epoch, stream), 0-based (the
+# values of pystratum._index_stream.index_permutation).
+index_permutation = function(n, seed, epoch = 0, stream = 0, ranks = NULL) {
+  keys = index_round_keys(seed, epoch, stream)[, 1]
+  if (is.null(ranks)) ranks = seq_len(n) - 1
+  index_permute_ranks(ranks, n, keys)
+}
+
+assert_index_seed = function(seed) {
+  if (is.null(seed)) {
+    return(NULL)
+  }
+  if (seed < 0 || seed >= INDEX_MAX) {
+    abort_value("seed", sprintf(paste0(
+      "seed must be an integer in [0, 2**52) for rng='index' (R holds it exactly), ",
+      "got seed=%s. Use a smaller non-negative seed."), show_value(seed)))
+  }
+  seed
+}
+
+# The batches of an rng = "index" epoch: batch b holds, stratum by stratum
+# in order of first appearance, the members perm_s(lo..hi-1) of stratum s
+# (perm_s keyed by seed, epoch and the stratum's turn). Pooled and recycled
+# strata (Targets, Downsample): rank r is pool rank r %% pool of pass
+# r %/% pool, pass p >= 1 a further bijection of the pool (stream turn + S p).
+index_batches = function(encoded, allocation, seed, epoch) {
+  cuts = allocation$cuts
+  sizes = as.double(encoded$sizes)
+  n_strata = length(sizes)
+  turn_order = first_appearance_turn(encoded)
+  turn = integer(n_strata)
+  turn[turn_order] = seq_len(n_strata) - 1L
+  keys = index_round_keys(seed, epoch, turn)
+  members = split(seq_along(encoded$codes), factor(encoded$codes, levels = seq_len(n_strata)))
+  pool = if (is.null(allocation$pool_sizes)) sizes else as.double(allocation$pool_sizes)
+  rows_of = function(s, ranks) {
+    passes = ranks %/% pool[s]
+    within = ranks - passes * pool[s]
+    for (p in setdiff(unique(passes), 0)) {
+      where = which(passes == p)
+      pass_keys = index_round_keys(seed, epoch, turn[s] + n_strata * p)[, 1]
+      within[where] = index_permute_ranks(within[where], pool[s], pass_keys)
+    }
+    members[[s]][index_permute_ranks(within, sizes[s], keys[, s]) + 1]
+  }
+  lapply(seq_len(ncol(cuts) - 1L), function(b) {
+    unlist(lapply(turn_order, function(s) {
+      lo = cuts[s, b]
+      hi = cuts[s, b + 1L]
+      if (hi > lo) rows_of(s, seq(lo, hi - 1)) else integer(0)
+    }), use.names = FALSE)
+  })
+}

@@ -1,0 +1,104 @@
+# rng = "index": the keyed bijections and the lazy batches, against the
+# golden vectors tests/vectors/index_stream.json (read by pytest too), and
+# their invariants.
+
+index_vectors_file = function() {
+  dir = Sys.getenv("PYSTRATUM_VECTORS_DIR")
+  if (nzchar(dir)) {
+    return(file.path(dir, "index_stream.json"))
+  }
+  dir = normalizePath(getwd(), mustWork = FALSE)
+  repeat {
+    candidate = file.path(dir, "tests", "vectors", "index_stream.json")
+    if (file.exists(candidate)) {
+      return(candidate)
+    }
+    parent = dirname(dir)
+    if (identical(parent, dir)) {
+      return(NULL)
+    }
+    dir = parent
+  }
+}
+
+read_index_vectors = function() {
+  path = index_vectors_file()
+  if (is.null(path) || !file.exists(path) || !requireNamespace("jsonlite", quietly = TRUE)) {
+    reason = "tests/vectors/index_stream.json or jsonlite not available"
+    if (identical(tolower(Sys.getenv("PYSTRATUM_REQUIRE_VECTORS")), "true")) {
+      fail(paste(reason, "(PYSTRATUM_REQUIRE_VECTORS=true, so this is a failure)"))
+    }
+    skip(reason)
+  }
+  vectors = jsonlite::fromJSON(path, simplifyVector = FALSE)
+  cases = unlist(lapply(vectors$groups, function(group) group$cases), recursive = FALSE)
+  list(header = vectors, cases = cases)
+}
+
+test_that("index stream: permutations, keys and batches equal the golden vectors", {
+  vectors = read_index_vectors()
+  expect_identical(vectors$header$index_base, 1L)
+  seen = c(permutation = 0, keys = 0, batches = 0)
+  for (case in vectors$cases) {
+    if (!is.null(case$n)) {
+      ranks = if (is.null(case$ranks)) NULL else as.double(unlist(case$ranks)) - 1
+      got = pystratum:::index_permutation(case$n, case$seed, case$epoch, case$stream, ranks)
+      expect_identical(got + 1, as.double(unlist(case$expected)), label = case$id)
+      seen[["permutation"]] = seen[["permutation"]] + 1
+    } else if (!is.null(case$streams)) {
+      keys = pystratum:::index_round_keys(case$seed, case$epoch, as.double(unlist(case$streams)))
+      expected = do.call(cbind, lapply(case$expected, function(k) as.double(unlist(k))))
+      expect_identical(unname(keys), unname(expected), label = case$id)
+      seen[["keys"]] = seen[["keys"]] + 1
+    } else {
+      policy = pystratum:::policy_from_params(case$policy$name, case$policy$params)
+      strata = unlist(case$strata)
+      batches = stratified_batches(strata, policy, seed = case$seed, rng = "index",
+        epoch = case$epoch)
+      expect_identical(lapply(batches, as.double),
+        lapply(case$expected, function(b) as.double(unlist(b))), label = case$id)
+      if (!is.null(case$expected_weights)) {
+        expect_equal(lapply(attr(batches, "weights"), as.double),
+          lapply(case$expected_weights, function(w) as.double(unlist(w))), label = case$id)
+      }
+      seen[["batches"]] = seen[["batches"]] + 1
+    }
+  }
+  expect_true(all(seen >= 2))
+})
+
+test_that("index stream: a bijection for every domain size, exact near 2^52", {
+  for (n in c(1:70, 127, 128, 129, 1000, 4097)) {
+    expect_identical(sort(pystratum:::index_permutation(n, 11, 2, 3)), as.double(seq_len(n) - 1))
+  }
+  big = pystratum:::index_permutation(2^52 - 5, 2^52 - 1, 7, 0, ranks = c(0, 1, 2^52 - 6))
+  expect_true(all(big >= 0 & big < 2^52 - 5) && length(unique(big)) == 3L)
+})
+
+test_that("rng = 'index': every row once, every batch its composition, epochs differ", {
+  y = rep(c("a", "b", "c"), c(200, 13, 40))
+  for (epoch in 0:2) {
+    batches = stratified_batches(y, 2, seed = 5, rng = "index", epoch = epoch)
+    expect_identical(sort(unlist(batches)), seq_along(y))
+    expect_stratified_batches(batches, y, 2)
+  }
+  expect_false(identical(stratified_batches(y, 2, seed = 5, rng = "index", epoch = 0),
+    stratified_batches(y, 2, seed = 5, rng = "index", epoch = 1)))
+})
+
+test_that("rng = 'index': seeds outside [0, 2^52) are refused, naming seed", {
+  expect_pystratum_error(stratified_batches(c(1, 2, 1, 2), 1, seed = -1, rng = "index"),
+    "value_error", "seed", "2\\*\\*52")
+  expect_pystratum_error(stratified_batches(c(1, 2, 1, 2), 1, seed = 2^52, rng = "index"),
+    "value_error", "seed")
+  expect_pystratum_error(stratified_batches(c(1, 2), 1, rng = "indexx"), "value_error", "rng")
+})
+
+test_that("stratified_epochs() with rng = 'index' serves epoch k as stratified_batches()", {
+  y = rep(c("a", "b"), c(60, 9))
+  epochs = pystratum:::stratified_epochs(y, 3, seed = 12, rng = "index")
+  for (k in 0:2) {
+    expect_identical(epochs$next_epoch(), stratified_batches(y, 3, seed = 12, rng = "index",
+      epoch = k))
+  }
+})
