@@ -82,7 +82,10 @@ class LazyPlan:
         self._pools = None
         if type(policy).batch_cuts is _default_batch_cuts():
             # No closed form: the policy's whole table, computed once per epoch.
-            allocation = policy.allocate(members, self.epoch)
+            from .policies import check_allocation
+
+            allocation = check_allocation(policy.allocate(members, self.epoch), members, policy,
+                                          self.epoch, num_batches=self.num_batches)
             self._table = allocation.cuts
             if allocation.row_weights is not None:
                 self.row_weights = np.asarray(allocation.row_weights, dtype=np.float64)
