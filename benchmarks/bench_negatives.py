@@ -4,13 +4,19 @@ Run:  .venv/bin/python benchmarks/bench_negatives.py [P] [batch_size ...]
 
 1. P observed pairs (default 10^7) of 10^6 users and 10^5 items, k = 4,
    uniform items, rejection on: one whole epoch (permutation, negatives with
-   rejection, log_q and weights, every batch assembled) against drawing the
-   same P*k items with ``Generator.integers`` and no rejection at all
-   (target: within 3x), and the peak memory traced while the epoch runs (and
-   while the sampler is built) against the observed pairs' own arrays (two
-   int64 arrays, 16 P bytes; target: within 2x).
-2. The membership structure: the sampler's hash set against ``searchsorted``
-   on the sorted int64 keys, for the same 4 * 10^6 queries.
+   rejection, log_q and weights, every batch assembled), the same epoch
+   without rejection, and the epoch's negatives alone (draws and rejection,
+   the sampler's own code, batch by batch) against drawing the same P*k
+   items with ``Generator.integers`` and no rejection at all (target: within
+   3x); the peak memory traced while the epoch runs (and while the sampler
+   is built) against the observed pairs' own arrays (two int64 arrays,
+   16 P bytes; target: within 2x).
+2. Exact ways to draw 4 * 10^6 negatives of 10^6 observed pairs' users:
+   rejection with the sampler's pair set (filter + buckets), rejection with
+   ``searchsorted`` on the sorted keys, and sampling from each user's
+   complement (j uniform in [0, num_items - m_u), mapped to the user's j-th
+   unobserved item by ``searchsorted`` on ``user * num_items + (o_i - i)``
+   with the queries sorted by user).
 3. A 5%-dense data set (20,000 users x 1,000 items, 10^6 pairs), side by
    side with the hand-written loop (``torch.randperm`` + ``torch.randint``
    per batch): time per epoch and the share of its "negatives" that are
@@ -18,7 +24,8 @@ Run:  .venv/bin/python benchmarks/bench_negatives.py [P] [batch_size ...]
 
 Times are CPU seconds of this process (``time.process_time``; torch limited
 to one thread), because the machines here are shared by several jobs and
-wall time mostly measures the others. Compare ratios, not seconds.
+wall time mostly measures the others; the epoch lines give wall seconds too.
+Compare ratios, not seconds.
 """
 
 from __future__ import annotations
@@ -44,6 +51,13 @@ def timed(function):
     return time.process_time() - start, result
 
 
+def timed_both(function):
+    """(CPU seconds, wall seconds, result)."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = function()
+    return time.process_time() - cpu, time.perf_counter() - wall, result
+
+
 def traced_peak(function):
     tracemalloc.start()
     try:
@@ -59,6 +73,21 @@ def run_epoch(sampler):
     for batch in sampler:
         rows += len(batch)
     return rows
+
+
+def negatives_only(sampler, epoch=0):
+    """CPU seconds of the epoch's negatives alone: each batch's draws and rejection,
+    through the sampler's own code, without the permutation or row assembly."""
+    permutation = sampler._epoch_permutation(epoch)
+    size, k = sampler.batch_size, sampler.negatives
+    seconds = 0.0
+    for index in range(sampler.num_batches):
+        users = np.repeat(sampler.users[permutation[index * size:(index + 1) * size]], k)
+        items = np.empty_like(users)
+        start = time.process_time()
+        sampler._draw_negatives(epoch, index, users, items)
+        seconds += time.process_time() - start
+    return seconds
 
 
 def large(num_pairs, batch_sizes):
@@ -88,41 +117,93 @@ def large(num_pairs, batch_sizes):
 
     build_seconds, sampler = timed(lambda: build(batch_sizes[0]))
     build_peak.append(traced_peak(lambda: build(batch_sizes[0])))
-    print(f"   construction (validation, hash set, per-user counts): {build_seconds:.2f} s, "
+    print(f"   construction (validation, pair set, per-user counts): {build_seconds:.2f} s, "
           f"peak {build_peak[0] / own:.2f}x the observed arrays ({own / 2**20:.0f} MiB)")
     for batch_size in batch_sizes:
         sampler = build(batch_size)
-        seconds, rows = timed(lambda: run_epoch(sampler))
+        seconds, wall, rows = timed_both(lambda: run_epoch(sampler))
         assert rows == users.size * (1 + K)
         baseline = min(baseline, baseline_seconds())  # the machine is shared: best seen
         peak = traced_peak(lambda: run_epoch(sampler))
         resident = sampler._pairs.nbytes + np.asarray(sampler._log_free).nbytes
-        print(f"   epoch, batch_size={batch_size:>6,}: {seconds:6.2f} s = "
+        print(f"   epoch, batch_size={batch_size:>6,}: {seconds:6.2f} s CPU ({wall:.2f} s wall) = "
               f"{seconds / baseline:5.1f}x integers (best baseline so far); memory: sampler's "
               f"own structures {resident / own:.2f}x + epoch temporaries {peak / own:.2f}x = "
               f"{(resident + peak) / own:.2f}x the observed arrays")
+        off = NegativePairSampler(users, items, num_items=num_items, num_users=num_users,
+                                  negatives=K, batch_size=batch_size, seed=1,
+                                  duplicates="drop", reject_observed=False)
+        off_seconds, off_wall, _ = timed_both(lambda: run_epoch(off))
+        del off
+        print(f"      same epoch, rejection off: {off_seconds:.2f} s CPU ({off_wall:.2f} s wall) = "
+              f"{off_seconds / baseline:.1f}x")
+        own_negatives = min(negatives_only(sampler) for _ in range(2))
+        baseline = min(baseline, baseline_seconds())
+        print(f"      the epoch's negatives alone (draws + rejection): {own_negatives:.2f} s = "
+              f"{own_negatives / baseline:.1f}x integers")
     return users, items, num_items
 
 
 def membership(users, items, num_items):
     keys = users * num_items + items
     some = users[:10**6]
-    queries = np.repeat(some, K) * num_items + np.random.default_rng(2).integers(
-        0, num_items, some.size * K)
+    pos_users = np.repeat(some, K)
     pairs = PairSet(keys)
-    hashed, found = timed(lambda: pairs.contains(queries))
+
+    def by_pair_set():
+        drawn = np.random.default_rng(2).integers(0, num_items, pos_users.size)
+        pending = np.flatnonzero(pairs.contains(pos_users * num_items + drawn))
+        return drawn, pending
+
     ordered = np.sort(keys)
 
     def by_search():
+        drawn = np.random.default_rng(2).integers(0, num_items, pos_users.size)
+        queries = pos_users * num_items + drawn
         position = np.searchsorted(ordered, queries)
         position[position == ordered.size] = 0
-        return ordered[position] == queries
+        return drawn, np.flatnonzero(ordered[position] == queries)
 
-    searched, found_again = timed(by_search)
-    assert (found == found_again).all()
-    print(f"\n2. membership of 4,000,000 queries among {keys.size:,} pairs: hash set "
-          f"{hashed:.2f} s, searchsorted on sorted keys {searched:.2f} s "
-          f"({searched / hashed:.1f}x slower); hash table {pairs.nbytes / 2**20:.0f} MiB")
+    # Complement: user u's sorted items o_0 < o_1 < ... minus their ranks are
+    # non-decreasing; the j-th unobserved item is j + #{i : o_i - i <= j}.
+    num_users = int(users.max()) + 1
+    start = np.zeros(num_users + 1, dtype=np.int64)
+    np.cumsum(np.bincount(users, minlength=num_users), out=start[1:])
+    sorted_users = ordered // num_items
+    shifted = ordered - (np.arange(ordered.size) - start[sorted_users])
+
+    def by_complement():
+        gen = np.random.default_rng(2)
+        free = num_items - (start[some + 1] - start[some])
+        j = gen.integers(0, np.repeat(free, K))  # exact: Lemire's method per bound
+        order = np.argsort(some, kind="stable")
+        rows = (order[:, None] * K + np.arange(K)).ravel()
+        by_user = np.repeat(some[order], K)
+        below = np.searchsorted(shifted, by_user * num_items + j[rows], side="right")
+        below -= start[by_user]
+        drawn = np.empty_like(j)
+        drawn[rows] = j[rows] + below
+        return drawn, np.zeros(0, dtype=np.int64)
+
+    draw_only = min(timed(lambda: np.random.default_rng(2).integers(
+        0, num_items, pos_users.size))[0] for _ in range(REPEATS))
+    results = {}
+    for name, function in (("pair set", by_pair_set), ("searchsorted", by_search),
+                           ("complement", by_complement)):
+        results[name] = min(timed(function)[0] for _ in range(2 if name != "searchsorted" else 1))
+    hashed_pending = by_pair_set()[1]
+    assert np.array_equal(hashed_pending, by_search()[1])
+    drawn = by_complement()[0]
+    assert not pairs.contains(pos_users * num_items + drawn).any() and drawn.max() < num_items
+    print(f"\n2. {pos_users.size:,} negatives of 10^6 pairs' users among {keys.size:,} pairs "
+          f"(Generator.integers alone {draw_only:.3f} s):")
+    print(f"   draw + PairSet (filter + buckets, {pairs.nbytes / 2**20:.0f} MiB): "
+          f"{results['pair set']:.3f} s = {results['pair set'] / draw_only:.1f}x; then "
+          f"{hashed_pending.size} redraws")
+    print(f"   draw + searchsorted on sorted keys: {results['searchsorted']:.3f} s = "
+          f"{results['searchsorted'] / draw_only:.1f}x")
+    print(f"   complement (integers(0, free_u) + user-sorted searchsorted): "
+          f"{results['complement']:.3f} s = {results['complement'] / draw_only:.1f}x, no redraws")
 
 
 def dense_side_by_side():
