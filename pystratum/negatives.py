@@ -6,6 +6,7 @@
     sampler = NegativePairSampler(users, items, num_items=10_000, negatives=4,
                                   batch_size=256, seed=1)
     for batch in sampler:            # one epoch; the next iter() is the next epoch
+                                     # (several replicas: call set_epoch(e) first)
         batch.user, batch.item, batch.label, batch.log_q, batch.weight
 
 Only the observed pairs are stored. Each epoch serves every observed pair
@@ -27,6 +28,30 @@ probability proportional to ``item_weights``. With ``reject_observed=True``
 every generated pair that is an observed pair is redrawn (only the rejected
 slots, in slot order, round after round), so the accepted draws are
 independent draws from the proposal restricted to the unobserved pairs.
+
+How rejection is checked, and what it costs
+-------------------------------------------
+Each draw is looked up among the observed pairs' keys
+``user * num_items + item`` in :class:`pystratum._pairset.PairSet`: a filter
+of 16-bit words (about 24 bits per observed pair, two bits per pair) says
+"certainly not observed" for about 99% of draws in one read; the others are
+compared with the few sorted hashes of their bucket. The check is exact, so
+the draws, the accepted pairs and the streams (Python and R alike) are
+those of any exact membership test. The structure takes about 0.95x the
+memory of the observed pairs' own two int64 arrays (the open-addressing
+table it replaced took 1.7x) and half the CPU time per lookup.
+
+Sampling from each user's complement instead (j uniform in
+``[0, num_items - n_observed(u))``, mapped to the user's j-th unobserved
+item by a search in ``user * num_items + (o_i - i)`` over the user's sorted
+items o_i) gives the same distribution without redraws, but is slower in
+numpy: ``Generator.integers`` with a bound per element costs several times
+the scalar-bound draw, and a search per draw (even with the queries sorted
+by user) costs more than a filter read (``benchmarks/results.md``). It is not
+used. A draw plus one exact membership test costs several times a bare
+``Generator.integers`` draw in numpy (about eight array passes and one
+uncached read per draw, against one compiled loop); see the results file for
+the figures.
 
 Sampling probabilities (``log_q``) and importance weights (``weight``)
 ---------------------------------------------------------------------
@@ -77,7 +102,11 @@ ranks ask for them. Per-batch streams:
 
 Under data parallelism (``num_replicas > 1``) every rank computes the
 epoch's permutation and draws negatives for its own batches only (rank r
-serves batches ``r, r + n, ...``, see ``pystratum._sharding``).
+serves batches ``r, r + n, ...``, see ``pystratum._sharding``), and the
+epoch follows the engine's rule: only ``set_epoch`` (or
+``load_state_dict``) changes it, so ``iter()`` on one rank alone (a peek)
+serves the same epoch again instead of moving that rank ahead; an epoch
+served to its end that restarts without ``set_epoch`` warns once.
 """
 
 from __future__ import annotations
@@ -85,6 +114,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -219,7 +249,16 @@ class NegativePairSampler:
     * ``pair_with="user"``: a negative has its positive's user.
     * ``reject_observed=True``: no generated pair is observed.
     * A batch is a pure function of (seed, epoch, batch index).
-    * ``state_dict()``/``load_state_dict()`` resume mid-epoch exactly.
+    * Epochs. One replica: each ``iter()`` starts the next epoch. Several
+      replicas: the epoch changes only through ``set_epoch(k)`` (or
+      ``load_state_dict``), as with ``DistributedSampler``; another
+      ``iter()`` in the same epoch serves that epoch again, so an extra
+      ``iter()`` on one rank (a peek) never moves it out of step with the
+      others. An epoch served to its end that starts again without
+      ``set_epoch`` warns once (``set_epoch`` was probably forgotten).
+    * ``state_dict()``/``load_state_dict()`` resume mid-epoch exactly; a copy
+      or pickle of the sampler continues the epoch in progress from the
+      same batch.
     """
 
     def __init__(self, users, items, *, num_items, negatives, batch_size, num_users=None,
@@ -302,13 +341,15 @@ class NegativePairSampler:
                 f"replicas, or set drop_last=False.")
         self._set_up_probabilities()
 
+        # Progress. The pass that started last holds the position inside its
+        # epoch; between epochs the sampler knows only what comes next.
         self._next_epoch = 0
-        self._current_epoch = None
-        self._yielded = 0
-        self._resume = None
-        self._active = None
-        self._epoch_stream_state = {}
-        self._permutation = (None, None)
+        self._resume = None  # (epoch, batches already yielded) from load_state_dict or a copy
+        self._active = None  # the _EpochPass that started last
+        self._epoch_explicit = False  # set_epoch/load_state_dict since the last epoch began
+        self._warned_set_epoch = False
+        # (epoch, stream state before it, its permutation): computed once per epoch.
+        self._epoch_cache = (None, None, None)
         self._digest = None
 
     # ------------------------------------------------------------------ public
@@ -321,8 +362,8 @@ class NegativePairSampler:
     @property
     def epoch(self) -> int:
         """The epoch being served, or (between epochs) the one the next ``iter()`` serves."""
-        if self._current_epoch is not None:
-            return self._current_epoch
+        if self._active is not None and self._active.in_progress:
+            return self._active.epoch
         return self._resume[0] if self._resume is not None else self._next_epoch
 
     def __len__(self) -> int:
@@ -330,15 +371,23 @@ class NegativePairSampler:
         return rank_batch_count(self.num_batches, self.num_replicas, self.drop_last)
 
     def set_epoch(self, epoch: int) -> None:
-        """Make the next ``iter()`` serve epoch ``epoch`` (a restored mid-epoch position is kept)."""
+        """Make the next ``iter()`` serve epoch ``epoch`` (as ``DistributedSampler.set_epoch``).
+
+        One replica: optional (each ``iter()`` moves to the next epoch).
+        Several replicas: the only way the epoch changes; call it before every
+        epoch. After ``load_state_dict``, ``set_epoch`` with the restored
+        epoch keeps the mid-epoch position; any other epoch starts it fresh.
+        """
         epoch = check_int(epoch, "epoch", minimum=0)
+        self._epoch_explicit = True
         if self._resume is not None and self._resume[0] == epoch:
             return
         self._resume = None
         self._next_epoch = epoch
 
     def __iter__(self) -> Iterator[NegativeBatch]:
-        return self._serve_epoch()
+        """One epoch's batches for this rank (which epoch: see the class docstring)."""
+        return _EpochPass(self._begin_epoch)
 
     def batch(self, epoch: int, index: int) -> NegativeBatch:
         """Batch ``index`` (0-based, of all ranks' batches) of epoch ``epoch``; progress unchanged."""
@@ -370,12 +419,15 @@ class NegativePairSampler:
 
     def state_dict(self) -> dict:
         """Progress to resume from (plain Python values; ``torch.load(weights_only=True)`` safe)."""
-        if self._current_epoch is not None:
-            epoch, yielded = self._current_epoch, self._yielded
-            stream_state = self._epoch_stream_state
+        active = self._active
+        if active is not None and active.in_progress:
+            epoch, yielded, stream_state = active.epoch, active.batches_yielded, active.stream_state
         else:
             epoch, yielded = self._resume if self._resume is not None else (self._next_epoch, 0)
-            stream_state = self._stream.state_dict()
+            if active is not None and active.epoch == epoch and self._resume is None:
+                stream_state = active.stream_state  # the epoch is served again (set_epoch rule)
+            else:
+                stream_state = self._stream.state_dict()
         return {
             "format": _STATE_FORMAT,
             "epoch": int(epoch),
@@ -445,12 +497,30 @@ class NegativePairSampler:
                 f"state_dict['stream'] is not a valid rng={self.rng!r} stream state ({error}); "
                 f"pass what state_dict() returned, unmodified.") from None
         self._stream = stream
-        self._permutation = (None, None)
+        self._epoch_cache = (None, None, None)
         self._resume = (epoch, yielded)
         self._next_epoch = epoch
-        self._current_epoch = None
-        self._yielded = 0
         self._active = None
+        self._epoch_explicit = True
+
+    def __getstate__(self) -> dict:
+        # A copy or pickle is a checkpoint: an epoch in progress is continued
+        # from the same batch by the copy (the live pass is not copied).
+        state = self.__dict__.copy()
+        active = state["_active"]
+        if active is not None and active.in_progress:
+            state["_resume"] = (active.epoch, active.batches_yielded)
+            state["_next_epoch"] = active.epoch
+            state["_resume_stream_state"] = active.stream_state
+        state["_active"] = None
+        state["_epoch_cache"] = (None, None, None)  # recomputed on demand
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        stream_state = state.pop("_resume_stream_state", None)
+        self.__dict__.update(state)
+        if stream_state is not None:
+            self._stream.load_state_dict(stream_state)
 
     def __repr__(self) -> str:
         return (f"NegativePairSampler(num_pairs={self.num_pairs}, num_users={self.num_users}, "
@@ -567,11 +637,21 @@ class NegativePairSampler:
         return self._digest
 
     def _epoch_permutation(self, epoch: int) -> np.ndarray:
-        cached_epoch, permutation = self._permutation
-        if cached_epoch != epoch:
+        return self._epoch_start(epoch)[1]
+
+    def _epoch_start(self, epoch: int):
+        """(stream state before ``epoch``, its permutation), computed once per epoch.
+
+        Serving an epoch again (the set_epoch rule, a peek) must not rewind a
+        sequential stream (R's, torch's): that would redraw every earlier epoch.
+        """
+        if self._epoch_cache[0] != epoch:
+            self._epoch_cache = (None, None, None)  # free the old permutation first
+            self._stream.advance_to(self.num_pairs, epoch)
+            state = self._stream.state_dict()
             permutation = self._stream.permutation(self.num_pairs, epoch)
-            self._permutation = (epoch, permutation)
-        return permutation
+            self._epoch_cache = (epoch, state, permutation)
+        return self._epoch_cache[1], self._epoch_cache[2]
 
     def _batch_draws(self, epoch: int, index: int):
         """(draw_users(m), draw_items(m)) for this batch's own stream."""
@@ -624,14 +704,9 @@ class NegativePairSampler:
         np.take(self.users, chosen, out=user[:n])
         np.take(self.items, chosen, out=item[:n])
         neg_users, neg_items = user[n:], item[n:]
-        draw_users, draw_items = self._batch_draws(epoch, index)
         if self.pair_with == "user":
             neg_users.reshape(n, k)[:] = user[:n, None]
-        else:
-            neg_users[:] = draw_users(m)
-        neg_items[:] = draw_items(m)
-        if self.reject_observed:
-            self._reject(neg_users, neg_items, draw_users, draw_items, epoch, index)
+        self._draw_negatives(epoch, index, neg_users, neg_items)
         log_q = np.zeros(n + m)
         weight = np.ones(n + m)
         # Same arithmetic as R (log w_i - log free, weight exp(-log_q) / k), so
@@ -658,6 +733,19 @@ class NegativePairSampler:
         return NegativeBatch(epoch=epoch, index=index, negatives=k, positive=positive,
                              user=user, item=item, label=label, log_q=log_q, weight=weight)
 
+    def _draw_negatives(self, epoch, index, users, items):
+        """Fill the generated rows in place from batch ``index``'s own stream.
+
+        ``users`` holds the positives' users already for ``pair_with="user"``;
+        for ``"random"`` it is drawn here, first, as in R.
+        """
+        draw_users, draw_items = self._batch_draws(epoch, index)
+        if self.pair_with == "random":
+            users[:] = draw_users(users.shape[0])
+        items[:] = draw_items(items.shape[0])
+        if self.reject_observed:
+            self._reject(users, items, draw_users, draw_items, epoch, index)
+
     def _reject(self, users, items, draw_users, draw_items, epoch, index):
         """Redraw observed pairs in place: pending slots in slot order, round after round."""
         num_items = self.num_items
@@ -678,34 +766,104 @@ class NegativePairSampler:
             pending = pending[again]
             rounds += 1
 
-    def _serve_epoch(self):
+    def _begin_epoch(self, epoch_pass: "_EpochPass"):
+        """Called by ``epoch_pass`` at its first batch: which epoch, from which batch."""
         if self._resume is not None:
             epoch, start = self._resume
             self._resume = None
         else:
             epoch, start = self._next_epoch, 0
-        token = object()
-        self._active = token
-        self._current_epoch = epoch
-        self._next_epoch = epoch + 1
-        self._yielded = start
-        # The stream position before this epoch: state_dict() saves it, so a
-        # resume costs one permutation.
-        self._stream.advance_to(self.num_pairs, epoch)
-        self._epoch_stream_state = self._stream.state_dict()
+            last = self._active
+            # Several replicas: an epoch served to its end starting again without
+            # set_epoch is the symptom of a forgotten set_epoch (a peek before the
+            # epoch's loop is not).
+            if (self.num_replicas > 1 and not self._epoch_explicit and last is not None
+                    and last.exhausted and last.epoch == epoch):
+                self._warn_epoch_repeated(epoch)
+        # One replica: each iter() is the next epoch. Several: only set_epoch moves it,
+        # so an extra iter() on one rank cannot put it out of step with the others.
+        self._next_epoch = epoch + 1 if self.num_replicas == 1 else epoch
+        self._epoch_explicit = False
+        self._active = epoch_pass
         chosen = rank_batch_indices(self.num_batches, self.num_replicas, self.rank,
                                     self.drop_last, start=start).tolist()
-        if chosen:
-            permutation = self._epoch_permutation(epoch)
-        for offset, index in enumerate(chosen):
-            batch = self._make_batch(epoch, index, permutation)
-            if self._active is token:
-                self._yielded = start + offset + 1
-            yield batch
-        if self._active is token:
-            self._current_epoch = None
-            self._yielded = 0
-            self._active = None
+        if not chosen:
+            # Resumed after the epoch's last batch: nothing to draw.
+            self._stream.advance_to(self.num_pairs, epoch)
+            return epoch, start, self._stream.state_dict(), [], None
+        # The stream position before this epoch: state_dict() saves it, so a
+        # resume costs one permutation.
+        stream_state, permutation = self._epoch_start(epoch)
+        return epoch, start, stream_state, chosen, \
+            lambda index: self._make_batch(epoch, index, permutation)
+
+    def _warn_epoch_repeated(self, epoch: int) -> None:
+        if self._warned_set_epoch:
+            return
+        self._warned_set_epoch = True
+        warnings.warn(
+            f"{type(self).__name__} (rank {self.rank} of num_replicas={self.num_replicas}) "
+            f"serves epoch {epoch} again: with several replicas the epoch changes only through "
+            f"set_epoch(), so that an extra iter() on one rank (a peek, a sanity check) cannot "
+            f"move it out of step with the other ranks. Call sampler.set_epoch(epoch) before "
+            f"each epoch, as with DistributedSampler. (Shown once.)",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+class _EpochPass:
+    """One pass over a rank's batches of one epoch, with its own progress.
+
+    The design of ``pystratum.torch._epoch.EpochIterator`` (which serves lists
+    of row indices from precomputed arrays, and lives in the torch package):
+    nothing happens until the first batch is asked for (DataLoader creates
+    iterators it never uses; those must not consume an epoch); then ``begin``
+    says which epoch and from which batch, and the pass counts what it
+    yields. Batches are built one at a time, each a function of (seed,
+    epoch, batch index).
+    """
+
+    def __init__(self, begin):
+        self._begin = begin
+        self.epoch = None
+        self.batches_yielded = 0
+        self.stream_state = None
+        self.started = False
+        self.exhausted = False
+        self._indices = ()
+        self._make = None
+        self._start = 0
+
+    @property
+    def in_progress(self) -> bool:
+        """Started and not yet ended by StopIteration (a last batch served still counts)."""
+        return self.started and not self.exhausted
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> NegativeBatch:
+        if not self.started:
+            self.started = True
+            self.epoch, self._start, self.stream_state, self._indices, self._make = \
+                self._begin(self)
+            self.batches_yielded = self._start
+        offset = self.batches_yielded - self._start
+        if offset >= len(self._indices):
+            if not self.exhausted:
+                self.exhausted = True
+                self._make = None  # the sampler keeps its last pass: drop the epoch's arrays
+            raise StopIteration
+        batch = self._make(self._indices[offset])
+        self.batches_yielded += 1
+        return batch
+
+    def __repr__(self) -> str:
+        where = ("not started" if not self.started else
+                 f"epoch {self.epoch}, {self.batches_yielded} batches yielded"
+                 + (", ended" if self.exhausted else ""))
+        return f"<pystratum negatives epoch pass: {where}>"
 
 
 # -------------------------------------------------------------------- helpers

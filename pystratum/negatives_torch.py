@@ -30,6 +30,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
 
 from .negatives import NegativeBatch, NegativePairSampler
 from .torch._distributed import resolve_replicas, resolve_seed
+from .torch._epoch import EpochSetter
 
 __all__ = ["NegativePairBatchSampler", "PairFeatureDataset", "collate_pairs", "pair_loader"]
 
@@ -42,7 +43,10 @@ class NegativePairBatchSampler(NegativePairSampler, Sampler):
     world size and rank, and ``seed=None`` under an initialised process group
     uses rank 0's fresh seed on every rank (broadcast; every rank must build
     its sampler, as DDP code does). Each rank draws negatives only for its
-    own batches; all ranks yield ``len(sampler)`` batches.
+    own batches; all ranks yield ``len(sampler)`` batches. With several
+    replicas the epoch changes only through ``set_epoch`` (the engine's rule,
+    see :class:`~pystratum.negatives.NegativePairSampler`): call it before
+    every epoch, or let Lightning/accelerate call it through ``.sampler``.
     """
 
     def __init__(self, users, items, *, num_items, negatives, batch_size, num_users=None,
@@ -58,6 +62,15 @@ class NegativePairBatchSampler(NegativePairSampler, Sampler):
             reject_observed=reject_observed, pair_with=pair_with, item_weights=item_weights,
             duplicates=duplicates, max_rounds=max_rounds, num_replicas=num_replicas, rank=rank,
             drop_last=drop_last)
+
+    @property
+    def sampler(self) -> EpochSetter:
+        """A ``set_epoch`` hook where Lightning and accelerate look for one.
+
+        They call ``loader.batch_sampler.sampler.set_epoch(epoch)`` at each
+        epoch start; this forwards it to :meth:`set_epoch`.
+        """
+        return EpochSetter(self)
 
 
 class PairFeatureDataset(Dataset):

@@ -147,6 +147,65 @@ def test_pandas_and_float_ids_and_duplicates_drop_keep_positions():
         np.testing.assert_array_equal(b.item[:n], frame.i.to_numpy()[b.positive[:n]])
 
 
+@pytest.mark.parametrize("rng", ["numpy", "R"])
+def test_several_replicas_move_epochs_only_through_set_epoch(rng):
+    """num_replicas > 1: iter() re-serves the epoch; a peek does not move it; a finished
+    epoch restarted without set_epoch warns once; set_epoch / load_state_dict move it."""
+    import warnings
+
+    users, items, _ = implicit_data(20, 30, 0.2, 21)
+    kw = dict(num_items=30, negatives=2, batch_size=7, seed=8, rng=rng)
+    whole = NegativePairSampler(users, items, **kw)
+    part = NegativePairSampler(users, items, num_replicas=2, rank=1, **kw)
+
+    def same(got, epoch):
+        want = whole.epoch_batches(epoch)
+        assert [b.epoch for b in got] == [epoch] * len(got)
+        for j, b in enumerate(got):
+            w = want[(2 * j + 1) % len(want)]
+            np.testing.assert_array_equal(b.positive, w.positive)
+            np.testing.assert_array_equal(b.item, w.item)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        peek = next(iter(part))  # a peek before the epoch's loop
+        first = list(part)
+    same([peek], 0)
+    same(first, 0)
+    assert part.epoch == 0
+    with pytest.warns(UserWarning, match=r"rank 1 of num_replicas=2\) serves epoch 0 again"):
+        again = list(part)
+    same(again, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # shown once
+        list(part)
+        part.set_epoch(3)
+        same(list(part), 3)
+        assert part.epoch == 3
+        list(part)  # set_epoch was used up by the previous pass, but the warning was shown
+    it = iter(part)
+    head = [next(it) for _ in range(2)]
+    state = part.state_dict()
+    assert (state["epoch"], state["batches_yielded"]) == (3, 2)
+    copy = pickle.loads(pickle.dumps(part))  # a copy mid-epoch continues from the same batch
+    restored = NegativePairSampler(users, items, num_replicas=2, rank=1, **kw)
+    restored.load_state_dict(state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tail = list(restored)
+        assert [b.index for b in list(copy)] == [b.index for b in tail]
+    same(head + tail, 3)
+    assert restored.epoch == 3
+
+
+def test_one_replica_iter_still_moves_to_the_next_epoch():
+    users, items, _ = implicit_data(10, 12, 0.3, 22)
+    sampler = NegativePairSampler(users, items, num_items=12, negatives=1, batch_size=5, seed=2)
+    next(iter(sampler))  # a started pass is an epoch on one replica
+    assert [b.epoch for b in sampler] == [1] * len(sampler)
+    assert sampler.epoch == 2
+
+
 # ----------------------------------------------------------------- statistics
 
 
@@ -388,6 +447,28 @@ def test_pair_set_membership_equals_a_python_set(keys, queries, crowd):
     assert len(pairs) == len(set(keys))
     probe = np.asarray(queries + keys[:50], dtype=np.int64)
     np.testing.assert_array_equal(pairs.contains(probe), [q in set(keys) for q in probe.tolist()])
+
+
+@settings(max_examples=30)
+@given(prefix_bits=st.integers(8, 24), count=st.integers(1, 200), seed=st.integers(0, 2**32 - 1))
+def test_pair_set_crowded_buckets_and_filter_bits(prefix_bits, count, seed):
+    """Keys whose hashes share their top bits land in one bucket and on few filter bits:
+    the lane-by-lane bucket comparison must still be exact, hits and near misses."""
+    from pystratum._pairset import _MULTIPLIER, PairSet
+
+    gen = np.random.default_rng(seed)
+    inverse = pow(int(_MULTIPLIER), -1, 2**64)
+    low = gen.integers(0, 2**(64 - prefix_bits), 3 * count, dtype=np.uint64)
+    hashed = (np.uint64(gen.integers(0, 2**prefix_bits)) << np.uint64(64 - prefix_bits)) | low
+    keys = (hashed * np.uint64(inverse)).view(np.int64)
+    keys = keys[keys >= 0]  # keys are non-negative
+    stored, absent = keys[:count], keys[count:]
+    pairs = PairSet(np.r_[stored, stored[:5]])
+    assert len(pairs) == np.unique(stored).size
+    queries = np.r_[stored, absent, stored[::-1]]
+    members = set(stored.tolist())
+    np.testing.assert_array_equal(pairs.contains(queries),
+                                  [q in members for q in queries.tolist()])
 
 
 def test_the_core_does_not_import_torch():

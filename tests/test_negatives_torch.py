@@ -150,3 +150,53 @@ def test_two_rank_gloo_group(tmp_path):
                     u, i = np.asarray(b["user"]), np.asarray(b["item"])
                     n = sum(p >= 0 for p in b["positive"])
                     assert not observed[u[n:], i[n:]].any()
+
+
+@pytest.mark.parametrize("set_epoch, num_workers, rng", [(True, 0, "numpy"), (False, 1, "R")],
+                         ids=["set_epoch", "no-set_epoch-worker"])
+def test_ddp_peek_on_one_rank_keeps_ranks_in_step(tmp_path, set_epoch, num_workers, rng):
+    """One extra iter() on rank 1 (a peeked batch) must not move rank 1 to another epoch:
+    under DDP the epoch changes only through set_epoch (the engine's rule)."""
+    users, items, _ = data(5)
+    config = {"users": users.tolist(), "items": items.tolist(), "num_items": 30,
+              "negatives": 2, "batch_size": 12, "rng": rng, "num_workers": num_workers,
+              "epochs": 2, "set_epoch": set_epoch, "peek_rank": 1,
+              "peek_epoch": 1 if set_epoch else 0}
+    results = run_ranks("_negatives_workers:ddp_negatives_peek_worker", 2, config, tmp_path)
+    seed = results[0]["seed"]
+    assert results[1]["seed"] == seed
+    core = NegativePairSampler(users, items, num_items=30, negatives=2, batch_size=12,
+                               seed=seed, rng=rng)
+    # Without set_epoch both passes serve epoch 0 (as DistributedSampler would).
+    served_epochs = [0, 1] if set_epoch else [0, 0]
+    for run, epoch in enumerate(served_epochs):
+        expected = core.epoch_batches(epoch)
+        per_rank = [r["epochs"][run] for r in results]
+        assert len(per_rank[0]) == len(per_rank[1]) == results[0]["len"]
+        for rank, served in enumerate(per_rank):
+            for j, batch in enumerate(served):
+                want = expected[(j * 2 + rank) % len(expected)]
+                assert batch["positive"] == want.positive.tolist()
+                assert batch["item"] == want.item.tolist()
+    peek_epoch = config["peek_epoch"]
+    assert results[1]["peeked"] == results[1]["epochs"][peek_epoch][0]["positive"]
+    assert results[0]["peeked"] is None
+    assert [r["epoch_after"] for r in results] == [served_epochs[-1]] * 2
+    # Every rank took the same optimizer steps: the DDP replicas agree.
+    np.testing.assert_allclose(results[0]["weight"], results[1]["weight"], rtol=1e-6)
+    if set_epoch:
+        assert [r["warnings"] for r in results] == [[], []]  # a peek alone does not warn
+    else:
+        # The second full pass of epoch 0 warns once on each rank that set_epoch is missing.
+        for r in results:
+            assert len(r["warnings"]) == 1 and "serves epoch 0 again" in r["warnings"][0]
+
+
+def test_set_epoch_hook_where_lightning_looks():
+    users, items, _ = data()
+    sampler = NegativePairBatchSampler(users, items, num_items=30, negatives=1, batch_size=8,
+                                       seed=1, num_replicas=2, rank=1)
+    sampler.sampler.set_epoch(3)
+    assert sampler.epoch == 3
+    assert [b.epoch for b in sampler] == [3] * len(sampler)
+    assert "NegativePairBatchSampler" in repr(sampler.sampler)

@@ -148,7 +148,7 @@ class EpochIterator:
 
 
 class EpochSetter:
-    """``batch_sampler.sampler`` of a StratifiedBatchSampler: only forwards ``set_epoch``.
+    """``batch_sampler.sampler`` of a pystratum batch sampler: only forwards ``set_epoch``.
 
     Lightning and accelerate call ``set_epoch`` on ``loader.batch_sampler.sampler``
     (never on the batch sampler itself) at the start of every epoch; this object
@@ -164,4 +164,4 @@ class EpochSetter:
         self._owner.set_epoch(epoch)
 
     def __repr__(self) -> str:
-        return "<set_epoch hook of a pystratum StratifiedBatchSampler>"
+        return f"<set_epoch hook of a pystratum {type(self._owner).__name__}>"
