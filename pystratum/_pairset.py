@@ -18,7 +18,7 @@ Fibonacci hashing, ``h = key * 2^64/phi`` (mod 2^64), and use its top bits:
    key (the multiplier is odd), so equal hashes mean equal keys.
 
 For 4 * 10^6 queries among 10^7 keys this takes about half the CPU time of
-the open-addressing table it replaces (which probed every query), in 144
+the open-addressing table it replaces (which probed every query), in 140
 MiB instead of 256 MiB (``benchmarks/bench_negatives.py``; ``searchsorted``
 on sorted keys is about 20 times slower still).
 """
