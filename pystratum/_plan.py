@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,7 +11,7 @@ import numpy as np
 from ._assemble import BatchOrder, assemble_batches, assemble_recycled, extra_passes
 from ._strata import EncodedStrata, encode_strata
 from ._streams import RNG_CHOICES, stream_for
-from ._validation import check_bool, check_choice, check_int
+from ._validation import check_bool, check_choice, check_epoch, check_int, show
 from .policies import MinPerStratum, Policy, as_policy, check_allocation
 
 __all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream",
@@ -68,14 +70,44 @@ class BatchPlan:
 
     def batch_weights(self, batch: int) -> np.ndarray:
         """The weights of batch ``batch``'s rows (ones when the policy has none)."""
-        batch = range(self.num_batches)[batch]
+        batch = self._batch_index(batch)
         if self.weights is None:
             return np.ones(int(self.bounds[batch + 1] - self.bounds[batch]), dtype=np.float64)
         return self.weights[self.bounds[batch]:self.bounds[batch + 1]]
 
-    def __getitem__(self, batch: int) -> np.ndarray:
-        batch = range(self.num_batches)[batch]
-        return self.order[self.bounds[batch]:self.bounds[batch + 1]]
+    def __getitem__(self, batch):
+        """``plan[b]``: batch ``b`` (0-based; negative counts from the end) as an int64
+        array; ``plan[a:b]``: a list of such arrays."""
+        if isinstance(batch, slice):
+            try:
+                chosen = range(self.num_batches)[batch]
+            except (TypeError, ValueError) as error:  # a zero step, non-integer bounds
+                raise type(error)(
+                    f"batch={show(batch)} is not a valid slice of the plan's "
+                    f"{self.num_batches} batch(es): {error}. Use integers for start, stop and "
+                    f"a non-zero step."
+                ) from None
+            return [self[b] for b in chosen]
+        index = self._batch_index(batch)
+        return self.order[self.bounds[index]:self.bounds[index + 1]]
+
+    def _batch_index(self, batch) -> int:
+        """``batch`` as an index in ``0..num_batches-1``, or an error naming ``batch``."""
+        n = self.num_batches
+        if isinstance(batch, (bool, np.bool_)) or not isinstance(batch, (numbers.Integral,
+                                                                         np.integer)):
+            raise TypeError(
+                f"batch must be an integer or a slice, got batch={show(batch)} of type "
+                f"{type(batch).__name__}: plan[b] is batch b (0-based, negative counts from "
+                f"the end), plan[a:b] a list of batches."
+            )
+        index = operator.index(batch)
+        if not -n <= index < n:
+            raise IndexError(
+                f"batch={index} is out of range for a plan with {n} batch(es); use 0..{n - 1} "
+                f"or -{n}..-1."
+            )
+        return index % n
 
     def batch_of_row(self) -> np.ndarray:
         """int64 array with the 0-based batch of each row position."""
@@ -84,17 +116,21 @@ class BatchPlan:
         result[self.order] = np.repeat(np.arange(self.num_batches, dtype=np.int64), sizes)
         return result
 
-    def counts_table(self, max_rows: int = 10) -> str:
+    def counts_table(self, max_rows: int | None = 10) -> str:
         """The per-batch x per-stratum count table as text (like the blog's ``dcast``).
 
         Batches are numbered from 0, as in ``plan[b]`` and :meth:`batch_of_row`
-        (Python is 0-based throughout; the R package numbers from 1). With
-        more than ``max_rows`` batches the middle ones are elided.
+        (Python is 0-based throughout; the R package numbers from 1).
+        ``max_rows``: at most this many batch rows (an int >= 1), the first and
+        last ones around a ``...`` row; None shows every batch.
         """
+        if max_rows is not None:
+            max_rows = check_int(max_rows, "max_rows", minimum=1,
+                                 fix="It is how many batch rows to show; None shows all.")
         header = ["batch"] + [_label_text(label) for label in self.strata] + ["total"]
         rows = []
         shown = list(range(self.num_batches))
-        if len(shown) > max_rows:
+        if max_rows is not None and len(shown) > max_rows:
             shown = shown[: max_rows // 2] + [None] + shown[-(max_rows - max_rows // 2):]
         for b in shown:
             if b is None:
@@ -170,7 +206,7 @@ def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffl
     """Like :func:`stratified_batches`, returning a :class:`BatchPlan` report."""
     policy = resolve_policy(policy, min_samples_per_stratum)
     rng = check_choice(rng, "rng", RNG_CHOICES)
-    epoch = check_int(epoch, "epoch", minimum=0)
+    epoch = check_epoch(epoch)
     shuffle = check_bool(shuffle, "shuffle")
     if not shuffle and epoch != 0:
         raise ValueError(
@@ -281,9 +317,12 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
 
     Parameters
     ----------
-    strata : array-like, pandas Series/DataFrame, 2-D array or list of columns
-        One label per row; with several columns every distinct combination of
-        values is one stratum.
+    strata : array-like, pandas Series/DataFrame, dict of columns, 2-D array or list of rows
+        One label per row (a list, 1-D array, Series or Categorical), or
+        several columns: a DataFrame, a dict ``{name: column}``, a 2-D array
+        (rows x variables) or a list of equal-length row tuples. Every distinct
+        combination of values (compared with ``==``) is one stratum. A list
+        of arrays is ambiguous and refused (see docs/INPUTS.md).
     policy : int or pystratum.policies.Policy
         The composition. An int ``m`` means ``MinPerStratum(m)``: the fewest
         rows of each stratum a batch may hold (``min_samples_per_stratum=m``
@@ -303,7 +342,12 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
         inside a batch come stratum by stratum (strata in order of first
         appearance), each stratum's in a pseudo-random order.
     epoch : int
-        Which epoch's shuffle (0 first). Each epoch is a new permutation.
+        Which epoch's shuffle (0 first, at most 2**31 - 1). Each epoch is a new
+        permutation. Cost: ``rng="numpy"`` reaches any epoch in O(1); with
+        ``rng="R"`` or ``"torch"`` epoch k is the stream's (k+1)-th
+        permutation, so the k epochs before it are drawn first, and a call
+        needing more than 10**8 row draws for that (k * max(N, 1000)) is
+        refused with a ValueError. Must be 0 when ``shuffle=False``.
     shuffle : bool
         False keeps row order (the identity permutation).
 

@@ -17,7 +17,11 @@ itself. Streams differ in how epochs relate:
   (``pystratum._lazy``), so it has no ``permutation(N)`` per epoch.
 
 Sequential streams (R, torch) remember their position after the last epoch
-served, so walking epochs in order costs one permutation per epoch.
+served, so walking epochs in order costs one permutation per epoch. Reaching
+epoch k from elsewhere costs drawing the epochs in between; a jump of more
+than ``MAX_SKIPPED_DRAWS`` row draws (each skipped epoch counted as at least
+``SKIP_FLOOR_ROWS`` rows) is refused with a ValueError stating the cost,
+instead of running for minutes or forever.
 """
 
 from __future__ import annotations
@@ -26,13 +30,20 @@ import numbers
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import check_epoch, check_int
 
-__all__ = ["PERMUTATION_RNG_CHOICES", "RNG_CHOICES", "make_stream", "stream_for", "NumpyStream", "RSeededStream", "SequentialStream"]
+__all__ = ["PERMUTATION_RNG_CHOICES", "RNG_CHOICES", "MAX_SKIPPED_DRAWS", "SKIP_FLOOR_ROWS",
+           "make_stream", "stream_for", "NumpyStream", "RSeededStream", "SequentialStream"]
 
 # Streams that give whole permutations (what the negatives sampler draws from).
 PERMUTATION_RNG_CHOICES = ("numpy", "R", "torch")
 RNG_CHOICES = PERMUTATION_RNG_CHOICES + ("index",)
+
+# Skipping epochs of a sequential stream draws their permutations: about a
+# minute of work at most (R's stream: ~1e8 row draws), never an endless hang.
+MAX_SKIPPED_DRAWS = 10**8
+# A permutation of a few rows still costs per-call overhead worth ~1000 rows.
+SKIP_FLOOR_ROWS = 1000
 
 _INT32_MAX = 2**31 - 1
 
@@ -162,6 +173,21 @@ class NumpyStream:
             )
 
 
+def check_state_keys(state, keys, rng: str) -> None:
+    """A stream state must be the dict :meth:`state_dict` saved, with all its keys."""
+    if not isinstance(state, dict):
+        raise TypeError(
+            f"the rng={rng!r} stream state must be the dict saved by state_dict(), got "
+            f"{type(state).__name__}."
+        )
+    missing = [key for key in keys if key not in state]
+    if missing:
+        raise ValueError(
+            f"the rng={rng!r} stream state lacks {missing} (it has {sorted(map(str, state))}); "
+            f"pass a state saved by state_dict() with the same rng."
+        )
+
+
 class SequentialStream:
     """Base of streams whose epoch k is the (k+1)-th draw of one generator.
 
@@ -170,6 +196,7 @@ class SequentialStream:
     so that walking epochs in order costs one draw each.
     """
 
+    name = "sequential"
     _n = None
     _next_epoch = 0
 
@@ -184,8 +211,26 @@ class SequentialStream:
 
         ``extras_of(k)``: sizes of the extra draws epoch ``k`` makes after its
         main permutation (recycling policies); None means none.
+
+        Raises ValueError (before drawing anything) when the epochs to skip,
+        counted from the current position, would cost more than
+        ``MAX_SKIPPED_DRAWS`` row draws (their main permutations, as in R).
         """
-        if n != self._n or epoch < self._next_epoch:
+        restart = n != self._n or epoch < self._next_epoch
+        skipped = epoch if restart else epoch - self._next_epoch
+        if skipped * max(n, SKIP_FLOOR_ROWS) > MAX_SKIPPED_DRAWS:
+            start = "its seed" if restart else f"epoch {self._next_epoch}, where it stands"
+            raise ValueError(
+                f"epoch={epoch} with rng={self.name!r} means drawing {skipped:,} earlier "
+                f"permutations of {n:,} rows first (epoch k of this stream is its (k+1)-th "
+                f"permutation, counted from {start}): a cost of "
+                f"{skipped * max(n, SKIP_FLOOR_ROWS):,} row draws (an epoch counts as at least "
+                f"{SKIP_FLOOR_ROWS:,} rows), over the limit of {MAX_SKIPPED_DRAWS:,}. Use "
+                f"rng='numpy', which reaches any epoch in O(1); or iterate epochs in order "
+                f"(StratifiedBatchSampler keeps its stream's position, so each epoch costs one "
+                f"permutation); or pick a smaller epoch."
+            )
+        if restart:
             self._restart()
             self._n = n
             self._next_epoch = 0
@@ -252,7 +297,8 @@ class RSeededStream(SequentialStream):
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a position saved by :meth:`state_dict` (of a stream with the same seed)."""
-        random_seed = state.get("random_seed")
+        check_state_keys(state, ("n", "epoch", "random_seed"), "R")
+        random_seed = state["random_seed"]
         if random_seed is None:
             self._stream = None
             self._n = None
@@ -262,4 +308,4 @@ class RSeededStream(SequentialStream):
         stream.random_seed = np.asarray(random_seed, dtype=np.int32)
         self._stream = stream
         self._n = check_int(state["n"], "state['n']", minimum=0)
-        self._next_epoch = check_int(state["epoch"], "state['epoch']", minimum=0)
+        self._next_epoch = check_epoch(state["epoch"], "state['epoch']")

@@ -13,10 +13,14 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
         "rng='torch' needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
     ) from error
 
-from ._streams import SequentialStream, fresh_int32_seed
-from ._validation import check_int
+from ._streams import SequentialStream, check_state_keys, fresh_int32_seed
+from ._validation import check_epoch, check_int
 
-__all__ = ["TorchStream"]
+__all__ = ["TorchStream", "TORCH_SEED_MAX"]
+
+# R torch's torch_manual_seed() takes a double: whole numbers are exact only up
+# to 2**53, so larger (or negative) seeds cannot name the same stream in R.
+TORCH_SEED_MAX = 2**53
 
 
 class TorchStream(SequentialStream):
@@ -40,13 +44,15 @@ class TorchStream(SequentialStream):
                 f"of type {type(seed).__name__}."
             )
         self.seed = fresh_int32_seed() if seed is None else int(seed)
-        generator = torch.Generator()
-        try:
-            generator.manual_seed(self.seed)
-        except RuntimeError as error:
+        if not 0 <= self.seed <= TORCH_SEED_MAX:
             raise ValueError(
-                f"seed={self.seed} is out of range for torch.Generator.manual_seed: {error}"
-            ) from None
+                f"seed must be a whole number between 0 and 2**53 for rng='torch', got "
+                f"seed={self.seed}. R torch's torch_manual_seed() holds the seed as a double, "
+                f"exact only up to 2**53, so only these seeds give the same stream in both "
+                f"languages; use a seed in [0, {TORCH_SEED_MAX}]."
+            )
+        generator = torch.Generator()
+        generator.manual_seed(self.seed)
         self._initial_state = generator.get_state()
         self._generator = generator
 
@@ -69,7 +75,8 @@ class TorchStream(SequentialStream):
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a position saved by :meth:`state_dict` (of a stream with the same seed)."""
-        generator_state = state.get("generator_state")
+        check_state_keys(state, ("n", "epoch", "generator_state"), "torch")
+        generator_state = state["generator_state"]
         if generator_state is None:
             self._generator.set_state(self._initial_state)
             self._n = None
@@ -81,7 +88,7 @@ class TorchStream(SequentialStream):
                 f"{type(generator_state).__name__}."
             )
         n = check_int(state["n"], "state['n']", minimum=0)
-        epoch = check_int(state["epoch"], "state['epoch']", minimum=0)
+        epoch = check_epoch(state["epoch"], "state['epoch']")
         self._generator.set_state(generator_state.cpu())
         self._n = n
         self._next_epoch = epoch

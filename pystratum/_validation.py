@@ -11,36 +11,57 @@ import operator
 
 import numpy as np
 
-__all__ = ["check_int", "check_bool", "check_choice"]
+__all__ = ["EPOCH_MAX", "check_int", "check_bool", "check_choice", "check_epoch", "show"]
+
+# Epochs are R integers on the R side (the sampler's counter, the vectors'
+# fields), so both languages accept exactly 0..2**31 - 1.
+EPOCH_MAX = 2**31 - 1
 
 
-def _show(value) -> str:
-    text = repr(value)
+def show(value) -> str:
+    """``repr(value)``, cut to 80 characters (messages quote user values, which can be huge)."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not replace the real error
+        text = f"<{type(value).__name__} object>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def check_int(value, name: str, *, minimum: int | None = None, fix: str = "") -> int:
+def check_int(value, name: str, *, minimum: int | None = None, maximum: int | None = None,
+              fix: str = "") -> int:
     """Return ``value`` as a Python int, rejecting bools, floats and strings.
 
-    Raises TypeError for a non-integer and ValueError below ``minimum``.
+    Raises TypeError for a non-integer and ValueError outside ``[minimum, maximum]``.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
         raise TypeError(
-            f"{name} must be an integer, got {name}={_show(value)} of type "
+            f"{name} must be an integer, got {name}={show(value)} of type "
             f"{type(value).__name__}. {fix}".rstrip()
         )
     value = operator.index(value)
     if minimum is not None and value < minimum:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"{name} must be {what}, got {name}={value}. {fix}".rstrip())
+    if maximum is not None and value > maximum:
+        low = "" if minimum is None else f"{minimum} <= "
+        raise ValueError(
+            f"{name} must be an integer {low}{name} <= {maximum}, got {name}={value}. {fix}".rstrip()
+        )
     return value
+
+
+def check_epoch(value, name: str = "epoch") -> int:
+    """An epoch number: an int in ``[0, EPOCH_MAX]``, the range R's integers hold."""
+    return check_int(value, name, minimum=0, maximum=EPOCH_MAX,
+                     fix="Epochs count from 0 and are R integers in the R package, "
+                         "so both languages stop at 2**31 - 1.")
 
 
 def check_bool(value, name: str) -> bool:
     """Accept only real booleans: ``shuffle=0`` is more likely a slip than a choice."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(
-            f"{name} must be True or False, got {name}={_show(value)} of type "
+            f"{name} must be True or False, got {name}={show(value)} of type "
             f"{type(value).__name__}."
         )
     return bool(value)
@@ -49,5 +70,5 @@ def check_bool(value, name: str) -> bool:
 def check_choice(value, name: str, choices) -> str:
     if not isinstance(value, str) or value not in choices:
         options = ", ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be one of {options}, got {name}={_show(value)}.")
+        raise ValueError(f"{name} must be one of {options}, got {name}={show(value)}.")
     return value

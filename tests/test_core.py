@@ -111,8 +111,10 @@ def test_multi_column_strata_equal_their_combined_key(columns, m, seed):
     expected = quiet(stratified_batches, combined, m, seed=seed)
     frame = pd.DataFrame({"i": ints, "s": strings, "b": bools})
     assert_same_batches(quiet(stratified_batches, frame, m, seed=seed), expected)
-    assert_same_batches(quiet(stratified_batches, [np.array(ints), strings, bools], m, seed=seed),
-                        expected)
+    assert_same_batches(quiet(stratified_batches, {"i": np.array(ints), "s": strings, "b": bools},
+                              m, seed=seed), expected)
+    rows = list(zip(ints, strings, bools))  # a list of row tuples, as numpy reads it
+    assert_same_batches(quiet(stratified_batches, rows, m, seed=seed), expected)
     two_d = np.column_stack([np.array(ints), np.array(bools, dtype=int)])
     key2 = [f"{a}|{c}" for a, c in zip(ints, bools)]
     assert_same_batches(quiet(stratified_batches, two_d, m, seed=seed),
@@ -321,12 +323,12 @@ def test_bad_arguments_name_argument_value_and_fix(kwargs, error, message):
         ([], ValueError, "strata is empty \\(0 rows\\)"),
         (np.zeros((5, 0)), ValueError, "strata is a 2-D array with zero columns"),
         (pd.DataFrame(index=range(3)), ValueError, "DataFrame with zero columns"),
-        (np.zeros((2, 2, 2)), ValueError, "must be 1-D .* or 2-D"),
+        (np.zeros((2, 2, 2)), ValueError, "must be 1-D .* or 2-D .*Reshape it"),
         (5, TypeError, "strata must be array-like with one label per row"),
         ("abc", TypeError, "strata must be array-like"),
         (None, TypeError, "strata must be array-like"),
-        ([np.array([1, 2, 3]), np.array([1, 2])], ValueError,
-         "strata columns must all have the same length, but strata\\[1\\] has 2 rows"),
+        ({"a": np.array([1, 2, 3]), "b": np.array([1, 2])}, ValueError,
+         "strata columns must all have the same length, but strata\\['b'\\] has 2 rows"),
     ],
 )
 def test_bad_strata(strata, error, message):

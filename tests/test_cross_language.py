@@ -169,7 +169,8 @@ def _wrap(gen, columns, kinds):
     if choice == "array" and len(set(kinds)) == 1 and kinds[0] in ("int", "str"):
         return np.column_stack(columns), "2-D array"
     if choice == "list":
-        return list(columns), "list of columns"
+        # A list of row tuples, read as rows (a list of columns is ambiguous, refused).
+        return list(zip(*[np.asarray(c).tolist() for c in columns])), "list of rows"
     names = [f"col{j}" for j in range(len(columns))]
     return pd.DataFrame(dict(zip(names, columns))), "DataFrame"
 
@@ -716,7 +717,7 @@ def test_configurations_cover_the_brief():
     assert min(n_strata) == 1 and max(n_strata) >= 40
     assert min(n_rows) <= 3 and max(n_rows) >= 50_000
     assert sum(n <= 500 for n in n_rows) > len(configs) / 2
-    for needle in ("int", "str", "factor", "logical", "double", "DataFrame", "list of columns",
+    for needle in ("int", "str", "factor", "logical", "double", "DataFrame", "list of rows",
                    "shuffle=False", "epoch=3"):
         assert needle in text, needle
     seeds = [c.seed for c in configs if c.seed is not None]

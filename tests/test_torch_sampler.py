@@ -249,6 +249,8 @@ def test_multi_column_strata(labels):
     # A list of tensors could be rows or columns: refused, naming the forms to use.
     with pytest.raises(TypeError, match=r"could be rows or columns.*torch.stack\(columns, dim=1\)"):
         StratifiedBatchSampler([torch.as_tensor(labels), torch.as_tensor(group)], 1, seed=1)
+    assert list(StratifiedBatchSampler({"y": torch.as_tensor(labels), "g": torch.as_tensor(group)},
+                                       1, seed=1)) == batches
 
 
 def test_dataframe_with_a_labels_column_is_data_not_a_dataset():
