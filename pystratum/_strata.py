@@ -3,8 +3,9 @@
 Every distinct combination of column values is one stratum, and values are
 the same exactly when they are equal (``==``): nothing is merged by a lossy
 conversion (floats beyond 2**53, strings differing in trailing NULs, mixed
-types numpy would coerce to strings). Only the partition of rows matters to the allocation, so the codes' numbering is an
-implementation detail: renaming or reordering labels never changes batches.
+types numpy would coerce to strings). Only the partition of rows matters
+to the allocation, so the codes' numbering is an implementation detail:
+renaming or reordering labels never changes batches.
 Labels are kept (sorted where the values sort) for reports such as the
 per-batch count table.
 
