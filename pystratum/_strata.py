@@ -452,7 +452,11 @@ def _encode_integers(values):
         return _encode_sorted(values)
     offsets = _offsets_from(values, lo)
     present = np.bincount(offsets, minlength=span) > 0
-    labels = (np.flatnonzero(present) + lo).tolist()
+    offsets_present = np.flatnonzero(present)
+    if lo <= np.iinfo(np.int64).max - span:
+        labels = (offsets_present + lo).tolist()
+    else:  # uint64 labels above int64's range: add in Python ints
+        labels = [lo + k for k in offsets_present.tolist()]
     if present.all():
         return offsets, labels  # already 0..k-1 (e.g. 0/1 labels): no table look-up
     code_of_offset = (np.cumsum(present) - 1).astype(smallest_code_dtype(len(labels)))
