@@ -168,7 +168,7 @@ class RStream:
         if not key.any():
             raise ValueError(
                 "random_seed has an all-zero key, which R replaces by a time-based "
-                "seed: that stream cannot be reproduced."
+                f"seed: that stream cannot be reproduced. {fix}"
             )
         self._load(key, pos)
 
@@ -207,6 +207,10 @@ class RStream:
     def runif(self, n) -> np.ndarray:
         """R's ``runif(n)`` (min 0, max 1): float64 values in (0, 1)."""
         n = check_int(n, "n", minimum=0, fix="runif() takes the number of values.")
+        if n > _MAX_N:
+            raise ValueError(
+                f"n must be at most 4.5e15 (R's longest vector), got n={n}; draw fewer values."
+            )
         values = self._bitgen.random_raw(n).astype(np.float64)
         zero = values == 0.0
         values *= _TWO_POW_M32  # exact: a 32-bit integer times a power of two

@@ -104,7 +104,7 @@ _FORMS = ("a list or 1-D array with one label per row, a pandas Series/DataFrame
           "{name: column}, a 2-D array (rows x variables) or a list of row tuples")
 
 
-def strata_columns(strata, *, name: str = "strata") -> list:
+def strata_columns(strata, name: str = "strata") -> list:
     """Split strata into ``[(column_name, 1-D column), ...]`` (no copy where possible).
 
     The one place that decides which input forms mean what:
@@ -150,6 +150,10 @@ def strata_columns(strata, *, name: str = "strata") -> list:
     )
 
 
+# The name pystratum.r imported before this function was public.
+_split_columns = strata_columns
+
+
 def _not_array_like(strata, name):
     return TypeError(
         f"{name} must be array-like with one label per row ({_FORMS}), got "
@@ -179,6 +183,7 @@ def _as_array(strata, name):
         except (TypeError, ValueError) as error:
             raise TypeError(
                 f"{name} of type {type(strata).__name__} cannot be read as an array ({error}); "
+                f"convert it to a type numpy reads (e.g. x.float() for a bfloat16 tensor), or "
                 f"pass {_FORMS}."
             ) from None
     elif isinstance(strata, Iterable):
@@ -272,8 +277,6 @@ def _sequence_columns(items, name):
             )
     if any(issubclass(t, (list, tuple)) for t in types):
         return _row_columns(items, name)
-    if _MASKED_TYPE in types:
-        raise_missing(name, next(k for k, v in enumerate(items) if v is np.ma.masked), "masked")
     return [(name, _scalars_to_array(items, types))]
 
 
@@ -320,9 +323,6 @@ def _row_columns(rows, name):
                     f"sequence (3 or more dimensions). Pass one scalar label per row and "
                     f"variable."
                 )
-        if _MASKED_TYPE in types:
-            raise_missing(f"{name}[:, {j}]",
-                          next(k for k, v in enumerate(values) if v is np.ma.masked), "masked")
         columns.append((f"{name}[:, {j}]", _scalars_to_array(values, types)))
     return columns
 
@@ -335,7 +335,8 @@ def _scalars_to_array(values, types):
     coerce (0 and 'a' both to strings, 2**63 and -1 to floats) stay Python
     objects and are encoded by hash and ``==``.
     """
-    if not any(issubclass(t, (str, bytes)) for t in types):
+    # np.ma.masked would become 0.0 in numpy's guess: keep it, it is a missing value.
+    if not any(issubclass(t, (str, bytes, _MASKED_TYPE)) for t in types):
         try:
             array = np.asarray(values)
         except (TypeError, ValueError, OverflowError):
@@ -548,6 +549,9 @@ def check_object_missing(values, column_name):
     pandas = sys.modules.get("pandas")
     if pandas is not None:
         missing = np.asarray(pandas.isna(values), dtype=bool)
+        # pandas does not count numpy's masked constant (from a list) as missing.
+        missing |= np.fromiter((v is np.ma.masked for v in values.tolist()), dtype=bool,
+                               count=values.shape[0])
     else:
         missing = np.fromiter((_is_missing_scalar(v) for v in values.tolist()), dtype=bool,
                               count=values.shape[0])

@@ -238,6 +238,7 @@ def test_item9_errors_name_the_argument_and_the_fix(strata, error, message):
         stratified_batches(strata, 1)
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself warns
 def test_item9_np_matrix_is_the_2d_array_it_is():
     matrix = np.matrix([[0, 1], [1, 0], [0, 0], [1, 1]] * 3)
     assert same_batches(stratified_batches(matrix, 1, seed=4),
