@@ -27,6 +27,9 @@ def show(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+_show = show  # the name the policies and the tree sampler import
+
+
 def check_int(value, name: str, *, minimum: int | None = None, maximum: int | None = None,
               fix: str = "") -> int:
     """Return ``value`` as a Python int, rejecting bools, floats and strings.

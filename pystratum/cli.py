@@ -247,7 +247,8 @@ def _load(args, progress):
     columns = read_strata(args.data, args.stratum, input_format=args.input_format,
                           encoding=args.encoding, delimiter=args.delimiter)
     progress(f"read {len(columns[0]):,} rows")
-    return columns[0] if len(columns) == 1 else columns
+    # Several columns go to the core by name (a list of arrays would be ambiguous).
+    return columns[0] if len(columns) == 1 else dict(zip(args.stratum, columns))
 
 
 def _plan(args, columns, policy, progress, epoch=None) -> BatchPlan:

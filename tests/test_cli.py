@@ -82,8 +82,8 @@ def test_plan_batches_csv_are_the_cores_batches(data, tmp_path):
         "--seed", "8", "--rng", "R", "--epoch", "2", "--batches", "--format", "csv", "-o", output,
         check_code=0)
     rows = np.loadtxt(output, delimiter=",", skiprows=1, dtype=np.int64)
-    expected = pystratum.stratified_batches([label, site], pystratum.FixedSize(50), seed=8,
-                                            rng="R", epoch=2)
+    expected = pystratum.stratified_batches({"label": label, "site": site},
+                                            pystratum.FixedSize(50), seed=8, rng="R", epoch=2)
     np.testing.assert_array_equal(rows[:, 0], np.concatenate(expected))
     np.testing.assert_array_equal(rows[:, 1], np.repeat(np.arange(len(expected)),
                                                         [len(b) for b in expected]))

@@ -475,7 +475,7 @@ def test_params_that_json_cannot_hold_are_an_error_naming_the_class(registry):
 
 # ---------------------------------------------- FixedSize through the whole core
 
-column_forms = st.sampled_from(["ints", "strings", "series", "categorical", "frame2", "list2"])
+column_forms = st.sampled_from(["ints", "strings", "series", "categorical", "frame2", "dict2", "rows2"])
 
 
 def _strata_in_form(codes, form):
@@ -494,7 +494,9 @@ def _strata_in_form(codes, form):
     first, second = codes // 3, np.array(["u", "v", "w"], dtype=object)[codes % 3]
     if form == "frame2":
         return pd.DataFrame({"a": first, "b": second})
-    return [first, second]
+    if form == "dict2":
+        return {"a": first, "b": second}
+    return list(zip(first.tolist(), second.tolist()))  # rows2: a list of row tuples
 
 
 @settings(max_examples=60)
