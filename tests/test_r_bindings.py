@@ -34,7 +34,7 @@ def test_batches_are_zero_based_int64(r_session):
 def test_same_batches_as_core_through_each_container(r_session):
     labels = np.repeat(["a", "b", "c"], [40, 25, 9])
     for strata in (labels, list(labels), pd.Series(labels), pd.Categorical(labels),
-                   pd.DataFrame({"y": labels}), [labels]):
+                   pd.DataFrame({"y": labels}), {"y": labels}):
         got = pr.stratified_batches(strata, 3, seed=-17, epoch=1)
         expected = pystratum.stratified_batches(labels, 3, seed=-17, epoch=1, rng="R")
         assert len(got) == len(expected) == 3
