@@ -34,7 +34,7 @@ import numpy as np
 
 from ._index_stream import MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks
 from ._members import StratumMembers, members_of_codes, members_of_labels
-from ._validation import check_int
+from ._validation import check_epoch, check_int
 
 __all__ = ["LazyPlan", "lazy_plan"]
 
@@ -271,7 +271,7 @@ def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratu
     from ._strata import encode_strata
 
     policy = resolve_policy(policy, min_samples_per_stratum)
-    epoch = check_int(epoch, "epoch", minimum=0)
+    epoch = check_epoch(epoch)
     stream = IndexStream(seed)
     if isinstance(strata, StratumMembers):
         members = strata

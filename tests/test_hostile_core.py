@@ -555,7 +555,7 @@ SEEDS = ([None, 0, 1, 42, 2**31 - 1],
           -(2**63), True, False, 1.0, 1.5, "1", np.int32(-5), np.uint64(7), np.int64(2**40),
           [1, 2], math.nan])
 MS = ([1, 2, 3, 5, np.int8(2), np.uint64(1)], [0, -1, True, 2.5, "2", None, 2**70, [2], math.inf])
-RNGS = (["numpy", "R", "torch"], ["r", "Torch", "", None, 1, b"R"])
+RNGS = (["numpy", "R", "torch", "index"], ["r", "Torch", "", None, 1, b"R", "Index"])
 EPOCHS = ([0, 1, 2, 3, np.int64(2), np.uint8(1)],
           [-1, 2**31 - 1, 2**31, 10**12, True, 1.0, "1", None, 10**5 + 1, math.nan])
 SHUFFLES = ([True, False, np.bool_(True), np.bool_(False)], [1, 0, None, "True"])
@@ -595,7 +595,7 @@ def invalid_arguments(m, seed, rng, epoch, shuffle, n_rows):
     bad = set()
     if not (_is_int(m) and m >= 1):
         bad.add("min_samples_per_stratum")
-    if not (isinstance(rng, str) and rng in ("numpy", "R", "torch")):
+    if not (isinstance(rng, str) and rng in ("numpy", "R", "torch", "index")):
         bad.add("rng")
     if not (_is_int(epoch) and 0 <= epoch <= 2**31 - 1):
         bad.add("epoch")
@@ -620,7 +620,7 @@ def invalid_arguments(m, seed, rng, epoch, shuffle, n_rows):
         seed_ok = False
     else:
         low, high = {"numpy": (0, math.inf), "R": (-(2**31 - 1), 2**31 - 1),
-                     "torch": (0, 2**53)}.get(rng, (-math.inf, math.inf))
+                     "torch": (0, 2**53), "index": (0, 2**52 - 1)}.get(rng, (-math.inf, math.inf))
         seed_ok = low <= int(seed) <= high
     if not seed_ok:
         bad.add("seed")
@@ -656,8 +656,8 @@ def test_hostile_arguments(labels, args, entry):
         permutation = np.arange(len(labels))
     elif isinstance(seed, (np.random.Generator, np.random.SeedSequence)):
         return  # a Generator advanced; SeedSequence equals its entropy (test_core)
-    elif seed is None and entry == "stratified_batches":
-        return  # fresh entropy, not reported by this entry point
+    elif (seed is None and entry == "stratified_batches") or rng == "index":
+        return  # fresh entropy not reported; the index stream has no permutation to replay
     else:
         used = seed if seed is not None else result.seed  # plan.seed: the seed to reuse
         permutation = reference_permutation(len(labels), rng, int(used), int(epoch))
