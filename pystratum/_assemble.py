@@ -23,7 +23,7 @@ import numpy as np
 
 from ._strata import smallest_code_dtype
 
-__all__ = ["BatchOrder", "assemble_batches"]
+__all__ = ["BatchOrder", "assemble_batches", "assemble_by_stratum", "block_weights"]
 
 # Up to this many strata the running-count method is faster: its cost grows
 # with the number of strata, the chunked-sort method's does not.
@@ -239,43 +239,103 @@ def extra_passes(allocation, sizes, first_rows) -> list:
     return [(int(s), int(pool[s])) for s in recycled for _ in range(int(passes[s]))]
 
 
-def assemble_recycled(codes, main, pass_orders, allocation, sizes, passes) -> BatchOrder:
-    """Batches of an epoch whose strata may be pooled (``pool < N_s``) or recycled.
+# Up to this many strata, each stratum's members are picked out of the
+# permutation by one comparison and compress each (cheaper than a sort).
+_MASK_MAX_STRATA = 16
 
-    The epoch's *virtual sequence* is the main permutation followed by the
-    extra passes' rows (real row positions, repeated), pass ``p`` of stratum
-    ``s`` being its pool (its first ``pool_s`` rows in ``main``) reordered
-    by ``pass_orders[p]``. Rows of a recycled stratum's main permutation
-    beyond its pool are moved to a discard stratum, so each stratum's ranks
-    in the virtual sequence are exactly the allocation's ranks; the shared
-    :func:`assemble_batches` then does the rest (a repeated row keeps its
-    stratum since codes are indexed by real row).
-    """
+
+def _members_in_order(codes, main, sizes, needed):
+    """Each stratum's first ``needed[s]`` rows in ``main`` order (list of int64 arrays)."""
     n_strata = sizes.shape[0]
-    pool = sizes if allocation.pool_sizes is None else np.asarray(allocation.pool_sizes)
-    main_codes = codes[main]
-    by_stratum = np.argsort(main_codes, kind="stable")  # each stratum's rows in main order
+    codes_in_order = codes.astype(smallest_code_dtype(n_strata), copy=False)[main]
+    if n_strata <= _MASK_MAX_STRATA:
+        return [main[codes_in_order == s][:needed[s]] if needed[s] else main[:0]
+                for s in range(n_strata)]
+    by_stratum = main[np.argsort(codes_in_order, kind="stable")]
     starts = np.concatenate([[0], np.cumsum(sizes)])
-    virtual_sizes = np.asarray(sizes, dtype=np.int64).copy()
-    pieces = [main]
-    discard = []
-    first_of = {}
-    for (s, size), order in zip(passes, pass_orders):
-        stratum_rows = main[by_stratum[starts[s]:starts[s] + sizes[s]]]
-        if s not in first_of:
-            first_of[s] = True
-            virtual_sizes[s] = size
-            if size < sizes[s]:
-                discard.append(stratum_rows[size:])
-        pieces.append(stratum_rows[:size][order])
-        virtual_sizes[s] += size
-    cuts = allocation.cuts
-    virtual_codes = codes
-    if discard:
-        # Rows outside a recycled pool: their own stratum, which no batch takes.
-        virtual_codes = codes.astype(smallest_code_dtype(n_strata + 1), copy=True)
-        left_out = np.concatenate(discard)
-        virtual_codes[left_out] = n_strata
-        cuts = np.concatenate([cuts, np.zeros((1, cuts.shape[1]), dtype=cuts.dtype)])
-        virtual_sizes = np.concatenate([virtual_sizes, [left_out.shape[0]]])
-    return assemble_batches(virtual_codes, np.concatenate(pieces), cuts, sizes=virtual_sizes)
+    return [by_stratum[starts[s]:starts[s] + needed[s]] for s in range(n_strata)]
+
+
+def assemble_by_stratum(codes, main, pass_orders, allocation, sizes, passes,
+                        first_rows) -> BatchOrder:
+    """Batches of a sampling policy's epoch (pools, recycling), each batch stratum by stratum.
+
+    Stratum ``s``'s *epoch sequence* is its pool (its first ``pool_s`` rows
+    in ``main``) in ``main`` order, then the pool reordered by each of its
+    extra passes (``pass_orders``, in the order of ``passes``), cut at
+    ``cuts[s, -1]``; ranks ``cuts[s, b]..cuts[s, b + 1] - 1`` of it fill
+    batch ``b``. Inside a batch the strata come in order of first appearance
+    in the data (``first_rows``: independent of how labels sort, so the same
+    in R), each stratum's rows in sequence order. Every row lands at its
+    output position directly
+    (``bounds[b]`` + the rows of earlier strata in batch ``b`` + its rank
+    past ``cuts[s, b]``), so the cost is linear in the rows served; rows
+    outside a pool are never touched after the grouping. R's
+    ``assemble_epoch()`` builds the same order.
+    """
+    cuts = np.asarray(allocation.cuts, dtype=np.int64)
+    n_strata, n_batches = cuts.shape[0], cuts.shape[1] - 1
+    sizes = np.asarray(sizes, dtype=np.int64)
+    pool = sizes if allocation.pool_sizes is None else np.asarray(allocation.pool_sizes,
+                                                                  dtype=np.int64)
+    used = cuts[:, -1]
+    counts = np.diff(cuts, axis=1)
+    bounds = np.zeros(n_batches + 1, dtype=np.int64)
+    np.cumsum(counts.sum(axis=0), out=bounds[1:])
+    # Output position of rank r of stratum s in batch b: start[s, b] + r.
+    turn = np.argsort(first_rows, kind="stable")
+    in_turn = counts[turn]
+    offset = np.empty_like(counts)
+    offset[turn] = np.cumsum(in_turn, axis=0) - in_turn
+    start = bounds[None, :-1] + offset - cuts[:, :-1]
+    members = _members_in_order(codes, main, sizes, np.minimum(pool, used))
+    orders_of = [[] for _ in range(n_strata)]
+    for (s, _), pass_order in zip(passes, pass_orders):
+        orders_of[s].append(pass_order)
+    order = np.empty(int(bounds[-1]), dtype=np.int64)
+    for s in range(n_strata):
+        total = int(used[s])
+        if total == 0:
+            continue
+        rows = members[s]
+        sequence = rows
+        if orders_of[s]:
+            # The stratum's epoch sequence, cut at its last rank.
+            sequence = np.empty(total, dtype=np.int64)
+            pool_size = rows.shape[0]
+            sequence[:pool_size] = rows
+            for at, pass_order in zip(range(pool_size, total, pool_size), orders_of[s]):
+                take = min(pool_size, total - at)
+                np.take(rows, pass_order[:take], out=sequence[at:at + take])
+        _scatter_blocks(order, sequence, start[s], cuts[s])
+    return BatchOrder(order=order, bounds=bounds)
+
+
+def _scatter_blocks(order, sequence, start, cuts):
+    """``order[start[b] + r] = sequence[r]`` for the ranks ``r`` of every batch ``b``.
+
+    A group of batches at a time, about ``_CHUNK_ROWS`` ranks each, so the
+    index temporaries stay in cache.
+    """
+    total = sequence.shape[0]
+    n_batches = start.shape[0]
+    counts = np.diff(cuts)
+    # First batch of each group: the batch holding rank k * _CHUNK_ROWS.
+    firsts = np.searchsorted(cuts[1:], np.arange(0, total, _CHUNK_ROWS, dtype=np.int64),
+                             side="right")
+    firsts = np.unique(np.concatenate([firsts, [n_batches]]))
+    for first, stop in zip(firsts[:-1].tolist(), firsts[1:].tolist()):
+        low, high = int(cuts[first]), int(cuts[stop])
+        if high == low:
+            continue
+        destination = np.repeat(start[first:stop], counts[first:stop])
+        destination += np.arange(low, high, dtype=np.int64)
+        order[destination] = sequence[low:high]
+
+
+def block_weights(row_weights, cuts, first_rows) -> np.ndarray:
+    """Weights aligned with :func:`assemble_by_stratum`'s order (a stratum's rows share one)."""
+    turn = np.argsort(first_rows, kind="stable")
+    counts = np.diff(np.asarray(cuts, dtype=np.int64), axis=1)[turn]
+    weights = np.asarray(row_weights, dtype=np.float64)[turn]
+    return np.repeat(np.tile(weights, counts.shape[1]), counts.T.ravel())

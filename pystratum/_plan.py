@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._assemble import BatchOrder, assemble_batches, assemble_recycled, extra_passes
+from ._assemble import (BatchOrder, assemble_batches, assemble_by_stratum, block_weights,
+                        extra_passes)
 from ._strata import EncodedStrata, encode_strata
 from ._streams import RNG_CHOICES, stream_for
 from ._validation import check_bool, check_choice, check_epoch, check_int, show
@@ -221,7 +222,8 @@ def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffl
 
 
 def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: int,
-                     rng: str, num_batches: int | None = None) -> BatchPlan:
+                     rng: str, num_batches: int | None = None,
+                     with_weights: bool = True) -> BatchPlan:
     """The plan for already-validated inputs; ``stream=None`` means row order.
 
     Framework layers (the torch sampler) call this with a stream they keep
@@ -239,6 +241,14 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     epoch is the (k+1)-th such group of draws. Policies that never recycle
     draw exactly one permutation per epoch. ``stream=None`` (no shuffle)
     uses row order and the identity for every pass.
+
+    Order inside a batch: the permutation's order, except for sampling
+    policies (``policy.may_recycle()`` or an allocation with
+    ``pool_sizes``: Targets, Downsample), whose batches list their strata
+    in order of first appearance in the data, each stratum's rows in the
+    order of its epoch sequence
+    (:func:`pystratum._assemble.assemble_by_stratum`). ``with_weights=False``
+    leaves ``weights`` None (a caller that takes them from elsewhere).
     """
     if getattr(stream, "name", None) == "index":
         from ._lazy import LazyPlan
@@ -260,15 +270,20 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
                                    extras_of=lambda k: epoch_pass_sizes(encoded, policy, k))
     else:
         draws = [stream.permutation(n, epoch)]
-    if passes or allocation.pool_sizes is not None:
-        batches = assemble_recycled(encoded.codes, draws[0], draws[1:], allocation,
-                                    encoded.sizes, passes)
+    by_stratum = policy.may_recycle() or allocation.pool_sizes is not None
+    if by_stratum:
+        batches = assemble_by_stratum(encoded.codes, draws[0], draws[1:], allocation,
+                                      encoded.sizes, passes, encoded.first_rows)
     else:
         batches = assemble_batches(encoded.codes, draws[0], allocation.cuts,
                                    sizes=encoded.sizes)
     weights = None
-    if allocation.row_weights is not None:
-        weights = np.asarray(allocation.row_weights, dtype=np.float64)[encoded.codes[batches.order]]
+    if allocation.row_weights is not None and with_weights:
+        if by_stratum:
+            weights = block_weights(allocation.row_weights, allocation.cuts, encoded.first_rows)
+        else:
+            weights = np.asarray(allocation.row_weights,
+                                 dtype=np.float64)[encoded.codes[batches.order]]
     return BatchPlan(
         order=batches.order,
         bounds=batches.bounds,
@@ -357,7 +372,8 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
 
     Guarantees (every policy): every row appears in at most one batch, and
     in exactly one unless the policy leaves rows out; inside a batch rows
-    keep permuted order; the same (strata, policy, seed, rng, epoch) always
+    keep permuted order (sampling policies, ``Targets`` and ``Downsample``:
+    stratum by stratum, see :class:`pystratum.policies.Targets`); the same (strata, policy, seed, rng, epoch) always
     gives the same batches, and with ``rng="R"`` they equal R's
     ``pystratum::stratified_batches`` minus one. ``MinPerStratum(m)``: with
     the smallest stratum of size ``N_min >= m`` there are ``N_min // m``

@@ -355,3 +355,61 @@ def test_data_dependent_errors_name_the_argument(policy, message):
     with pytest.raises(ValueError) as caught:
         stratified_batches(y, policy, seed=1)
     assert message in str(caught.value)
+
+
+def _batches_by_rule(y, plan, stream_draws):
+    """The documented order, by a plain loop: per stratum its epoch sequence, per batch the
+    strata in order of first appearance, each giving its ranks cuts[s, b]..cuts[s, b+1]."""
+    from pystratum._strata import encode_strata
+
+    encoded = encode_strata(y)
+    allocation = plan.policy.allocate(encoded, plan.epoch)
+    cuts = allocation.cuts
+    pool = encoded.sizes if allocation.pool_sizes is None else allocation.pool_sizes
+    main, extra = stream_draws[0], list(stream_draws[1:])
+    codes = encoded.codes
+    sequences = {}
+    for s in sorted(range(len(encoded.sizes)), key=lambda s: encoded.first_rows[s]):
+        rows = [int(r) for r in main if codes[r] == s][:int(pool[s])]
+        sequence = list(rows)
+        while len(sequence) < cuts[s, -1]:
+            order = extra.pop(0)  # passes: strata by first appearance, passes in order
+            sequence += [rows[int(k)] for k in order]
+        sequences[s] = sequence[:int(cuts[s, -1])]
+    turn = sorted(sequences, key=lambda s: encoded.first_rows[s])
+    return [[r for s in turn for r in sequences[s][cuts[s, b]:cuts[s, b + 1]]]
+            for b in range(cuts.shape[1] - 1)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=sizes_st, data=st.data(), epoch=st.integers(0, 3))
+def test_sampling_batches_list_strata_in_first_appearance_order_by_their_sequences(
+        sizes, data, epoch):
+    from pystratum._streams import NumpyStream
+    from pystratum._plan import epoch_pass_sizes
+    from pystratum._strata import encode_strata
+
+    y = labels_of(sizes, seed=data.draw(st.integers(0, 5)))
+    batch_size = data.draw(st.integers(len(sizes), len(sizes) + 12))
+    kind = data.draw(st.sampled_from(["targets", "downsample-fixed", "downsample-targets"]))
+    mode = data.draw(st.sampled_from(["largest", "smallest", 3]))
+    targets = Targets("balanced", batch_size, epoch=mode)
+    keep = {0: data.draw(st.sampled_from([0.1, 0.5, 1.0]))}
+    policy = {"targets": targets,
+              "downsample-fixed": Downsample(keep, FixedSize(data.draw(st.integers(1, 20)))),
+              "downsample-targets": Downsample(keep, targets)}[kind]
+    try:
+        plan = plan_batches(y, policy, seed=11, epoch=epoch)
+    except ValueError:
+        return  # an infeasible combination (e.g. epoch='smallest' leaving no batch)
+    stream = NumpyStream(11)
+    extras = epoch_pass_sizes(encode_strata(y), policy, epoch) if policy.may_recycle() else []
+    draws = stream.epoch_draws(len(y), extras, epoch)
+    expected = _batches_by_rule(y, plan, draws)
+    assert [b.tolist() for b in plan.batches] == expected
+    if plan.weights is not None:
+        sizes_arr = np.bincount(y)
+        for b, rows in enumerate(plan.batches):
+            kept = max(1, math.floor(keep[0] * sizes_arr[0] + 0.5))
+            expected_w = np.where(y[rows] == 0, sizes_arr[0] / kept, 1.0)
+            np.testing.assert_array_equal(plan.batch_weights(b), expected_w)

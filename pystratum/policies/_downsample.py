@@ -46,6 +46,9 @@ class Downsample(Policy):
     over all rows. ``BatchPlan.weights`` and the torch wrapper
     ``pystratum.torch.WeightedDataset`` hand the weights to the loss.
 
+    Rows left out of an epoch are never placed; inside a batch rows come
+    stratum by stratum (see ``Targets``).
+
     Parameters are recorded with labels as text (see ``Targets``):
     ``{"keep": {"0": 0.1}, "base": {"name": ..., "params": ...}}``.
     """

@@ -57,6 +57,13 @@ class Targets(Policy):
     permutation of the stratum per extra pass, the last pass cut short), so
     every row is used ``floor(T_s / N_s)`` or ``ceil(T_s / N_s)`` times and a
     row can repeat within a batch only if ``T_s / num_batches`` exceeds ``N_s``.
+
+    Order inside a batch (Targets and Downsample alike): stratum by stratum,
+    strata in order of first appearance in the data, each stratum's rows in
+    the order of its epoch sequence (its rows in the epoch's permutation,
+    then the extra passes). Unlike ``MinPerStratum``/``FixedSize`` (rows in
+    permuted order) this places every row directly, in time linear in the
+    rows served; R's batches are identical.
     """
 
     name = "targets"

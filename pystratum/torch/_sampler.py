@@ -395,7 +395,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             self._digest = hashlib.blake2b(canonical[codes].tobytes(), digest_size=16).hexdigest()
         return self._digest
 
-    def _plan(self, epoch: int) -> BatchPlan:
+    def _plan(self, epoch: int, with_weights: bool = True) -> BatchPlan:
         if self._members is not None:
             return self._lazy_plan(epoch).materialise()
         with warnings.catch_warnings():
@@ -403,7 +403,8 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             warnings.simplefilter("ignore", StratumTooSmallWarning)
             # num_batches: len(self) was promised at construction, for every epoch.
             return plan_from_stream(self._encoded, self.policy, self._stream,
-                                    epoch=epoch, rng=self.rng, num_batches=self.num_batches)
+                                    epoch=epoch, rng=self.rng, num_batches=self.num_batches,
+                                    with_weights=with_weights)
 
     def _lazy_plan(self, epoch: int) -> LazyPlan:
         with warnings.catch_warnings():
@@ -434,7 +435,8 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             stream_state = self._stream.state_dict()
         else:
             stream_state = {}
-        plan = self._plan(epoch)
+        # Iteration serves indices only (WeightedDataset carries the weights).
+        plan = self._plan(epoch, with_weights=False)
         order, bounds = plan.order, plan.bounds
         n_replicas = self.num_replicas
         if n_replicas > 1:

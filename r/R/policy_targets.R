@@ -40,6 +40,13 @@ SHARE_TOLERANCE = 1e-9
 #' permutation of all rows, then one permutation per extra pass of each
 #' recycled stratum (strata in order of first appearance, passes in order).
 #'
+#' Order inside a batch: stratum by stratum, strata in order of first
+#' appearance in the data, each stratum's rows in the order of its epoch
+#' sequence (its rows in the epoch's permutation, then the extra passes);
+#' [policy_min_per_stratum()] and [policy_fixed_size()] keep permuted order
+#' instead. Every row is placed directly (linear time); Python's batches
+#' are identical.
+#'
 #' Labels are named by text: strings as they are, whole numbers without
 #' decimals (`1`), logicals as `TRUE`/`FALSE`, several columns joined by `/`.
 #' The Python package uses the same rule, so recorded policies agree.
@@ -398,57 +405,70 @@ epoch_pass_sizes = function(policy, encoded, epoch) {
 
 # The batches of one epoch for any policy: the main permutation (NULL for row
 # order) and one order per extra pass (`draws[-1]`, in pass_draw_order()).
-# The epoch's virtual sequence is the main permutation followed by each extra
-# pass's rows (the stratum's pool, its first pool_s rows in the main
-# permutation, reordered by the pass's draw); rows of a recycled stratum
-# outside its pool move to a discard stratum; a trailing pseudo-batch takes
-# every rank no batch uses. Mirrors pystratum._assemble.assemble_recycled.
+# Policies that never pool or recycle (by_stratum = FALSE): the shared
+# allocate_batches(), rows inside a batch in permuted order. Sampling policies
+# (by_stratum = TRUE, see assembles_by_stratum()): each stratum's epoch
+# sequence is its pool (its first pool_s rows in the main permutation), then
+# the pool reordered by each of its extra passes, cut at its last rank; batch
+# b lists the strata in order of first appearance in the data (independent
+# of how labels sort), stratum s giving ranks cuts[s, b] + 1 ..
+# cuts[s, b + 1] of its sequence. Mirrors pystratum._assemble.assemble_by_stratum.
 # With row_weights, the result carries attr(, "weights"): a list parallel to
 # the batches.
-assemble_epoch = function(encoded, allocation, draws) {
+assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE) {
   codes = encoded$codes
-  sizes = as.double(encoded$sizes)
-  counts = counts_from_cuts(allocation$cuts)
-  passes = pass_draw_order(extra_passes(allocation, sizes), first_appearance_turn(encoded))
-  main = draws[[1L]]
-  plain = length(passes$strata) == 0L && all(rowSums(counts) == sizes)
-  batches = if (plain) allocate_batches(codes, counts, main) else {
-    if (is.null(main)) main = seq_len(encoded$n_rows)
-    virtual_codes = codes
-    virtual_sizes = sizes
-    pieces = list(main)
-    if (length(passes$strata) > 0L) {
-      by_stratum = main[order(codes[main], method = "radix")]
-      starts = c(0, cumsum(sizes))
-      seen = logical(length(sizes))
-      discard = integer(0)
-      for (i in seq_along(passes$strata)) {
-        s = passes$strata[[i]]
-        size = passes$sizes[[i]]
-        rows = by_stratum[(starts[[s]] + 1):(starts[[s]] + sizes[[s]])]
-        if (!seen[[s]]) {
-          seen[[s]] = TRUE
-          virtual_sizes[[s]] = size
-          if (size < sizes[[s]]) discard = c(discard, rows[(size + 1):sizes[[s]]])
-        }
-        pieces[[i + 1L]] = rows[seq_len(size)][draws[[i + 1L]]]
-        virtual_sizes[[s]] = virtual_sizes[[s]] + size
-      }
-      if (length(discard) > 0L) {
-        virtual_codes[discard] = length(sizes) + 1L
-        counts = rbind(counts, 0L)
-        virtual_sizes = c(virtual_sizes, length(discard))
-      }
+  batches = if (by_stratum) {
+    assemble_by_stratum(encoded, allocation, draws)
+  } else {
+    counts = counts_from_cuts(allocation$cuts)
+    leftover = as.double(encoded$sizes) - rowSums(counts)
+    if (all(leftover == 0)) allocate_batches(codes, counts, draws[[1L]]) else {
+      # A trailing pseudo-batch takes the ranks no batch uses.
+      all_batches = allocate_batches(codes, cbind(counts, leftover), draws[[1L]])
+      all_batches[-length(all_batches)]
     }
-    leftover = virtual_sizes - rowSums(counts)
-    all_batches = allocate_batches(virtual_codes, cbind(counts, leftover),
-      unlist(pieces, use.names = FALSE))
-    all_batches[-length(all_batches)]
   }
   if (!is.null(allocation$row_weights)) {
     attr(batches, "weights") = lapply(batches, function(rows) allocation$row_weights[codes[rows]])
   }
   batches
+}
+
+# Whether an epoch of `policy` is assembled stratum by stratum (Targets,
+# Downsample: any policy that may recycle or has pools).
+assembles_by_stratum = function(policy, allocation) {
+  policy_may_recycle(policy) || !is.null(allocation$pool_sizes)
+}
+
+assemble_by_stratum = function(encoded, allocation, draws) {
+  codes = encoded$codes
+  sizes = as.double(encoded$sizes)
+  cuts = allocation$cuts
+  n_batches = ncol(cuts) - 1L
+  counts = counts_from_cuts(cuts)
+  used = cuts[, n_batches + 1L]
+  pool = if (is.null(allocation$pool_sizes)) sizes else as.double(allocation$pool_sizes)
+  passes = pass_draw_order(extra_passes(allocation, sizes), first_appearance_turn(encoded))
+  main = draws[[1L]]
+  if (is.null(main)) main = seq_len(encoded$n_rows)
+  by_stratum = main[order(codes[main], method = "radix")]
+  starts = c(0, cumsum(sizes))
+  sequences = lapply(seq_along(sizes), function(s) {
+    rows = by_stratum[starts[[s]] + seq_len(min(pool[[s]], used[[s]]))]
+    extra = draws[1L + which(passes$strata == s)]
+    sequence = c(rows, unlist(lapply(extra, function(o) rows[o]), use.names = FALSE))
+    sequence[seq_len(used[[s]])]
+  })
+  # Block (s, b) in batch-major order, strata in order of first appearance
+  # (the column-major order of the S x B matrices, rows reordered by turn),
+  # starts at rank cuts[s, b] of sequence s.
+  turn = first_appearance_turn(encoded)
+  first = c(0, cumsum(used))[seq_along(sizes)] + cuts[, -(n_batches + 1L), drop = FALSE]
+  first = first[turn, , drop = FALSE]
+  lengths = as.vector(counts[turn, , drop = FALSE])
+  skip = c(0, cumsum(lengths))[seq_along(lengths)]
+  index = rep.int(as.vector(first) - skip, lengths) + seq_len(sum(lengths))
+  split_by_sizes(unlist(sequences, use.names = FALSE)[index], colSums(counts))
 }
 
 # An epoch's draws from a stream (a function(n) giving the next permutation):

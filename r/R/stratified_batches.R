@@ -15,7 +15,8 @@
 #' * When `N_min >= m`, every batch holds at least `m` rows of every stratum,
 #'   and a stratum's per-batch counts differ by at most one.
 #' * Batches come in order `1..num_batches`; inside a batch, rows keep the
-#'   order of the permutation.
+#'   order of the permutation (sampling policies, [policy_targets()] and
+#'   [policy_downsample()]: stratum by stratum, see [sampling_policies]).
 #' * The same `(strata, policy, seed, rng, epoch)` always
 #'   gives the same batches, and the Python function
 #'   `pystratum.stratified_batches(..., rng = "R")` gives the same batches
@@ -156,5 +157,5 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
     }
     draw_epoch(draw, encoded$n_rows, pass_sizes)
   }
-  assemble_epoch(encoded, allocation, draws)
+  assemble_epoch(encoded, allocation, draws, assembles_by_stratum(policy, allocation))
 }

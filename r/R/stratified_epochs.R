@@ -69,7 +69,7 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
       draws = draw_epoch(draw, self$n_rows, pass_sizes)
     }
     served <<- served + 1L
-    assemble_epoch(encoded, allocation, draws)
+    assemble_epoch(encoded, allocation, draws, assembles_by_stratum(policy, allocation))
   }
   self$in_order = function() consecutive_batches(self$batch_sizes)
   class(self) = "pystratum_epochs"
