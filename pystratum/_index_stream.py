@@ -50,6 +50,7 @@ import numbers
 
 import numpy as np
 
+from ._streams import StatelessStream
 from ._validation import check_int
 
 __all__ = ["MAX_INDEX", "ROUNDS", "SMALL_DOMAIN", "IndexStream", "index_permutation", "permute_ranks",
@@ -271,7 +272,7 @@ def check_index_seed(seed) -> int:
     return seed
 
 
-class IndexStream:
+class IndexStream(StatelessStream):
     """``rng="index"``: per-(epoch, stratum) keyed bijections, any position on demand.
 
     ``permutation(n, epoch)`` (stream number 0) exists so that the stream
@@ -293,17 +294,9 @@ class IndexStream:
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         return index_permutation(n, self.seed, epoch)
 
-    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
-        """Nothing to do: any epoch, any position is computed directly."""
-
-    def state_dict(self) -> dict:
-        """Empty: positions depend on (seed, epoch, stratum) only."""
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Accepts the empty state of :meth:`state_dict`."""
-        if state:
-            raise ValueError(
-                f"rng='index' streams have no position to restore, got state with keys "
-                f"{sorted(state)}; was it saved with another rng?"
-            )
+    def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
+        """Not a permutation stream: its plans are computed lazily, batch by batch."""
+        raise ValueError(
+            "rng='index' draws no whole permutations per epoch: its plans are computed lazily "
+            "(pystratum._lazy), so this code path needs rng='numpy', 'R' or 'torch'."
+        )

@@ -26,18 +26,32 @@ instead of running for minutes or forever.
 
 from __future__ import annotations
 
+import abc
+import importlib
 import numbers
+from typing import ClassVar
 
 import numpy as np
 
 from ._validation import check_epoch, check_int
 
 __all__ = ["PERMUTATION_RNG_CHOICES", "RNG_CHOICES", "MAX_SKIPPED_DRAWS", "SKIP_FLOOR_ROWS",
-           "make_stream", "stream_for", "NumpyStream", "RSeededStream", "SequentialStream"]
+           "EpochStream", "StatelessStream", "make_stream", "stream_class", "stream_for",
+           "NumpyStream", "RSeededStream", "SequentialStream"]
 
+# The registry: rng name -> (module, class, gives whole permutations).
+# Classes are imported on first use, so rng='torch' alone imports torch.
+# A new stream is one class implementing EpochStream and one row here.
+_REGISTRY = {
+    "numpy": ("pystratum._streams", "NumpyStream", True),
+    "R": ("pystratum._streams", "RSeededStream", True),
+    "torch": ("pystratum._torch_stream", "TorchStream", True),
+    # Random access: plans go through pystratum._lazy, not one permutation(N).
+    "index": ("pystratum._index_stream", "IndexStream", False),
+}
+RNG_CHOICES = tuple(_REGISTRY)
 # Streams that give whole permutations (what the negatives sampler draws from).
-PERMUTATION_RNG_CHOICES = ("numpy", "R", "torch")
-RNG_CHOICES = PERMUTATION_RNG_CHOICES + ("index",)
+PERMUTATION_RNG_CHOICES = tuple(name for name, entry in _REGISTRY.items() if entry[2])
 
 # Skipping epochs of a sequential stream draws their permutations: about a
 # minute of work at most (R's stream: ~1e8 row draws), never an endless hang.
@@ -60,21 +74,71 @@ def stream_for(rng: str, seed, shuffle: bool):
     return None
 
 
+def stream_class(rng: str):
+    """The class registered for ``rng`` (callers validate ``rng`` against RNG_CHOICES)."""
+    module_name, class_name, _ = _REGISTRY[rng]
+    return getattr(importlib.import_module(module_name), class_name)
+
+
 def make_stream(rng: str, seed):
     """The stream for ``rng`` and ``seed`` (validated; seed=None draws fresh entropy)."""
-    if rng == "numpy":
-        return NumpyStream(seed)
-    if rng == "R":
-        return RSeededStream(seed)
-    if rng == "torch":
-        from ._torch_stream import TorchStream  # torch imported only on request
+    return stream_class(rng)(seed)
 
-        return TorchStream(seed)
-    if rng == "index":
-        from ._index_stream import IndexStream  # random access: plans go through _lazy
 
-        return IndexStream(seed)
-    raise AssertionError(rng)  # callers validate rng first
+class EpochStream(abc.ABC):
+    """What every random stream provides (the registry's classes implement it).
+
+    ``name`` is the ``rng`` value; ``seed`` what to pass again for the same
+    batches. ``permutation(n, epoch)`` is epoch ``epoch``'s 0-based
+    permutation of ``range(n)``; ``epoch_draws`` the epoch's whole group of
+    draws (the main permutation, then one permutation per extra size, for
+    recycling policies). ``advance_to`` prepares an epoch (sequential
+    streams draw the epochs before it; ``extras_of(k)`` gives epoch ``k``'s
+    extra sizes); ``state_dict``/``load_state_dict`` save and restore where
+    the stream stands, as plain values.
+    """
+
+    name: ClassVar[str]
+    seed: object
+
+    @abc.abstractmethod
+    def permutation(self, n: int, epoch: int) -> np.ndarray:
+        """Epoch ``epoch``'s permutation of ``range(n)``."""
+
+    @abc.abstractmethod
+    def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
+        """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra size."""
+
+    @abc.abstractmethod
+    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
+        """Make epoch ``epoch`` the next one to draw."""
+
+    @abc.abstractmethod
+    def state_dict(self) -> dict:
+        """Where the stream stands, as plain values."""
+
+    @abc.abstractmethod
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` saved."""
+
+
+class StatelessStream(EpochStream):
+    """Streams whose epochs depend on (seed, epoch) alone: no position to keep."""
+
+    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
+        """Nothing to do: any epoch is computed directly."""
+
+    def state_dict(self) -> dict:
+        """Empty: draws depend on (seed, epoch) only."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Accepts the empty state of :meth:`state_dict`."""
+        if state:
+            raise ValueError(
+                f"rng={self.name!r} streams have no position to restore, got state with keys "
+                f"{sorted(map(str, state))}; was it saved with another rng?"
+            )
 
 
 def fresh_int32_seed() -> int:
@@ -89,7 +153,7 @@ def _reject_bool(seed):
         )
 
 
-class NumpyStream:
+class NumpyStream(StatelessStream):
     """Per-epoch independent numpy generators derived from one seed.
 
     seed: None (fresh OS entropy, reported by ``.seed`` for reuse), a
@@ -154,24 +218,6 @@ class NumpyStream:
         generator = self.generator_for_epoch(epoch)
         return [generator.permutation(n)] + [generator.permutation(k) for k in extra_sizes]
 
-    # Position protocol (used by framework layers to save and resume): epochs
-    # of this stream are independent, so there is no position to keep.
-
-    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
-        """Nothing to do: any epoch costs one group of draws from its own generator."""
-
-    def state_dict(self) -> dict:
-        """Empty: ``permutation(n, epoch)`` depends on (seed, epoch) only."""
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        """Accepts the empty state of :meth:`state_dict`."""
-        if state:
-            raise ValueError(
-                f"rng='numpy' streams have no position to restore, got state with keys "
-                f"{sorted(state)}; was it saved with another rng?"
-            )
-
 
 def check_state_keys(state, keys, rng: str) -> None:
     """A stream state must be the dict :meth:`state_dict` saved, with all its keys."""
@@ -188,13 +234,17 @@ def check_state_keys(state, keys, rng: str) -> None:
         )
 
 
-class SequentialStream:
+class SequentialStream(EpochStream):
     """Base of streams whose epoch k is the (k+1)-th draw of one generator.
 
-    Subclasses say how to go back to the seed (``_restart``) and how to draw
-    one permutation (``_draw``); this class remembers where the stream stands
-    so that walking epochs in order costs one draw each.
+    Subclasses say how to go back to the seed (``_restart``), how to draw one
+    permutation (``_draw``), and how to read and set the generator's state
+    (``_get_position``/``_set_position``, saved under ``_state_key``); this
+    class remembers where the stream stands, so that walking epochs in order
+    costs one draw each, and saves and restores it.
     """
+
+    _state_key: ClassVar[str]
 
     name = "sequential"
     _n = None
@@ -205,6 +255,35 @@ class SequentialStream:
 
     def _draw(self, n: int) -> np.ndarray:
         raise NotImplementedError
+
+    def _get_position(self):
+        raise NotImplementedError
+
+    def _set_position(self, saved) -> None:
+        """Restore a saved generator state (validate it: raise TypeError/ValueError)."""
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        """Where the stream stands: the generator state before epoch ``epoch`` of ``n`` rows."""
+        if self._n is None:
+            return {"n": None, "epoch": 0, self._state_key: None}
+        return {"n": int(self._n), "epoch": int(self._next_epoch),
+                self._state_key: self._get_position()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a position saved by :meth:`state_dict` (of a stream with the same seed)."""
+        check_state_keys(state, ("n", "epoch", self._state_key), self.name)
+        saved = state[self._state_key]
+        if saved is None:
+            self._restart()
+            self._n = None
+            self._next_epoch = 0
+            return
+        n = check_int(state["n"], "state['n']", minimum=0)
+        epoch = check_epoch(state["epoch"], "state['epoch']")
+        self._set_position(saved)
+        self._n = n
+        self._next_epoch = epoch
 
     def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
         """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one.
@@ -283,29 +362,14 @@ class RSeededStream(SequentialStream):
     def _draw(self, n: int) -> np.ndarray:
         return self._stream.permutation(n)
 
-    def state_dict(self) -> dict:
-        """Where the stream stands: R's ``.Random.seed`` before epoch ``epoch`` of ``n`` rows.
+    # Saved as R's .Random.seed: plain Python ints, so torch.save /
+    # torch.load(weights_only=True) and JSON keep it as is.
+    _state_key = "random_seed"
 
-        Plain Python ints and lists, so ``torch.save``/``torch.load(weights_only=True)``
-        and JSON keep it as is.
-        """
-        if self._n is None:
-            return {"n": None, "epoch": 0, "random_seed": None}
-        random_seed = np.asarray(self._stream.random_seed, dtype=np.int32)
-        return {"n": int(self._n), "epoch": int(self._next_epoch),
-                "random_seed": random_seed.tolist()}
+    def _get_position(self):
+        return np.asarray(self._stream.random_seed, dtype=np.int32).tolist()
 
-    def load_state_dict(self, state: dict) -> None:
-        """Restore a position saved by :meth:`state_dict` (of a stream with the same seed)."""
-        check_state_keys(state, ("n", "epoch", "random_seed"), "R")
-        random_seed = state["random_seed"]
-        if random_seed is None:
-            self._stream = None
-            self._n = None
-            self._next_epoch = 0
-            return
+    def _set_position(self, saved) -> None:
         stream = self._start.copy()
-        stream.random_seed = np.asarray(random_seed, dtype=np.int32)
+        stream.random_seed = np.asarray(saved, dtype=np.int32)
         self._stream = stream
-        self._n = check_int(state["n"], "state['n']", minimum=0)
-        self._next_epoch = check_epoch(state["epoch"], "state['epoch']")

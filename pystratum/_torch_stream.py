@@ -13,8 +13,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
         "rng='torch' needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
     ) from error
 
-from ._streams import SequentialStream, check_state_keys, fresh_int32_seed
-from ._validation import check_epoch, check_int
+from ._streams import SequentialStream, fresh_int32_seed
 
 __all__ = ["TorchStream", "TORCH_SEED_MAX"]
 
@@ -62,33 +61,17 @@ class TorchStream(SequentialStream):
     def _draw(self, n: int) -> np.ndarray:
         return torch.randperm(n, generator=self._generator).numpy().astype(np.int64, copy=False)
 
-    def state_dict(self) -> dict:
-        """Where the stream stands: the generator state before epoch ``epoch`` of ``n`` rows.
+    # Saved as the uint8 tensor torch.Generator.get_state returns, which
+    # torch.save / torch.load(weights_only=True) keep as is.
+    _state_key = "generator_state"
 
-        The state is a uint8 tensor (what ``torch.Generator.get_state`` returns),
-        which ``torch.save``/``torch.load(weights_only=True)`` keep as is.
-        """
-        if self._n is None:
-            return {"n": None, "epoch": 0, "generator_state": None}
-        return {"n": int(self._n), "epoch": int(self._next_epoch),
-                "generator_state": self._generator.get_state()}
+    def _get_position(self):
+        return self._generator.get_state()
 
-    def load_state_dict(self, state: dict) -> None:
-        """Restore a position saved by :meth:`state_dict` (of a stream with the same seed)."""
-        check_state_keys(state, ("n", "epoch", "generator_state"), "torch")
-        generator_state = state["generator_state"]
-        if generator_state is None:
-            self._generator.set_state(self._initial_state)
-            self._n = None
-            self._next_epoch = 0
-            return
-        if not isinstance(generator_state, torch.Tensor) or generator_state.dtype != torch.uint8:
+    def _set_position(self, saved) -> None:
+        if not isinstance(saved, torch.Tensor) or saved.dtype != torch.uint8:
             raise TypeError(
                 f"state['generator_state'] must be the uint8 tensor saved by state_dict(), got "
-                f"{type(generator_state).__name__}."
+                f"{type(saved).__name__}."
             )
-        n = check_int(state["n"], "state['n']", minimum=0)
-        epoch = check_epoch(state["epoch"], "state['epoch']")
-        self._generator.set_state(generator_state.cpu())
-        self._n = n
-        self._next_epoch = epoch
+        self._generator.set_state(saved.cpu())

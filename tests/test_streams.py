@@ -1,0 +1,87 @@
+"""The stream protocol and registry: every rng is one registered EpochStream class."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pystratum import _streams
+from pystratum._streams import (PERMUTATION_RNG_CHOICES, RNG_CHOICES, EpochStream,
+                                SequentialStream, make_stream, stream_class)
+
+SEEDS = {"numpy": 7, "R": -12345, "torch": 99, "index": 5}
+
+
+@pytest.mark.parametrize("rng", RNG_CHOICES)
+def test_every_registered_stream_implements_the_protocol(rng):
+    stream = make_stream(rng, SEEDS[rng])
+    assert isinstance(stream, EpochStream)
+    assert stream.name == rng and stream_class(rng) is type(stream)
+    assert stream.seed is not None
+    permutation = stream.permutation(50, 2)
+    assert sorted(np.asarray(permutation).tolist()) == list(range(50))
+
+
+def test_permutation_streams_are_those_with_whole_epoch_draws():
+    assert PERMUTATION_RNG_CHOICES == ("numpy", "R", "torch")
+    for rng in PERMUTATION_RNG_CHOICES:
+        draws = make_stream(rng, SEEDS[rng]).epoch_draws(20, [5, 3], 1)
+        assert [sorted(d.tolist()) for d in draws] == [list(range(k)) for k in (20, 5, 3)]
+    with pytest.raises(ValueError, match="rng='index' draws no whole permutations"):
+        make_stream("index", 1).epoch_draws(20, [], 0)
+
+
+@pytest.mark.parametrize("rng", ["R", "torch"])
+def test_sequential_streams_save_and_restore_their_position(rng):
+    stream = make_stream(rng, SEEDS[rng])
+    stream.permutation(30, 0)
+    saved = stream.state_dict()
+    assert set(saved) == {"n", "epoch", type(stream)._state_key}
+    expected = [stream.permutation(30, k).tolist() for k in (1, 2)]
+    restored = make_stream(rng, SEEDS[rng])
+    restored.load_state_dict(saved)
+    assert [restored.permutation(30, k).tolist() for k in (1, 2)] == expected
+    # A state saved before any draw restarts the stream at its seed.
+    fresh = make_stream(rng, SEEDS[rng])
+    fresh.load_state_dict(make_stream(rng, SEEDS[rng]).state_dict())
+    assert fresh.permutation(30, 0).tolist() == make_stream(rng, SEEDS[rng]).permutation(30, 0).tolist()
+
+
+@pytest.mark.parametrize("rng", ["R", "torch"])
+def test_corrupted_sequential_states_name_the_key(rng):
+    stream = make_stream(rng, SEEDS[rng])
+    with pytest.raises(ValueError, match="lacks"):
+        stream.load_state_dict({"n": 3})
+    with pytest.raises(TypeError, match="must be the dict"):
+        stream.load_state_dict([1, 2])
+    key = type(stream)._state_key
+    with pytest.raises((TypeError, ValueError)):
+        stream.load_state_dict({"n": -1, "epoch": 0, key: make_stream(rng, 1).state_dict()[key]
+                                or [0] * 626})
+
+
+@pytest.mark.parametrize("rng", ["numpy", "index"])
+def test_stateless_streams_refuse_a_position(rng):
+    stream = make_stream(rng, SEEDS[rng])
+    assert stream.state_dict() == {}
+    stream.load_state_dict({})
+    with pytest.raises(ValueError, match=f"rng={rng!r} streams have no position"):
+        stream.load_state_dict({"n": 3})
+
+
+def test_sequential_streams_share_one_base():
+    assert issubclass(stream_class("R"), SequentialStream)
+    assert issubclass(stream_class("torch"), SequentialStream)
+
+
+def test_choosing_a_stream_imports_only_what_it_needs():
+    code = ("import sys, pystratum; pystratum.stratified_batches([0, 1] * 20, 2, seed=1, rng='R');"
+            "print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_the_registry_is_the_only_list_of_rng_names():
+    assert RNG_CHOICES == tuple(_streams._REGISTRY)
