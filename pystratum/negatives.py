@@ -123,7 +123,7 @@ import numpy as np
 from ._pairset import PairSet
 from ._sharding import rank_batch_count, rank_batch_indices
 from ._streams import PERMUTATION_RNG_CHOICES, make_stream
-from ._validation import _show, check_bool, check_choice, check_int
+from ._validation import _show, check_bool, check_choice, check_epoch, check_int
 
 __all__ = ["NegativeBatch", "NegativePairSampler", "batch_seed"]
 
@@ -378,7 +378,7 @@ class NegativePairSampler:
         epoch. After ``load_state_dict``, ``set_epoch`` with the restored
         epoch keeps the mid-epoch position; any other epoch starts it fresh.
         """
-        epoch = check_int(epoch, "epoch", minimum=0)
+        epoch = check_epoch(epoch)
         self._epoch_explicit = True
         if self._resume is not None and self._resume[0] == epoch:
             return
@@ -391,7 +391,7 @@ class NegativePairSampler:
 
     def batch(self, epoch: int, index: int) -> NegativeBatch:
         """Batch ``index`` (0-based, of all ranks' batches) of epoch ``epoch``; progress unchanged."""
-        epoch = check_int(epoch, "epoch", minimum=0)
+        epoch = check_epoch(epoch)
         index = check_int(index, "index", minimum=0)
         if index >= self.num_batches:
             raise ValueError(
@@ -400,7 +400,7 @@ class NegativePairSampler:
 
     def epoch_batches(self, epoch: int) -> list:
         """All batches of ``epoch`` (every rank's), in order; progress unchanged."""
-        epoch = check_int(epoch, "epoch", minimum=0)
+        epoch = check_epoch(epoch)
         permutation = self._epoch_permutation(epoch)
         return [self._make_batch(epoch, b, permutation) for b in range(self.num_batches)]
 
@@ -476,7 +476,7 @@ class NegativePairSampler:
                 "Cannot resume: the state was saved for other observed pairs or item weights "
                 "(pairs_digest differs). Build the sampler from the same users, items and "
                 "item_weights as the run that saved it.")
-        epoch = check_int(state_dict["epoch"], "state_dict['epoch']", minimum=0)
+        epoch = check_epoch(state_dict["epoch"], "state_dict['epoch']")
         yielded = check_int(state_dict["batches_yielded"], "state_dict['batches_yielded']",
                             minimum=0)
         if yielded > len(self):

@@ -318,3 +318,21 @@ def test_item10_epoch_without_shuffle_is_an_error_like_a_seed(function):
 
 def test_public_core_names_unchanged():
     assert {"stratified_batches", "plan_batches", "RStream", "BatchPlan"} <= set(pystratum.__all__)
+
+
+def test_item7_every_face_caps_the_epoch_at_r_integers():
+    """Epochs above 2**31 - 1 are refused wherever an epoch is chosen, naming the argument."""
+    import pytest
+
+    from pystratum.negatives import NegativePairSampler
+    from pystratum.torch import StratifiedBatchSampler
+
+    sampler = StratifiedBatchSampler([0, 1] * 10, 2, seed=1)
+    with pytest.raises(ValueError, match="^epoch must be"):
+        sampler.set_epoch(2**31)
+    with pytest.raises(ValueError, match="^epoch must be"):
+        sampler.plan(2**31)
+    pairs = NegativePairSampler([0, 1, 2], [1, 2, 0], num_items=5, negatives=1, batch_size=2,
+                                seed=1)
+    with pytest.raises(ValueError, match="^epoch must be"):
+        pairs.set_epoch(2**31)

@@ -26,7 +26,7 @@ from .._members import members_of_codes
 from .._sharding import rank_batch_count, rank_batch_indices
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
-from .._validation import check_bool, check_choice, check_int
+from .._validation import check_bool, check_choice, check_epoch
 from ..policies import MinPerStratum, StratumTooSmallWarning, check_allocation
 from ._distributed import resolve_replicas, resolve_seed
 from ._epoch import EpochBatches, EpochIterator, EpochSetter
@@ -223,7 +223,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         epoch. After ``load_state_dict``, ``set_epoch`` with the restored
         epoch keeps the mid-epoch position; any other epoch starts it fresh.
         """
-        epoch = check_int(epoch, "epoch", minimum=0)
+        epoch = check_epoch(epoch)
         self._epoch_explicit = True
         if self._resume is not None and self._resume[0] == epoch:
             return
@@ -243,7 +243,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         Default: the epoch being served or about to be. Inspection only; the
         sampler's own progress is not changed.
         """
-        epoch = self.epoch if epoch is None else check_int(epoch, "epoch", minimum=0)
+        epoch = self.epoch if epoch is None else check_epoch(epoch)
         return self._plan(epoch)
 
     def state_dict(self) -> dict:

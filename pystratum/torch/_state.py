@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .._streams import RNG_CHOICES
-from .._validation import check_bool, check_choice, check_int
+from .._validation import check_bool, check_choice, check_epoch, check_int
 
 __all__ = ["STATE_FORMAT", "SamplerState", "parse_state", "seed_to_state", "seed_from_state",
            "same_seed", "check_resumable"]
@@ -242,7 +242,7 @@ def _stream_state(stream, rng) -> dict:
     if position is None:
         return dict(stream)  # the stream has not drawn yet: n/epoch are not used
     check_int(stream["n"], "state_dict['stream']['n']", minimum=0, fix=_FIX_SENTENCE)
-    check_int(stream["epoch"], "state_dict['stream']['epoch']", minimum=0, fix=_FIX_SENTENCE)
+    check_epoch(stream["epoch"], "state_dict['stream']['epoch']")
     if rng == "R":
         # RStream checks the values themselves (R's own rules) when it is loaded.
         if not (isinstance(position, (list, tuple)) and all(

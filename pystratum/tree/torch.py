@@ -32,7 +32,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
     ) from error
 
 from .._sharding import rank_batch_count, rank_batch_indices
-from .._validation import check_bool, check_int
+from .._validation import check_bool, check_epoch, check_int
 from ..torch._distributed import resolve_replicas
 from ._sampler import TreeSampler
 
@@ -140,7 +140,7 @@ class TreeBatchSampler(Sampler[list]):
         next epoch). Another epoch is reached by replaying the stream from
         the start, which costs generating ``epoch * L`` draws.
         """
-        epoch = check_int(epoch, "epoch", minimum=0)
+        epoch = check_epoch(epoch)
         if self.epoch_length is None:
             raise ValueError(
                 "set_epoch needs epoch_length in the tree's config; without it the stream has "
