@@ -20,17 +20,10 @@ n = if (length(args)) as.integer(as.numeric(args[[1L]])) else 1000000L
 runs = 7L
 setDTthreads(0L)
 
-# The blog's allocation with data.table. i * B / N_s is computed as one
-# product then one division, which is exact while i * B < 2^53: the float
-# defect of the original code comes from (B / N_s) * i, which rounds twice.
-datatable_batches = function(stratum, min_samples_per_stratum, permutation) {
-  dt = data.table(row = permutation, stratum = stratum[permutation])
-  dt[, i := seq_len(.N), by = stratum]
-  dt[, n_s := .N, by = stratum]
-  n_batches = max(1, min(dt[, .N, by = stratum]$N) %/% min_samples_per_stratum)
-  dt[, batch := ceiling(i * n_batches / n_s)]
-  unname(split(dt$row, dt$batch))
-}
+# The blog's allocation with data.table: datatable_batches(), shared with report_r.R.
+script_dir = dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE),
+  value = TRUE)[1L])))
+source(file.path(script_dir, "blog_datatable.R"))
 
 # The same with the usual data.table tuning: integer batch numbers and a
 # factor built directly, so split() does not sort the batch numbers as text.
