@@ -289,6 +289,10 @@ def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
         record = _plan_header(plan)
         if batches:
             record["batches"] = [b.tolist() for b in plan.batches]
+            if plan.weights is not None:
+                # Importance weights of sampling policies, row for row.
+                record["weights"] = [plan.batch_weights(b).tolist()
+                                     for b in range(plan.num_batches)]
         else:
             record["counts"] = plan.counts.tolist()
         return json.dumps(record) + "\n"
@@ -296,10 +300,15 @@ def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
     writer = csv.writer(out, lineterminator="\n")
     if fmt == "csv":
         if batches:
-            writer.writerow(["row", "batch"])
             sizes = np.diff(plan.bounds)
             batch_ids = np.repeat(np.arange(plan.num_batches), sizes)
-            writer.writerows(zip(plan.order.tolist(), batch_ids.tolist()))
+            if plan.weights is None:
+                writer.writerow(["row", "batch"])
+                writer.writerows(zip(plan.order.tolist(), batch_ids.tolist()))
+            else:
+                writer.writerow(["row", "batch", "weight"])
+                writer.writerows(zip(plan.order.tolist(), batch_ids.tolist(),
+                                     plan.weights.tolist()))
         else:
             writer.writerow(["batch"] + [_label_text(s) for s in plan.strata] + ["total"])
             for b, counts in enumerate(plan.counts.tolist()):
@@ -560,8 +569,9 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--format", choices=["table", "json", "csv"], default="table",
                       help="output format (default table)")
     plan.add_argument("--batches", action="store_true",
-                      help="output every row's batch (csv: row,batch; json: list of batches) "
-                           "instead of counts")
+                      help="output every row's batch (csv: row,batch[,weight]; json: list of "
+                           "batches [and weights]) instead of counts; weights appear for "
+                           "policies with importance weights")
     plan.add_argument("--max-rows", type=_nonnegative_int, default=20, metavar="N",
                       help="table format: show at most N batches, 0 for all (default 20)")
     add("check", "is the policy feasible on DATA; the largest m, the smallest batch size",

@@ -193,3 +193,19 @@ def test_bad_input_is_one_line_and_an_exit_code(data, args, code, message):
     done = run(*[a.format(d=folder) for a in args], check_code=code)
     assert message in done.stderr
     assert done.stdout == ""
+
+
+def test_a_sampling_policy_by_name_reports_its_weights(data, tmp_path):
+    folder, label, _ = data
+    output = tmp_path / "rows.csv"
+    run("plan", folder / "d.csv", "--stratum", "label", "--policy", "downsample", "--param",
+        'keep={"neg": 0.5}', "--param", "base=2", "--seed", "3", "--batches", "--format", "csv",
+        "-o", output, check_code=0)
+    rows = np.genfromtxt(output, delimiter=",", names=True)
+    plan = pystratum.plan_batches(label.astype(object), pystratum.policies.policy_from_params(
+        "downsample", {"keep": {"neg": 0.5}, "base": 2}), seed=3)
+    np.testing.assert_array_equal(rows["row"].astype(np.int64), plan.order)
+    np.testing.assert_allclose(rows["weight"], plan.weights)
+    kept_labels = label[plan.order]
+    assert np.all(rows["weight"][kept_labels == "pos"] == 1.0)
+    assert np.all(rows["weight"][kept_labels == "neg"] > 1.9)  # about 1 / keep
