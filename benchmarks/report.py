@@ -405,7 +405,7 @@ def render_markdown(meta: dict, results: list) -> str:
                 f"{'yes' if record['each_row_once'] else 'no'} | {record['peak_mb']:.1f} |")
         notes = [f"{name}: {record['note']}" for name, record in workload["methods"].items()
                  if "note" in record]
-        lines += ([f"*{note}.*" for note in notes] + [""]) if notes else [""]
+        lines += [""] + ([f"*{note}.*" for note in notes] + [""] if notes else [])
     lines += ["## Peers not benchmarked", ""]
     lines += [f"- **{name}**: {why}" for name, why in NOT_RUN]
     lines += ["", "Regenerate: `bash .ci/dev bench` (or the command above after "
@@ -417,12 +417,19 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 2e4 only (smoke test)")
     parser.add_argument("--output-dir", type=Path, default=HERE)
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite results.md from the results.json in --output-dir")
     parser.add_argument("--worker", nargs=5, metavar=("METHOD", "N", "STRATA", "REPEATS", "B"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         method, n, n_strata, repeats, batch_size = args.worker
         print(json.dumps(worker(method, int(n), int(n_strata), int(repeats), int(batch_size))))
+        return
+    if args.render:
+        saved = json.loads((args.output_dir / "results.json").read_text())
+        (args.output_dir / "results.md").write_text(render_markdown(saved["meta"],
+                                                                    saved["workloads"]))
         return
     command = "python benchmarks/report.py" + (" --quick" if args.quick else "")
     run_report([SIZES[0]] if args.quick else SIZES, STRATA, args.output_dir, command)
