@@ -47,7 +47,7 @@ item by a search in ``user * num_items + (o_i - i)`` over the user's sorted
 items o_i) gives the same distribution without redraws, but is slower in
 numpy: ``Generator.integers`` with a bound per element costs several times
 the scalar-bound draw, and a search per draw (even with the queries sorted
-by user) costs more than a filter read (``benchmarks/results.md``). It is not
+by user) costs more than a filter read (``benchmarks/results_focused.md``). It is not
 used. A draw plus one exact membership test costs several times a bare
 ``Generator.integers`` draw in numpy (about eight array passes and one
 uncached read per draw, against one compiled loop); see the results file for
