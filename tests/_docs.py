@@ -82,8 +82,10 @@ def parse_blocks(text: str, doc: str) -> list:
 
 
 def _environment(root: Path) -> dict:
+    from tests._env import subprocess_environ
+
     bin_dir = str(Path(sys.executable).parent)
-    env = dict(os.environ)
+    env = subprocess_environ()
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     env.setdefault("MPLBACKEND", "Agg")

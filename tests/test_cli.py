@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,12 +21,13 @@ import pyarrow.parquet
 import pytest
 
 import pystratum
+from tests._env import subprocess_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args, cwd=None, check_code=None):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = subprocess_environ(PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-m", "pystratum", *map(str, args)],
                           capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
     assert "Traceback" not in done.stderr, done.stderr

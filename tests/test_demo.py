@@ -1,6 +1,5 @@
 """The demo, run as a user runs it: a subprocess of ``python -m pystratum.demo``."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,13 +8,14 @@ import matplotlib  # noqa: F401  (the 'plot' extra: the figure is part of what i
 import torch  # noqa: F401  (the 'torch' extra: the training part is part of what is tested)
 
 import pystratum.r as pr
+from tests._env import subprocess_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_demo_runs_and_reports_the_measured_comparison(tmp_path):
     figure = tmp_path / "demo.png"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = subprocess_environ(PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-m", "pystratum.demo", "--seeds", "2",
                            "--output", str(figure)], capture_output=True, text=True,
                           env=env, cwd=tmp_path, timeout=240)

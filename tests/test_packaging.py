@@ -9,7 +9,6 @@ through a ``.pth`` line (numpy, for the import). The installed console script
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import pystratum
+from tests._env import subprocess_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = "stratabatch"
@@ -47,7 +47,7 @@ def built(tmp_path_factory):
             target = source / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes((ROOT / name).read_bytes())
-    env = dict(os.environ, PYTHONWARNINGS="always")
+    env = subprocess_environ(PYTHONWARNINGS="always")
     done = _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out),
                  str(source)], env=env)
     wheel = next(out.glob(f"{DIST}-*.whl"))
@@ -77,11 +77,11 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(built, tmp_path):
     venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
     # No PYTHONPATH anywhere below: a checkout on it would look "already installed".
-    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    clean = {k: v for k, v in subprocess_environ().items() if k != "PYTHONPATH"}
     _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
           "--no-index", "--quiet", str(built["wheel"])], env=clean, cwd=tmp_path)
     site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                      "['purelib'])"]).stdout.strip())
+                      "['purelib'])"], env=clean).stdout.strip())
     # numpy from the project venv; appended after the fresh venv's own packages.
     import numpy
 
@@ -108,7 +108,7 @@ def test_sdist_tests_run(built, tmp_path):
     for needed in ("LICENSE", "README.md", "tests/test_core.py", "tests/vectors/batches.json",
                    "vignettes/quickstart.md", "r/DESCRIPTION"):
         assert (unpacked / needed).exists(), needed
-    env = dict(os.environ, PYTHONPATH=str(unpacked), CI="true")
+    env = subprocess_environ(PYTHONPATH=str(unpacked), CI="true")
     done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  "tests/test_core.py", "tests/test_policies.py", "tests/test_vectors_batches.py"],
                 cwd=unpacked, env=env)
