@@ -59,7 +59,7 @@ def test_several_columns_make_tuple_strata(tmp_path):
     path = _write(tmp_path / "m", [{"a": a[:60], "b": b[:60], "x": a[:60] * 2.0},
                                    {"a": a[60:], "b": b[60:], "x": a[60:] * 2.0}])
     members = parquet_strata(path, ["a", "b"], batch_rows=9)
-    _members_equal_in_memory(members, [a, b])
+    _members_equal_in_memory(members, {"a": a, "b": b})
 
 
 def test_missing_values_name_the_column_and_row(tmp_path):
