@@ -18,13 +18,15 @@ directory, so spawned workers map the same file instead of copying it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["grouped_strata", "members_of_labels", "MemberWriter", "RunTracker", "StratumMembers", "members_of_codes", "members_of_runs"]
+__all__ = ["grouped_strata", "members_of_labels", "MemberWriter", "RunTracker", "StratumMembers",
+           "members_digest", "members_of_codes", "members_of_runs", "row_values"]
 
 # Integer labels spanning fewer values than this are counted by chunked bincount.
 _DENSE_LABEL_SPAN = 1 << 16
@@ -121,6 +123,38 @@ class StratumMembers:
         return super().__reduce__()
 
 
+def members_digest(members: StratumMembers) -> str:
+    """A fingerprint of the partition of rows into strata (labels and their order do not count).
+
+    Strata are taken in order of first appearance, each as its run (start,
+    size) or its member rows, so the same rows grouped the same way give the
+    same digest whichever way the members were built (labels in memory,
+    Parquet). O(S) for runs; one pass over the member array otherwise.
+    """
+    turn = np.argsort(members.first_rows, kind="stable")
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(np.int64(members.n_rows).tobytes())
+    # Rows hashed in the width the builders use for this N (4 bytes below 2**31).
+    width = np.int32 if members.n_rows <= np.iinfo(np.int32).max else np.int64
+    digest.update(members.sizes[turn].astype(np.int64).tobytes())
+    rows, offsets = members.rows, members.offsets
+    for s in turn.tolist():
+        lo, hi = int(offsets[s]), int(offsets[s + 1])
+        if rows is None:
+            first, last = int(members.starts[s]), int(members.starts[s]) + hi - lo - 1
+        else:
+            first, last = int(rows[lo]), int(rows[hi - 1])
+        if last - first == hi - lo - 1:
+            # A run (member rows are increasing, so first and last tell).
+            digest.update(b"run" + np.int64(first).tobytes())
+            continue
+        digest.update(b"rows")
+        for start in range(lo, hi, _CHUNK_ROWS):
+            chunk = rows[start:min(start + _CHUNK_ROWS, hi)]
+            digest.update(np.ascontiguousarray(chunk, dtype=width).tobytes())
+    return digest.hexdigest()
+
+
 def _json_label(label):
     if isinstance(label, tuple):
         return [_json_label(v) for v in label]
@@ -132,6 +166,21 @@ def _json_label(label):
         f"StratumMembers.save() writes labels as JSON, but label {label!r} of type "
         f"{type(label).__name__} is not a JSON value; encode the strata as ints or strings."
     )
+
+
+def row_values(members: StratumMembers, per_stratum) -> np.ndarray:
+    """``(N,)`` array: every row gets its stratum's entry of ``per_stratum``."""
+    per_stratum = np.asarray(per_stratum)
+    if members.rows is None:
+        values = np.empty(members.n_rows, dtype=per_stratum.dtype)
+        for s in range(members.n_strata):
+            start = int(members.starts[s])
+            values[start:start + int(members.sizes[s])] = per_stratum[s]
+        return values
+    values = np.empty(members.n_rows, dtype=per_stratum.dtype)
+    for s in range(members.n_strata):
+        values[members.rows[members.offsets[s]:members.offsets[s + 1]]] = per_stratum[s]
+    return values
 
 
 def grouped_strata(sizes, labels=None) -> StratumMembers:

@@ -301,6 +301,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
 def row_weights(encoded: EncodedStrata, policy: Policy) -> np.ndarray:
     """float64 weight of every row under ``policy`` (ones when it has none).
 
+    ``encoded``: the strata as codes, or as member lists (``StratumMembers``).
+
     The sampling policies' weights depend on the stratum sizes only, so they
     are the same in every epoch; ``BatchPlan.weights`` is this table read in
     the plan's order.
@@ -308,7 +310,12 @@ def row_weights(encoded: EncodedStrata, policy: Policy) -> np.ndarray:
     allocation = check_allocation(policy.allocate(encoded, 0), encoded, policy, 0)
     if allocation.row_weights is None:
         return np.ones(encoded.n_rows, dtype=np.float64)
-    return np.asarray(allocation.row_weights, dtype=np.float64)[encoded.codes]
+    weights = np.asarray(allocation.row_weights, dtype=np.float64)
+    if not hasattr(encoded, "codes"):  # member lists (rng="index")
+        from ._members import row_values
+
+        return row_values(encoded, weights)
+    return weights[encoded.codes]
 
 
 def advance_stream(stream, encoded: EncodedStrata, policy: Policy, epoch: int) -> None:

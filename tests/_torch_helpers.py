@@ -188,8 +188,14 @@ def ddp_worker(config):
         labels, dataset = _toy_data(config)
         results = []
         for run in config["runs"]:
+            strata = labels
+            if run.get("parquet"):
+                # Member lists read from the files (rng="index"): no label array.
+                from pystratum import parquet_strata
+
+                strata = parquet_strata(run["parquet"], "label", batch_rows=64)
             # num_replicas and rank come from the process group.
-            sampler = StratifiedBatchSampler(labels, run["m"], seed=run["seed"], rng=run["rng"],
+            sampler = StratifiedBatchSampler(strata, run["m"], seed=run["seed"], rng=run["rng"],
                                              drop_last=run["drop_last"])
             loader = DataLoader(dataset, batch_sampler=sampler, num_workers=run["num_workers"])
             torch.manual_seed(0)

@@ -22,7 +22,7 @@ from torch.utils.data import Sampler
 from .._plan import (BatchPlan, advance_stream, check_strata_are_groups, plan_from_stream,
                      resolve_policy)
 from .._lazy import LazyPlan
-from .._members import members_of_codes
+from .._members import StratumMembers, members_digest, members_of_codes, members_of_labels
 from .._sharding import rank_batch_count, rank_batch_indices
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
@@ -56,7 +56,12 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         (torchvision style), or a ``Subset`` of one; or a callable taking no
         argument that returns such labels. A list of tensors with a shape
         is refused as ambiguous (rows or columns?); a ``TensorDataset`` is
-        refused (pass its label tensor, and ``dataset=``).
+        refused (pass its label tensor, and ``dataset=``). With
+        ``rng="index"`` also a :class:`pystratum.StratumMembers` (from
+        :func:`pystratum.parquet_strata` or :func:`pystratum.grouped_strata`):
+        then no per-row label or code array is ever built, which is what
+        lets a rank start on 10^9 rows kept in Parquet. Small-integer label
+        arrays with ``rng="index"`` are grouped chunk by chunk too.
     policy : int or pystratum.policies.Policy
         The composition of every batch. An int ``m`` means
         ``MinPerStratum(m)``: at least ``m`` rows of every stratum per batch,
@@ -141,10 +146,39 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             self.rng, resolve_seed(seed, self.num_replicas) if self.shuffle else seed,
             self.shuffle)
 
-        labels, known_dataset = labels_from(strata)
-        self._encoded = encode_strata(labels)
-        check_strata_are_groups(self._encoded)
-        n_rows = self._encoded.n_rows
+        # rng="index" (shuffled) works from member lists alone: a StratumMembers
+        # (parquet_strata, grouped_strata) is used as it is, small-integer
+        # labels are grouped chunk by chunk; no per-row code array is kept.
+        lazy = self.rng == "index" and self.shuffle
+        self._members = None
+        if isinstance(strata, StratumMembers):
+            if not lazy:
+                raise ValueError(
+                    f"strata is a StratumMembers (member lists, e.g. from parquet_strata or "
+                    f"grouped_strata), which only the lazy plan reads, but rng={self.rng!r} and "
+                    f"shuffle={self.shuffle!r}. Pass rng='index' (and shuffle=True), or pass "
+                    f"the labels themselves (one per row) for the other streams."
+                )
+            known_dataset = None
+            self._members = strata
+        else:
+            labels, known_dataset = labels_from(strata)
+            if lazy:
+                self._members = members_of_labels(labels)
+            if self._members is None:
+                encoded = encode_strata(labels)
+                del labels
+                check_strata_are_groups(encoded)
+                if lazy:
+                    self._members = members_of_codes(encoded.codes, encoded.sizes,
+                                                     encoded.labels)
+                    del encoded
+                else:
+                    self._strata = encoded
+        if self._members is not None:
+            check_strata_are_groups(self._members)
+            self._strata = self._members
+        n_rows = self._strata.n_rows
         for data in (known_dataset, dataset):
             if data is not None:
                 check_dataset_length(data, n_rows)
@@ -152,8 +186,8 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         # Warn once, here, pointing at the caller's line; epochs do not repeat it.
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StratumTooSmallWarning)
-            num_batches = check_allocation(self.policy.allocate(self._encoded, 0),
-                                           self._encoded, self.policy, 0).num_batches
+            num_batches = check_allocation(self.policy.allocate(self._strata, 0),
+                                           self._strata, self.policy, 0).num_batches
         too_small = [w for w in caught if issubclass(w.category, StratumTooSmallWarning)]
         if too_small and not self.allow_single_batch:
             raise single_batch_error(str(too_small[0].message), n_rows)
@@ -164,16 +198,10 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             raise ValueError(
                 f"drop_last=True leaves no batch for any rank: the plan has "
                 f"{self.num_batches} batch(es) per epoch ({self.policy!r}, smallest stratum "
-                f"{int(self._encoded.sizes.min())} rows) but num_replicas={self.num_replicas}. "
+                f"{int(self._strata.sizes.min())} rows) but num_replicas={self.num_replicas}. "
                 f"Use a policy giving more batches (a smaller m or batch_size), fewer "
                 f"replicas, or drop_last=False (ranks then reuse whole batches)."
             )
-        # rng="index": member lists built once; every epoch is a lazy plan of
-        # which this rank computes only its own batches.
-        self._members = None
-        if self.rng == "index" and self.shuffle:
-            self._members = members_of_codes(self._encoded.codes, self._encoded.sizes,
-                                             self._encoded.labels)
         self._digest = None
         # Progress. The iterator that started last holds the position inside
         # its epoch; between epochs the sampler knows only what comes next.
@@ -234,7 +262,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         # The frame that called iter() tells whether DataLoader uses us as a
         # per-row sampler (sampler= instead of batch_sampler=) and which
         # dataset the indices are for.
-        check_iterating_caller(self, sys._getframe(1), self._encoded.n_rows)
+        check_iterating_caller(self, sys._getframe(1), self._strata.n_rows)
         return EpochIterator(self._begin_epoch)
 
     def plan(self, epoch: int | None = None) -> BatchPlan:
@@ -319,8 +347,8 @@ class StratifiedBatchSampler(Sampler[list[int]]):
 
     def __repr__(self) -> str:
         return (
-            f"StratifiedBatchSampler(n_rows={self._encoded.n_rows}, n_strata="
-            f"{self._encoded.n_strata}, policy={self.policy!r}"
+            f"StratifiedBatchSampler(n_rows={self._strata.n_rows}, n_strata="
+            f"{self._strata.n_strata}, policy={self.policy!r}"
             + (f", min_samples_per_stratum={self.min_samples_per_stratum}"
                if self.min_samples_per_stratum is not None else "")
             + f", num_batches={self.num_batches}, len={len(self)}, shuffle={self.shuffle}, "
@@ -336,7 +364,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             shuffle=self.shuffle, num_replicas=self.num_replicas, drop_last=self.drop_last,
             min_samples_per_stratum=self.min_samples_per_stratum,
             policy=self.policy.to_dict(),
-            n_rows=self._encoded.n_rows, num_batches=self.num_batches,
+            n_rows=self._strata.n_rows, num_batches=self.num_batches,
             strata_digest=self._strata_digest(), stream=stream_state,
         )
 
@@ -384,9 +412,11 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         Saved in the state so that resuming with other data fails loudly
         instead of serving the old epoch's row numbers for new rows.
         """
+        if self._digest is None and self._members is not None:
+            self._digest = members_digest(self._members)
         if self._digest is None:
-            codes = self._encoded.codes
-            n_strata = self._encoded.n_strata
+            codes = self._strata.codes
+            n_strata = self._strata.n_strata
             # Number strata by first appearance: renaming labels keeps the digest.
             first_row = first_rows_of_codes(codes, n_strata)
             dtype = np.uint8 if n_strata <= 256 else np.uint16 if n_strata <= 65536 else np.int32
@@ -402,7 +432,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
             # Already said once, at construction.
             warnings.simplefilter("ignore", StratumTooSmallWarning)
             # num_batches: len(self) was promised at construction, for every epoch.
-            return plan_from_stream(self._encoded, self.policy, self._stream,
+            return plan_from_stream(self._strata, self.policy, self._stream,
                                     epoch=epoch, rng=self.rng, num_batches=self.num_batches,
                                     with_weights=with_weights)
 
@@ -422,7 +452,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
 
         return EpochBatches(epoch, start, None, None, {}, source=source,
                             count=int(chosen.shape[0]),
-                            rows_per_batch=self._encoded.n_rows // max(1, self.num_batches))
+                            rows_per_batch=self._strata.n_rows // max(1, self.num_batches))
 
     def _rank_batches(self, epoch: int, start: int) -> EpochBatches:
         """This rank's batches of ``epoch`` as (order, bounds) int64 arrays."""
@@ -431,7 +461,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         if self._stream is not None:
             # Record the stream position before this epoch: state_dict() saves
             # it so a resume costs one permutation, not epoch + 1.
-            advance_stream(self._stream, self._encoded, self.policy, epoch)
+            advance_stream(self._stream, self._strata, self.policy, epoch)
             stream_state = self._stream.state_dict()
         else:
             stream_state = {}

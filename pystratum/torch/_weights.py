@@ -44,7 +44,7 @@ class WeightedDataset(Dataset):
     @classmethod
     def for_sampler(cls, dataset, sampler) -> "WeightedDataset":
         """The wrapper with the weights of ``sampler``'s strata and policy (ones if it has none)."""
-        return cls(dataset, row_weights(sampler._encoded, sampler.policy))
+        return cls(dataset, row_weights(sampler._strata, sampler.policy))
 
     def __len__(self) -> int:
         return len(self.dataset)
