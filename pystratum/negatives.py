@@ -121,6 +121,7 @@ from typing import Iterator
 import numpy as np
 
 from ._pairset import PairSet
+from ._seed_record import same_seed, seed_from_record, seed_to_record
 from ._sharding import rank_batch_count, rank_batch_indices
 from ._streams import PERMUTATION_RNG_CHOICES, make_stream
 from ._validation import _show, check_bool, check_choice, check_epoch, check_int
@@ -131,6 +132,7 @@ PAIR_WITH_CHOICES = ("user", "random")
 DUPLICATES_CHOICES = ("error", "drop")
 
 _STATE_FORMAT = "pystratum.negatives.NegativePairSampler/1"
+_STATE_FIX = "pass what NegativePairSampler.state_dict() returned, unmodified"
 _STATE_KEYS = ("format", "epoch", "batches_yielded", "seed", "rng", "num_replicas", "drop_last",
                "negatives", "batch_size", "num_users", "num_items", "reject_observed",
                "pair_with", "num_pairs", "pairs_digest", "stream")
@@ -432,7 +434,7 @@ class NegativePairSampler:
             "format": _STATE_FORMAT,
             "epoch": int(epoch),
             "batches_yielded": int(yielded),
-            "seed": _seed_to_state(self.seed),
+            "seed": seed_to_record(self.seed),
             "rng": self.rng,
             "num_replicas": self.num_replicas,
             "drop_last": self.drop_last,
@@ -487,9 +489,8 @@ class NegativePairSampler:
         if not isinstance(stream_state, dict):
             raise TypeError(
                 f"state_dict['stream'] must be a dict, got {type(stream_state).__name__}.")
-        seed = _seed_from_state(state_dict["seed"])
-        stream = self._stream if _seed_to_state(seed) == _seed_to_state(self.seed) \
-            else self._make_stream(seed)
+        seed = seed_from_record(state_dict["seed"], fix=_STATE_FIX)
+        stream = self._stream if same_seed(seed, self.seed) else self._make_stream(seed)
         try:
             stream.load_state_dict(stream_state)
         except (KeyError, TypeError, ValueError) as error:
@@ -975,31 +976,3 @@ def _log_weights(weights):
     with np.errstate(divide="ignore"):
         return np.log(weights)
 
-
-def _seed_to_state(seed):
-    if isinstance(seed, np.random.SeedSequence):
-        entropy = seed.entropy
-        return {
-            "entropy": [int(v) for v in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
-            else int(entropy),
-            "spawn_key": [int(v) for v in seed.spawn_key],
-            "pool_size": int(seed.pool_size),
-        }
-    if isinstance(seed, numbers.Integral):
-        return int(seed)
-    return seed
-
-
-def _seed_from_state(seed):
-    if isinstance(seed, dict):
-        try:
-            return np.random.SeedSequence(seed["entropy"], spawn_key=tuple(seed["spawn_key"]),
-                                          pool_size=seed["pool_size"])
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(
-                f"state_dict['seed'] is not a saved SeedSequence ({error}); pass what "
-                f"state_dict() returned, unmodified.") from None
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-        raise TypeError(
-            f"state_dict['seed'] must be an int or a saved SeedSequence, got {seed!r}.")
-    return seed

@@ -360,6 +360,9 @@ def test_corrupted_or_foreign_state_is_refused():
         fresh.load_state_dict({**state, "stream": {"n": 3, "epoch": 0, "random_seed": [1, 2]}})
     with pytest.raises(TypeError, match=r"state_dict\['seed'\] must be an int"):
         fresh.load_state_dict({**state, "seed": "abc"})
+    with pytest.raises(ValueError, match=r"state_dict\['seed'\] is not a numpy SeedSequence "
+                                         r"record: keys \['entropy'\]"):
+        fresh.load_state_dict({**state, "seed": {"entropy": 1}})
 
 
 # ---------------------------------------------------------------------- errors

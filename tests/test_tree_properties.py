@@ -213,6 +213,18 @@ def test_state_of_another_tree_is_refused():
         TreeSampler(config, frame, seed=1).load_state_dict({"format": "x"})
 
 
+def test_corrupted_seed_in_a_state_names_the_key():
+    frame = pd.DataFrame({"a": [0, 1, 2, 3]})
+    config = {"root": {"children": [{"column": "a", "op": ">", "value": 0}]}}
+    state = TreeSampler(config, frame, seed=1).state_dict()
+    with pytest.raises(ValueError, match=r"state_dict\['seed'\] is not a numpy SeedSequence "
+                                         r"record: spawn_key=7"):
+        TreeSampler(config, frame, seed=1).load_state_dict(
+            {**state, "seed": {"entropy": 1, "spawn_key": 7, "pool_size": 4}})
+    with pytest.raises(TypeError, match=r"state_dict\['seed'\] must be an int"):
+        TreeSampler(config, frame, seed=1).load_state_dict({**state, "seed": 1.5})
+
+
 def test_node_streams_are_independent_of_other_nodes():
     """Adding a sibling branch leaves a node's own choices unchanged (streams keyed by path)."""
     frame = pd.DataFrame({"a": np.arange(100) % 4})

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .._seed_record import same_seed, seed_from_record, seed_to_record
 from .._streams import RNG_CHOICES
 from .._validation import check_bool, check_choice, check_epoch, check_int
 
-__all__ = ["STATE_FORMAT", "SamplerState", "parse_state", "seed_to_state", "seed_from_state",
-           "same_seed", "check_resumable"]
+__all__ = ["STATE_FORMAT", "SamplerState", "parse_state", "same_seed", "check_resumable"]
 
 STATE_FORMAT = "pystratum.torch.StratifiedBatchSampler/2"
 _FORMAT_1 = "pystratum.torch.StratifiedBatchSampler/1"
@@ -67,7 +67,7 @@ class SamplerState:
             "format": STATE_FORMAT,
             "epoch": self.epoch,
             "batches_yielded": self.batches_yielded,
-            "seed": seed_to_state(self.seed),
+            "seed": seed_to_record(self.seed),
             "rng": self.rng,
             "shuffle": self.shuffle,
             "num_replicas": self.num_replicas,
@@ -180,40 +180,7 @@ def _seed(seed, shuffle: bool):
             "reseed from fresh entropy and serve an epoch the saved run never saw. Pass the "
             "state state_dict() returned (its seed is the int or SeedSequence in use)."
         )
-    if isinstance(seed, dict):
-        return _seed_sequence(seed)
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Integral, np.integer)):
-        raise TypeError(
-            f"state_dict['seed'] must be an int (or the dict of a numpy SeedSequence), got "
-            f"seed={seed!r} of type {type(seed).__name__}; {_FIX}."
-        )
-    return int(seed)
-
-
-def _seed_sequence(seed: dict) -> np.random.SeedSequence:
-    problem = None
-    if set(seed) != {"entropy", "spawn_key", "pool_size"}:
-        problem = f"keys {sorted(seed)}, expected ['entropy', 'pool_size', 'spawn_key']"
-    else:
-        entropy, spawn_key, pool_size = seed["entropy"], seed["spawn_key"], seed["pool_size"]
-        if not (_is_count(entropy) or (isinstance(entropy, list) and entropy
-                                       and all(_is_count(v) for v in entropy))):
-            problem = f"entropy={entropy!r} (a non-negative int or list of them)"
-        elif not (isinstance(spawn_key, list) and all(_is_count(v) for v in spawn_key)):
-            problem = f"spawn_key={spawn_key!r} (a list of non-negative ints)"
-        elif not (_is_count(pool_size) and pool_size >= 4):
-            problem = f"pool_size={pool_size!r} (an int >= 4)"
-    if problem is not None:
-        raise ValueError(
-            f"state_dict['seed'] is not a numpy SeedSequence record: {problem}; {_FIX}."
-        )
-    return np.random.SeedSequence(seed["entropy"], spawn_key=tuple(seed["spawn_key"]),
-                                  pool_size=seed["pool_size"])
-
-
-def _is_count(value) -> bool:
-    return (isinstance(value, (numbers.Integral, np.integer))
-            and not isinstance(value, (bool, np.bool_)) and value >= 0)
+    return seed_from_record(seed, fix=_FIX)
 
 
 def _stream_state(stream, rng) -> dict:
@@ -261,28 +228,3 @@ def _stream_state(stream, rng) -> dict:
             )
     return dict(stream)
 
-
-def seed_to_state(seed):
-    """Seeds as plain values (``torch.load(weights_only=True)`` rejects numpy objects)."""
-    if isinstance(seed, np.random.SeedSequence):
-        entropy = seed.entropy
-        return {
-            "entropy": [int(v) for v in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
-            else int(entropy),
-            "spawn_key": [int(v) for v in seed.spawn_key],
-            "pool_size": int(seed.pool_size),
-        }
-    if isinstance(seed, numbers.Integral):
-        return int(seed)
-    return seed
-
-
-def seed_from_state(seed):
-    """Inverse of :func:`seed_to_state` for a validated state."""
-    if isinstance(seed, dict):
-        return _seed_sequence(seed)
-    return seed
-
-
-def same_seed(a, b) -> bool:
-    return seed_to_state(a) == seed_to_state(b)

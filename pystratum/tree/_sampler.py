@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import numbers
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
+from .._seed_record import same_seed, seed_from_record, seed_to_record
 from .._streams import NumpyStream
 from .._validation import _show, check_int
 from ._aux import AuxGenerator
@@ -19,6 +19,7 @@ from ._nodes import build_tree
 __all__ = ["TreeSampler", "TreeDraws"]
 
 _STATE_FORMAT = "pystratum.tree.TreeSampler/1"
+_STATE_FIX = "pass what TreeSampler.state_dict() returned, unmodified"
 _STATE_KEYS = ("format", "seed", "tree_digest", "position", "engine")
 # Draws converted to Python values per step of iteration: bulk ``tolist()``
 # without holding a whole epoch as Python objects.
@@ -185,7 +186,7 @@ class TreeSampler:
         """
         return {
             "format": _STATE_FORMAT,
-            "seed": _seed_to_state(self._seed),
+            "seed": seed_to_record(self._seed),
             "tree_digest": self.tree_digest(),
             "position": int(self._position),
             "engine": self._exact_engine_state(),
@@ -211,8 +212,8 @@ class TreeSampler:
                 "differ: tree_digest does not match). Build the sampler with the config and "
                 "metadata of the run that saved it.")
         position = check_int(state_dict["position"], "state_dict['position']", minimum=0)
-        seed = _seed_from_state(state_dict["seed"])
-        if _seed_to_state(seed) != _seed_to_state(self._seed):
+        seed = seed_from_record(state_dict["seed"], fix=_STATE_FIX)
+        if not same_seed(seed, self._seed):
             self._set_seed(seed)
             self._build_streams()
         self._close_piece()
@@ -351,24 +352,3 @@ class TreeSampler:
         if self._active is token:
             self._active = None
 
-
-def _seed_to_state(seed):
-    """Seeds as plain values (``torch.load(weights_only=True)`` rejects numpy objects)."""
-    if isinstance(seed, np.random.SeedSequence):
-        entropy = seed.entropy
-        return {
-            "entropy": [int(v) for v in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
-            else int(entropy),
-            "spawn_key": [int(v) for v in seed.spawn_key],
-            "pool_size": int(seed.pool_size),
-        }
-    if isinstance(seed, numbers.Integral):
-        return int(seed)
-    return seed
-
-
-def _seed_from_state(seed):
-    if isinstance(seed, dict):
-        return np.random.SeedSequence(seed["entropy"], spawn_key=tuple(seed["spawn_key"]),
-                                      pool_size=seed["pool_size"])
-    return seed

@@ -1,0 +1,80 @@
+"""Seeds in resume states: plain values out, validated values back in.
+
+Every sampler's ``state_dict()`` carries its seed, and checkpoints must hold
+only plain values (``torch.load(weights_only=True)`` rejects numpy objects,
+JSON knows no SeedSequence). One record format for all samplers, read back
+with the same checks, so a corrupted seed is an error naming the key and the
+fix, never a bare KeyError or a silent reseed.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["seed_to_record", "seed_from_record", "same_seed"]
+
+_SEED_SEQUENCE_KEYS = ["entropy", "pool_size", "spawn_key"]
+
+
+def seed_to_record(seed):
+    """``seed`` as plain values: an int, None, or a SeedSequence as a dict of ints."""
+    if isinstance(seed, np.random.SeedSequence):
+        entropy = seed.entropy
+        return {
+            "entropy": [int(v) for v in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
+            else int(entropy),
+            "spawn_key": [int(v) for v in seed.spawn_key],
+            "pool_size": int(seed.pool_size),
+        }
+    if isinstance(seed, numbers.Integral):
+        return int(seed)
+    return seed
+
+
+def seed_from_record(record, *, fix: str, key: str = "state_dict['seed']"):
+    """Inverse of :func:`seed_to_record`: an int, None, or a SeedSequence.
+
+    Raises TypeError/ValueError naming ``key`` and ending with ``fix`` for
+    anything :func:`seed_to_record` cannot have written.
+    """
+    if record is None:
+        return None
+    if isinstance(record, dict):
+        return _seed_sequence(record, fix=fix, key=key)
+    if isinstance(record, (bool, np.bool_)) or not isinstance(record, (numbers.Integral, np.integer)):
+        raise TypeError(
+            f"{key} must be an int (or the dict of a numpy SeedSequence), got "
+            f"seed={record!r} of type {type(record).__name__}; {fix}."
+        )
+    return int(record)
+
+
+def same_seed(a, b) -> bool:
+    """Whether two seeds (ints, None or SeedSequences) give the same streams."""
+    return seed_to_record(a) == seed_to_record(b)
+
+
+def _seed_sequence(record: dict, *, fix: str, key: str) -> np.random.SeedSequence:
+    problem = None
+    if sorted(record) != _SEED_SEQUENCE_KEYS:
+        problem = f"keys {sorted(record)}, expected {_SEED_SEQUENCE_KEYS}"
+    else:
+        entropy, spawn_key, pool_size = record["entropy"], record["spawn_key"], record["pool_size"]
+        if not (_is_count(entropy) or (isinstance(entropy, list) and entropy
+                                       and all(_is_count(v) for v in entropy))):
+            problem = f"entropy={entropy!r} (a non-negative int or list of them)"
+        elif not (isinstance(spawn_key, list) and all(_is_count(v) for v in spawn_key)):
+            problem = f"spawn_key={spawn_key!r} (a list of non-negative ints)"
+        elif not (_is_count(pool_size) and pool_size >= 4):
+            problem = f"pool_size={pool_size!r} (an int >= 4)"
+    if problem is not None:
+        raise ValueError(f"{key} is not a numpy SeedSequence record: {problem}; {fix}.")
+    return np.random.SeedSequence(record["entropy"], spawn_key=tuple(record["spawn_key"]),
+                                  pool_size=record["pool_size"])
+
+
+def _is_count(value) -> bool:
+    return (isinstance(value, (numbers.Integral, np.integer))
+            and not isinstance(value, (bool, np.bool_)) and value >= 0)
