@@ -41,8 +41,11 @@
 #' on to `.dataloader()`, where the sampler is instantiated. The sampler
 #' looks that value up in its callers (`dynGet("param_vals")`) and, when it
 #' is `FALSE`, serves every row once, in row order, in consecutive batches of
-#' the same sizes as the training batches. Keep the learner's own `shuffle`
-#' parameter at its default `TRUE` (the batch sampler does the shuffling):
+#' the same sizes as the training batches (for policies whose epochs recycle
+#' or leave out rows, `policy_targets()` and `policy_downsample()`: batches of
+#' the largest training batch size, the last one shorter). Keep the
+#' learner's own `shuffle` parameter at its default `TRUE` (the batch sampler
+#' does the shuffling):
 #' with `shuffle = FALSE`, training loaders would be served in row order too.
 #' Newer mlr3torch versions do not use samplers for prediction at all.
 #'
@@ -120,7 +123,7 @@ sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend =
   list(
     epochs = epochs,
     predicting = predicting,
-    length = function() epochs$length(),
+    length = function() if (predicting) length(epochs$prediction_sizes) else epochs$length(),
     iter = function(exhausted) {
       batches = if (predicting) epochs$in_order() else epochs$next_epoch()
       batch_iterator(batches, exhausted)

@@ -14,7 +14,11 @@
 #                                 group of draws: main permutation, then one
 #                                 per extra pass of a recycled stratum)
 #   $in_order()                   every row once, in row order, in batches of
-#                                 $batch_sizes (for prediction loaders)
+#                                 $prediction_sizes (for prediction loaders)
+#   $prediction_sizes             $batch_sizes when an epoch serves every row
+#                                 once; otherwise (policies that recycle or
+#                                 leave out rows) batches of the largest
+#                                 training batch size, the last one shorter
 stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   rng = c("R", "torch", "index"), torch_backend = NULL) {
   policy = as_policy(policy)
@@ -33,6 +37,7 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   self = new.env(parent = emptyenv())
   self$n_rows = encoded$n_rows
   self$batch_sizes = colSums(counts)
+  self$prediction_sizes = prediction_batch_sizes(encoded$n_rows, self$batch_sizes)
   self$shuffle = shuffle
   self$seed = seed
   self$rng = rng
@@ -71,9 +76,20 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
     served <<- served + 1L
     assemble_epoch(encoded, allocation, draws, assembles_by_stratum(policy, allocation))
   }
-  self$in_order = function() consecutive_batches(self$batch_sizes)
+  self$in_order = function() consecutive_batches(self$prediction_sizes)
   class(self) = "pystratum_epochs"
   self
+}
+
+# Prediction must see every row exactly once, in row order; a training epoch
+# of Targets (recycled rows) or Downsample (rows left out) has another total.
+prediction_batch_sizes = function(n_rows, batch_sizes) {
+  if (sum(batch_sizes) == n_rows) {
+    return(batch_sizes)
+  }
+  size = max(batch_sizes)
+  full = n_rows %/% size
+  as.integer(c(rep.int(size, full), if (n_rows > full * size) n_rows - full * size))
 }
 
 #' @export

@@ -49,6 +49,40 @@ test_that("prediction loaders (shuffle = FALSE in param_vals) serve every row on
   }
 })
 
+test_that("training loaders take any policy: epochs equal stratified_batches() with it", {
+  task = sampler_task()
+  y = task$data(cols = "y")$y
+  policies = list(policy_fixed_size(5), policy_targets("balanced", 4),
+    policy_downsample(c(neg = 0.5), 1))
+  for (policy in policies) {
+    loader = fake_learner(fake_sampler_class(policy, seed = 7))$train_loader(fake_task_dataset(task))
+    for (k in 1:3) {
+      batches = run_epoch(loader)
+      expected = stratified_batches(y, policy, seed = 7, epoch = k - 1L)
+      attr(expected, "weights") = NULL
+      expect_identical(batches, unclass(expected))
+    }
+  }
+})
+
+test_that("prediction loaders serve every row once, in order, under recycling and downsampling", {
+  task = sampler_task()
+  # Targets("balanced", 4) recycles the 3 "pos" rows (training epochs: 4
+  # batches of 4); Downsample keeps 4 of the 7 "neg" rows (training epochs:
+  # batches of 4 and 3). Prediction must see all 10 rows once: batches of the
+  # largest training batch size, the last one shorter.
+  cases = list(list(policy_targets("balanced", 4), c(4L, 4L, 2L)),
+    list(policy_downsample(c(neg = 0.5), policy_fixed_size(3)), c(4L, 4L, 2L)))
+  for (case in cases) {
+    loader = fake_learner(fake_sampler_class(case[[1L]], seed = 3))$predict_loader(
+      fake_task_dataset(task))
+    expect_identical(loader$batch_sampler$.length(), length(case[[2L]]))
+    batches = run_epoch(loader)
+    expect_identical(unlist(batches), seq_len(task$nrow))
+    expect_identical(lengths(batches), case[[2L]])
+  }
+})
+
 test_that("prediction loaders never draw from a random generator", {
   task = sampler_task()
   loader = with_no_random_seed({
@@ -167,4 +201,21 @@ test_that("with mlr3torch: training works and predictions keep the row order", {
   # The same network predicting with the default sampler gives the same rows.
   reference$param_set$values$batch_sampler = NULL
   expect_equal(reference$predict(task)$prob, prediction$prob)
+})
+
+test_that("with mlr3torch: Targets and Downsample train; predictions keep every row in order", {
+  skip_if_not_installed("mlr3torch")
+  skip_if_not(torch::torch_is_installed(), "libtorch is not installed")
+  task = mlr3::tsk("sonar")
+  task$col_roles$stratum = "Class"
+  for (policy in list(policy_targets("balanced", 10), policy_downsample(c(M = 0.5), 2))) {
+    learner = mlr3::lrn("classif.mlp", epochs = 2, batch_size = 10, seed = 1,
+      batch_sampler = batch_sampler_stratified(policy, seed = 1, rng = "R"))
+    learner$train(task)
+    reference = learner$clone(deep = TRUE)
+    prediction = learner$predict(task)
+    expect_identical(prediction$row_ids, task$row_ids)
+    reference$param_set$values$batch_sampler = NULL
+    expect_equal(reference$predict(task)$prob, prediction$prob)
+  }
 })
