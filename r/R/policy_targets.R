@@ -53,6 +53,11 @@ SHARE_TOLERANCE = 1e-9
 #'
 #' Weights: [stratified_batches()] returns them as the attribute `"weights"`,
 #' a list parallel to the batches (`NULL` when the policy has none).
+#' [batch_sampler_stratified()] serves the batches of these policies to
+#' mlr3torch learners, but mlr3torch's loss takes no per-row weights from a
+#' sampler, so a learner trained on downsampled batches learns the
+#' downsampled class balance, uncorrected (the Python package's torch face
+#' carries the weights to the loss; see its `WeightedDataset`).
 #'
 #' @param shares (`character(1)` or named `numeric()`)\cr `"balanced"` or the
 #'   share of every stratum.
