@@ -64,8 +64,12 @@ def run_ranks(worker: str, world_size: int, config: dict, tmp_path: Path, *,
     config_path.write_text(json.dumps(config))
     procs = []
     logs = []
+    from _env import subprocess_environ  # tests/ is on the path where run_ranks runs
+
     for rank in range(world_size):
-        env = dict(os.environ)
+        # As the test process started: embedded R (rpy2 tests in the same
+        # session) changes LD_LIBRARY_PATH, and pyarrow then fails to import.
+        env = subprocess_environ()
         env.update({
             "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world_size),
             "LOCAL_WORLD_SIZE": str(world_size), "NODE_RANK": "0",
