@@ -225,6 +225,14 @@ class RStream:
         n = check_int(n, "n", minimum=0, fix="Pass the number of items to permute.")
         return self._sample0(n, n, False)
 
+    def compact_permutation(self, n) -> np.ndarray:
+        """:meth:`permutation`'s values (the same draws), int32 when ``n < 2**31``.
+
+        Half the memory of the int64 result; the plan's assembly reads it.
+        """
+        n = check_int(n, "n", minimum=0, fix="Pass the number of items to permute.")
+        return self._sample0(n, n, False, compact=True)
+
     def sample(self, n, size=None, replace=False) -> np.ndarray:
         """R's ``sample.int(n, size, replace)``: int64 values in ``1..n``.
 
@@ -241,8 +249,9 @@ class RStream:
         out += 1  # the one place values become R's 1-based ones
         return out
 
-    def _sample0(self, n: int, size: int, replace: bool) -> np.ndarray:
-        """``sample.int(n, size, replace) - 1`` for checked integers."""
+    def _sample0(self, n: int, size: int, replace: bool, compact: bool = False) -> np.ndarray:
+        """``sample.int(n, size, replace) - 1`` for checked integers (int64; ``compact``:
+        the permutation's own dtype, int32 when ``n < 2**31``)."""
         if n > _MAX_N:
             raise ValueError(
                 f"n must be at most 4.5e15 (R's limit for sample.int), got n={n} "
@@ -267,7 +276,7 @@ class RStream:
             elif n > _HASH_MIN_N and 2 * size <= n:
                 out = _draw_distinct(tap, n, size)
             else:
-                out = _swap_remove(_draw_shrinking(tap, n, size), n)
+                out = _swap_remove(_draw_shrinking(tap, n, size), n, compact=compact)
         except BaseException:
             # Leave the stream where it was (e.g. on MemoryError or ^C).
             tap.rewind()
@@ -548,16 +557,20 @@ def _offsets(m: int, length: int) -> np.ndarray:
     return m - base[:length]
 
 
-def _swap_remove(draws: np.ndarray, n: int) -> np.ndarray:
-    """R's ``out = x[j]; x[j] = x[m - 1]; m -= 1`` loop: 0-based values, int64."""
+def _swap_remove(draws: np.ndarray, n: int, compact: bool = False) -> np.ndarray:
+    """R's ``out = x[j]; x[j] = x[m - 1]; m -= 1`` loop: 0-based values, int64.
+
+    ``compact``: the values in ``draws``' own buffer and dtype (int32 when
+    ``n < 2**31``), overwriting the draws: no int64 copy.
+    """
     if draws.size <= _SMALL_REPLAY:
         # Few steps: a dict holds the slots written so far, whatever n is.
         _, out = _replay_steps({}, draws, n, draws, np.arange(n - draws.size, n)[::-1])
         return np.array(out, dtype=np.int64)
-    return _swap_remove_chunked(draws, n)
+    return _swap_remove_chunked(draws, n, out=draws if compact else None)
 
 
-def _swap_remove_chunked(draws: np.ndarray, n: int) -> np.ndarray:
+def _swap_remove_chunked(draws: np.ndarray, n: int, out=None) -> np.ndarray:
     """``_swap_remove`` in chunks of steps run as whole-array operations.
 
     In a chunk of C steps starting at population m the top slots are
@@ -569,7 +582,11 @@ def _swap_remove_chunked(draws: np.ndarray, n: int) -> np.ndarray:
     """
     size = draws.size
     x = np.arange(n, dtype=draws.dtype)
-    out = np.empty(size, dtype=np.int64)
+    # out=draws: the values overwrite the draws as each chunk finishes with
+    # them (they are below n, so they fit draws' dtype).
+    in_place = out is draws
+    if out is None:
+        out = np.empty(size, dtype=np.int64)
     numbers = np.arange(min(size, 1 << 16), dtype=draws.dtype)
     start = 0
     while start < size:
@@ -577,6 +594,8 @@ def _swap_remove_chunked(draws: np.ndarray, n: int) -> np.ndarray:
         chunk = min(size - start, max(256, int(_CHUNK_FACTOR * math.sqrt(m))), numbers.size)
         low = m - chunk  # the chunk's top slots are low..m-1
         j = draws[start:start + chunk]
+        if in_place:
+            j = j.copy()  # out[start:...] below overwrites these draws
         before_j = x[j]  # the only random reads
         before_top = x[low:m][::-1].copy()  # x[top] when the chunk begins, in step order
         # Which steps share a slot: write step numbers, read back the winners.

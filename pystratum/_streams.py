@@ -105,6 +105,16 @@ class EpochStream(abc.ABC):
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         """Epoch ``epoch``'s permutation of ``range(n)``."""
 
+    def compact_permutation(self, n: int, epoch: int) -> np.ndarray:
+        """:meth:`permutation`'s values, as int32 when ``n < 2**31`` (else int64).
+
+        What the plan's assembly reads: half the memory of the int64
+        permutation, same values and the same draws from the stream.
+        Streams that can draw into int32 directly override it.
+        """
+        permutation = self.permutation(n, epoch)
+        return permutation.astype(np.int32) if n <= _INT32_MAX else permutation
+
     @abc.abstractmethod
     def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
         """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra size."""
@@ -213,6 +223,7 @@ class NumpyStream(StatelessStream):
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         return self.generator_for_epoch(epoch).permutation(n)
 
+
     def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
         """The epoch's draws: ``permutation(n)``, then one permutation per extra size."""
         generator = self.generator_for_epoch(epoch)
@@ -253,7 +264,8 @@ class SequentialStream(EpochStream):
     def _restart(self) -> None:
         raise NotImplementedError
 
-    def _draw(self, n: int) -> np.ndarray:
+    def _draw(self, n: int, compact: bool = False) -> np.ndarray:
+        """One permutation of ``range(n)``; ``compact``: int32 allowed (when it fits)."""
         raise NotImplementedError
 
     def _get_position(self):
@@ -324,6 +336,12 @@ class SequentialStream(EpochStream):
         self._next_epoch += 1
         return self._draw(n)
 
+    def compact_permutation(self, n: int, epoch: int) -> np.ndarray:
+        self.advance_to(n, epoch)
+        self._next_epoch += 1
+        permutation = self._draw(n, compact=True)
+        return permutation.astype(np.int32) if n <= _INT32_MAX else permutation
+
     def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
         """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra size."""
         self.advance_to(n, epoch, extras_of)
@@ -359,7 +377,9 @@ class RSeededStream(SequentialStream):
     def _restart(self) -> None:
         self._stream = self._start.copy()
 
-    def _draw(self, n: int) -> np.ndarray:
+    def _draw(self, n: int, compact: bool = False) -> np.ndarray:
+        if compact:
+            return self._stream.compact_permutation(n)
         return self._stream.permutation(n)
 
     # Saved as R's .Random.seed: plain Python ints, so torch.save /

@@ -58,7 +58,7 @@ class TorchStream(SequentialStream):
     def _restart(self) -> None:
         self._generator.set_state(self._initial_state)
 
-    def _draw(self, n: int) -> np.ndarray:
+    def _draw(self, n: int, compact: bool = False) -> np.ndarray:
         return torch.randperm(n, generator=self._generator).numpy().astype(np.int64, copy=False)
 
     # Saved as the uint8 tensor torch.Generator.get_state returns, which

@@ -85,3 +85,32 @@ def test_choosing_a_stream_imports_only_what_it_needs():
 
 def test_the_registry_is_the_only_list_of_rng_names():
     assert RNG_CHOICES == tuple(_streams._REGISTRY)
+
+
+@pytest.mark.parametrize("rng", PERMUTATION_RNG_CHOICES)
+@pytest.mark.parametrize("n", [0, 1, 7, 1500, 250_000])
+def test_compact_permutations_are_the_same_draws_in_half_the_memory(rng, n):
+    """What the plan reads (int32 below 2**31 rows) equals permutation(n, epoch), epoch after
+    epoch, and leaves sequential streams where permutation() leaves them."""
+    wide, compact = make_stream(rng, 11), make_stream(rng, 11)
+    for epoch in range(3):
+        expected = wide.permutation(n, epoch)
+        got = compact.compact_permutation(n, epoch)
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, expected)
+    assert compact.state_dict().keys() == wide.state_dict().keys()
+    np.testing.assert_array_equal(compact.permutation(n, 3), wide.permutation(n, 3))
+
+
+def test_r_swap_remove_in_place_gives_the_same_values():
+    from pystratum import _rstream
+
+    rng = np.random.default_rng(4)
+    n = 50_000
+    draws = (rng.random(n) * np.arange(n, 0, -1)).astype(np.int32)
+    expected = _rstream._swap_remove_chunked(draws, n)
+    assert expected.dtype == np.int64
+    again = draws.copy()
+    got = _rstream._swap_remove_chunked(again, n, out=again)
+    assert got is again and got.dtype == np.int32
+    np.testing.assert_array_equal(got, expected)
