@@ -53,99 +53,194 @@ def assemble_batches(codes, permutation, rank_cuts, *, sizes=None,
     """Rows of ``permutation`` grouped into batches according to ``rank_cuts``.
 
     codes:       int array (N,), stratum code per row, ``0..S-1``.
-    permutation: int64 array (N,), a permutation of ``0..N-1`` (row positions).
+    permutation: int array (N,), a permutation of ``0..N-1`` (row positions);
+                 int32 halves the memory read (the values are what count).
     rank_cuts:   int array (S, B+1), see ``pystratum.policies.Allocation``.
     sizes:       rows per stratum, if the caller has them already.
     method:      force "running_count" or "chunked_sort" (tests); default picks by S.
+
+    Memory beyond the int64 result: O(chunk + S) (the cut table is read in
+    place, never copied or expanded to one entry per rank).
     """
     n_strata = rank_cuts.shape[0]
     n_batches = rank_cuts.shape[1] - 1
     if sizes is None:
         sizes = np.bincount(codes, minlength=n_strata)
-    # A trailing pseudo-batch collects rows the policy leaves out, so both
-    # methods only ever see "every row has a batch".
-    cuts = np.concatenate([rank_cuts, np.asarray(sizes, dtype=rank_cuts.dtype)[:, None]], axis=1)
-    bounds = cuts.sum(axis=0, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    # A trailing pseudo-batch (number B) collects rows the policy leaves out,
+    # so both methods only ever see "every row has a batch".
+    bounds = np.empty(n_batches + 2, dtype=np.int64)
+    rank_cuts.sum(axis=0, dtype=np.int64, out=bounds[:-1])
+    bounds[-1] = sizes.sum()
+    lookup = _BatchLookup(rank_cuts, sizes)
     # 8/16-bit codes: less memory traffic, and numpy's stable argsort is a radix sort.
     codes = codes.astype(smallest_code_dtype(n_strata), copy=False)
     if method is None:
         method = "running_count" if n_strata <= _RUNNING_COUNT_MAX_STRATA else "chunked_sort"
     if method == "running_count":
-        order = _by_running_counts(codes[permutation], permutation, cuts)
+        order = _by_running_counts(codes, permutation, lookup, bounds)
     elif method == "chunked_sort":
-        order = _by_chunked_sorts(codes, permutation, cuts, bounds)
+        order = _by_chunked_sorts(codes, permutation, lookup, bounds)
     else:
         raise ValueError(f"unknown method {method!r}")
     used = int(bounds[n_batches])
-    return BatchOrder(order=order[:used], bounds=bounds[: n_batches + 1].astype(np.int64))
+    return BatchOrder(order=order[:used], bounds=bounds[: n_batches + 1])
 
 
-def _batch_of_rank(cuts, dtype):
-    """Concatenated per-stratum tables: the batch of each rank, strata in code order.
+class _BatchLookup:
+    """The batch of every rank a chunk of rows brings, stratum by stratum.
 
-    Built a group of strata at a time: with many strata and small batches the
-    cut table has about N entries, and numpy's repeat would otherwise hold an
-    N-sized intp copy of the counts.
+    Ranks of a stratum arrive in increasing order (chunk after chunk), so
+    the lookup keeps, per stratum, the next rank and its batch. For a chunk
+    with ``counts[s]`` new ranks of stratum ``s`` it finds the batch of the
+    rank after the chunk (a vectorised binary search over the strata's cut
+    rows) and lists the batches in between by ``np.repeat`` over the cuts,
+    clipped to the chunk's ranks: O(chunk + S) memory and time, where a
+    table of the batch of every rank would take 4 bytes per row. Batch
+    ``B`` (one past the last) is the pseudo-batch of rows left out.
     """
-    n_strata, n_edges = cuts.shape
-    batch_ids = np.arange(n_edges - 1, dtype=dtype)
-    strata_per_group = max(1, _CHUNK_ROWS // n_edges)
-    if strata_per_group >= n_strata:
-        return np.repeat(np.tile(batch_ids, n_strata), np.diff(cuts, axis=1).ravel())
-    table = np.empty(int(cuts[:, -1].sum()), dtype=dtype)
-    start = 0
-    for first in range(0, n_strata, strata_per_group):
-        group = cuts[first:first + strata_per_group]
-        stop = start + int(group[:, -1].sum())
-        table[start:stop] = np.repeat(np.tile(batch_ids, group.shape[0]),
-                                      np.diff(group, axis=1).ravel())
-        start = stop
-    return table
+
+    def __init__(self, rank_cuts, sizes):
+        self.cuts = rank_cuts
+        self.sizes = sizes
+        self.n_batches = rank_cuts.shape[1] - 1
+        n_strata = rank_cuts.shape[0]
+        self.strata = np.arange(n_strata)
+        self._flat = rank_cuts.reshape(-1)  # a view: row s starts at s * (B + 1)
+        self._row_start = self.strata * (self.n_batches + 1)
+        self.seen = np.zeros(n_strata, dtype=np.int64)  # next rank of each stratum
+        self.current = self._batch_of(self.seen, np.zeros(n_strata, dtype=np.int64))
+
+    def _batch_of(self, ranks, low):
+        """Batch of rank ``ranks[s]`` of every stratum, at least ``low[s]``.
+
+        A rank equal to the stratum's size (none left) gets ``B + 1``.
+        Otherwise the answer is the last ``b <= B`` with ``cuts[s, b] <= rank``.
+        """
+        n_strata = ranks.shape[0]
+        done = ranks >= self.sizes
+        if n_strata <= _SEARCH_EACH_MAX_STRATA:
+            found = np.empty(n_strata, dtype=np.int64)
+            for s in range(n_strata):
+                if done[s]:
+                    found[s] = self.n_batches + 1
+                else:
+                    row = self.cuts[s, int(low[s]):]
+                    found[s] = int(low[s]) + int(np.searchsorted(row, ranks[s], side="right")) - 1
+            return found
+        # Vectorised binary search over the strata's cut rows.
+        # Invariant: cuts[s, low] <= rank < cuts[s, high] (high = B + 1: past the row).
+        last = self.n_batches
+        low = low.copy()
+        high = np.where(done, low + 1, last + 1)
+        flat, row_start = self._flat, self._row_start
+        # Cuts are about proportional for the usual policies, so the rank's
+        # share of the stratum guesses the batch; a bracket of a few batches
+        # around the guess, where it holds, leaves a few steps to search.
+        guess = np.minimum(ranks, self.sizes - 1) * last // self.sizes
+        guess_low = np.clip(guess - 2, low, last)
+        guess_high = np.minimum(guess + 3, last + 1)
+        holds = (flat[row_start + guess_low] <= ranks) & (guess_high > guess_low) & ~done
+        holds &= (guess_high == last + 1) | (flat[row_start + np.minimum(guess_high, last)] > ranks)
+        low[holds] = guess_low[holds]
+        high[holds] = guess_high[holds]
+        while True:
+            open_ = np.flatnonzero(high - low > 1)
+            if open_.shape[0] == 0:
+                break
+            mid = (low[open_] + high[open_]) >> 1
+            below = flat[row_start[open_] + mid] <= ranks[open_]
+            low[open_[below]] = mid[below]
+            high[open_[~below]] = mid[~below]
+        low[done] = self.n_batches + 1
+        return low
+
+    def next_batches(self, counts) -> np.ndarray:
+        """Batches of the next ``counts[s]`` ranks of each stratum, strata in code order."""
+        first = self.seen
+        stop = first + counts
+        first_batch = self.current
+        stop_batch = self._batch_of(stop, first_batch)
+        # Stratum s needs its cuts first_batch..stop_batch + 1, clipped to
+        # [first, stop): only the outer two can lie outside (cuts never
+        # decrease), so they are set to first and stop.
+        # A stratum used up (stop_batch = B + 1) ends with the pseudo-batch B.
+        last_batch = np.minimum(stop_batch, self.n_batches)
+        n_edges = np.where(counts > 0, last_batch - first_batch + 2, 0)
+        edge_start = np.cumsum(n_edges) - n_edges
+        total = int(edge_start[-1] + n_edges[-1])
+        shift = np.repeat(first_batch - edge_start, n_edges)
+        edge_batch = np.arange(total, dtype=np.int64)
+        edge_batch += shift
+        index = np.repeat(self._row_start, n_edges)
+        index += np.minimum(edge_batch, self.n_batches)
+        values = self._flat[index].astype(np.int64, copy=False)
+        active = np.flatnonzero(n_edges)
+        values[edge_start[active]] = first[active]
+        values[edge_start[active] + n_edges[active] - 1] = stop[active]
+        sizes = np.diff(values)
+        sizes[edge_start[active[1:]] - 1] = 0  # across two strata: no ranks
+        self.seen = stop
+        self.current = stop_batch
+        return np.repeat(edge_batch[:-1], sizes)
 
 
-# Rows handled per step of the running-count method: big enough that numpy's
-# per-call overhead vanishes, small enough that the temporaries stay in cache
-# and peak memory does not grow with N.
-_CHUNK_ROWS = 1 << 18
+# Up to this many strata the lookup searches each stratum's cut row in turn.
+_SEARCH_EACH_MAX_STRATA = 8
+
+# Rows handled per step of both methods: big enough that numpy's per-call
+# overhead vanishes, small enough that the temporaries stay in cache and
+# peak memory does not grow with N.
+_CHUNK_ROWS = 1 << 17
 
 
-def _by_running_counts(codes_in_order, permutation, cuts):
+def _chunk_rows(permutation, start):
+    """Rows ``start..`` of the permutation as intp (numpy indexes fastest with intp)."""
+    return permutation[start:start + _CHUNK_ROWS].astype(np.intp, copy=False)
+
+
+def _by_running_counts(row_codes, permutation, lookup, bounds):
     n = permutation.shape[0]
-    n_strata = cuts.shape[0]
-    sizes = cuts[:, -1]
-    table_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    batch_of_rank = _batch_of_rank(cuts, np.int32)
-    low = [np.ascontiguousarray(cuts[s, :-1], dtype=np.intp) for s in range(n_strata)]
-    high = [np.ascontiguousarray(cuts[s, 1:], dtype=np.intp) for s in range(n_strata)]
+    sizes = lookup.sizes
+    n_strata = sizes.shape[0]
+    low, high = [], []
+    for s in range(n_strata):
+        edges = np.empty(lookup.n_batches + 2, dtype=np.intp)
+        edges[:-1] = lookup.cuts[s]
+        edges[-1] = sizes[s]
+        low.append(edges[:-1])
+        high.append(edges[1:])
     seen = np.zeros(n_strata, dtype=np.intp)  # rows of each stratum in earlier chunks
+    counts = np.zeros(n_strata, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
     for start in range(0, n, _CHUNK_ROWS):
-        rows = permutation[start:start + _CHUNK_ROWS]
-        codes = codes_in_order[start:start + _CHUNK_ROWS]
+        rows = _chunk_rows(permutation, start)
+        codes = row_codes[rows]  # gathered per chunk: no N-sized copy
         # before[s][j] = rows of stratum s at positions < j (whole epoch).
-        before = []
-        table_index = None
+        before, masks = [], []
         for s in range(n_strata):
             is_s = codes == s
             if n_strata == 2 and s == 1:
                 # Two strata: rows before j of stratum 1 = rows before j - those of stratum 0.
                 running = np.arange(start, start + codes.shape[0], dtype=np.intp)
                 running -= before[0]
+                counts[1] = codes.shape[0] - counts[0]
             else:
                 running = np.cumsum(is_s, dtype=np.intp)
+                counts[s] = running[-1] if running.shape[0] else 0
                 running -= is_s
                 running += seen[s]
-            seen[s] += np.count_nonzero(is_s)
             before.append(running)
-            # Each row's index in the batch table: its stratum's table start + its rank.
-            if table_index is None:
-                table_index = running + table_start[s]
-            else:
-                np.add(running, table_start[s], out=table_index, where=is_s)
-        batch = batch_of_rank[table_index]
-        # Output position = rows of earlier batches + rows of this batch that
-        # precede this row = per stratum, the count before this row clipped
-        # to that stratum's rank range for this row's batch.
+            masks.append(is_s)
+        # The chunk's batch table, stratum by stratum: a row of stratum s with
+        # rank r is entry offset[s] + r - seen[s].
+        table = lookup.next_batches(counts)
+        offset = np.cumsum(counts) - counts - seen
+        table_index = before[0] + offset[0]
+        for s in range(1, n_strata):
+            np.add(before[s], offset[s], out=table_index, where=masks[s])
+        seen += counts
+        batch = table[table_index]
         for s in range(n_strata):
             np.maximum(before[s], low[s][batch], out=before[s])
             np.minimum(before[s], high[s][batch], out=before[s])
@@ -156,38 +251,30 @@ def _by_running_counts(codes_in_order, permutation, cuts):
     return order
 
 
-def _by_chunked_sorts(row_codes, permutation, cuts, bounds):
+def _by_chunked_sorts(row_codes, permutation, lookup, bounds):
     """Any number of strata: two running counts (per stratum, per batch) over chunks.
 
-    In a chunk, a stable sort by stratum gives each row its rank (rows of
-    its stratum in earlier chunks + its place among them in this chunk),
-    hence its batch; a stable sort by batch gives its place among the rows
-    of its batch, hence its output position. Sorting chunk by chunk keeps
-    the sorts in cache; numpy sorts 8/16-bit keys by radix.
+    In a chunk, a stable sort by stratum lines the rows up stratum by
+    stratum in rank order, which is the order the lookup lists their
+    batches in; a stable sort by batch gives each row its place among the
+    rows of its batch, hence its output position. Sorting chunk by chunk
+    keeps the sorts in cache; numpy sorts 8/16-bit keys by radix.
     """
     n = permutation.shape[0]
-    n_strata = cuts.shape[0]
-    table_start = np.concatenate([[0], np.cumsum(cuts[:, -1])[:-1]]).astype(np.intp)
-    batch_of_rank = _batch_of_rank(cuts, np.int32)
+    n_strata = lookup.sizes.shape[0]
     batch_start = bounds.astype(np.intp)
-    seen_in_stratum = np.zeros(n_strata, dtype=np.intp)
     seen_in_batch = np.zeros(bounds.shape[0], dtype=np.intp)
     order = np.empty(n, dtype=np.int64)
     for start in range(0, n, _CHUNK_ROWS):
-        rows = permutation[start:start + _CHUNK_ROWS]
-        codes = row_codes[rows]  # gathered per chunk: no N-sized copy with many strata
+        rows = _chunk_rows(permutation, start)
+        codes = row_codes[rows]  # gathered per chunk: no N-sized copy
         size = codes.shape[0]
         places = np.arange(size, dtype=np.intp)
         # Rank within stratum -> batch of every row of the chunk.
         by_stratum = np.argsort(codes, kind="stable")
-        sorted_codes = codes[by_stratum]
-        per_stratum = np.bincount(sorted_codes, minlength=n_strata)
-        first_in_chunk = np.cumsum(per_stratum) - per_stratum
-        table_index = places - first_in_chunk[sorted_codes]
-        table_index += (seen_in_stratum + table_start)[sorted_codes]
-        seen_in_stratum += per_stratum
+        per_stratum = np.bincount(codes, minlength=n_strata)
         batch = np.empty(size, dtype=np.intp)
-        batch[by_stratum] = batch_of_rank[table_index]
+        batch[by_stratum] = lookup.next_batches(per_stratum)
         # Place within batch -> output position.
         lowest = int(batch.min())
         local = batch - lowest

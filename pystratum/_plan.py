@@ -269,7 +269,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
         draws = stream.epoch_draws(n, pass_sizes, epoch,
                                    extras_of=lambda k: epoch_pass_sizes(encoded, policy, k))
     else:
-        draws = [stream.permutation(n, epoch)]
+        # int32 when N < 2**31: the same values in half the memory, read only here.
+        draws = [stream.compact_permutation(n, epoch)]
     by_stratum = policy.may_recycle() or allocation.pool_sizes is not None
     if by_stratum:
         batches = assemble_by_stratum(encoded.codes, draws[0], draws[1:], allocation,
@@ -277,6 +278,7 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     else:
         batches = assemble_batches(encoded.codes, draws[0], allocation.cuts,
                                    sizes=encoded.sizes)
+    del draws  # before the counts table is built: never both at once
     weights = None
     if allocation.row_weights is not None and with_weights:
         if by_stratum:

@@ -145,9 +145,19 @@ def test_both_assembly_methods_match_a_loop_for_any_cuts(sizes, n_batches, data)
         seen[s] += 1
     batch_of_position = np.array(batch_of_position)
     expected = [permutation[batch_of_position == b] for b in range(n_batches)]
-    for method in ("running_count", "chunked_sort"):
-        assert_same_batches(assemble_batches(codes, permutation, cuts, method=method).batches(),
-                            expected)
+    import pystratum._assemble as assemble
+
+    chunk_rows = assemble._CHUNK_ROWS
+    try:
+        # One chunk, and chunk boundaries everywhere (cuts crossing them, strata
+        # used up mid-way); int32 permutations as the plan passes them.
+        for assemble._CHUNK_ROWS in (chunk_rows, data.draw(st.integers(1, 20), label="chunk")):
+            for method in ("running_count", "chunked_sort"):
+                for rows in (permutation, permutation.astype(np.int32)):
+                    got = assemble_batches(codes, rows, cuts, method=method).batches()
+                    assert_same_batches(got, expected)
+    finally:
+        assemble._CHUNK_ROWS = chunk_rows
 
 
 def test_float_rounding_defect_is_absent():
@@ -352,28 +362,34 @@ def test_public_names():
                                       "StratumTooSmallWarning"}
 
 
-@settings(max_examples=100)
-@given(sizes=st.lists(st.integers(1, 30), min_size=1, max_size=6), n_batches=st.integers(1, 10),
+@settings(max_examples=150)
+@given(sizes=st.lists(st.integers(1, 30), min_size=1, max_size=12), n_batches=st.integers(1, 10),
        data=st.data())
-def test_batch_table_matches_the_cuts(sizes, n_batches, data):
+def test_batch_lookup_matches_a_search_per_rank(sizes, n_batches, data):
+    """Chunk by chunk, the lookup lists the batch of every rank (pseudo-batch B for the
+    rows a policy leaves out), whatever the chunks and however uneven the cuts."""
     import pystratum._assemble as assemble
 
-    cuts = np.zeros((len(sizes), n_batches + 2), dtype=np.int64)
+    cuts = np.zeros((len(sizes), n_batches + 1), dtype=data.draw(st.sampled_from([np.int32,
+                                                                                  np.int64])))
     for s, size in enumerate(sizes):
-        inner = sorted(data.draw(st.lists(st.integers(0, size), min_size=n_batches,
-                                          max_size=n_batches)))
-        cuts[s] = [0, *inner, size]
-    expected = np.concatenate([
-        np.searchsorted(cuts[s, 1:-1], np.arange(size), side="right") for s, size in enumerate(sizes)
-    ])
-    np.testing.assert_array_equal(assemble._batch_of_rank(cuts, np.int32), expected)
-    # Groups of strata (as for many strata and small batches) give the same table.
-    chunk_rows = assemble._CHUNK_ROWS
-    try:
-        assemble._CHUNK_ROWS = 2 * (n_batches + 2)
-        np.testing.assert_array_equal(assemble._batch_of_rank(cuts, np.int32), expected)
-    finally:
-        assemble._CHUNK_ROWS = chunk_rows
+        used = data.draw(st.integers(0, size))
+        inner = sorted(data.draw(st.lists(st.integers(0, used), min_size=n_batches - 1,
+                                          max_size=n_batches - 1)))
+        cuts[s] = [0, *inner, used]
+    sizes = np.asarray(sizes, dtype=np.int64)
+    lookup = assemble._BatchLookup(cuts, sizes)
+    seen = np.zeros(len(sizes), dtype=np.int64)
+    while (seen < sizes).any():
+        counts = np.array([data.draw(st.integers(0, int(left))) for left in sizes - seen])
+        if counts.sum() == 0:  # the simplest draw takes every rank left at once
+            counts = sizes - seen
+        expected = np.concatenate([
+            np.searchsorted(cuts[s], np.arange(seen[s], seen[s] + counts[s]), side="right") - 1
+            for s in range(len(sizes))
+        ])
+        np.testing.assert_array_equal(lookup.next_batches(counts), expected)
+        seen += counts
 
 
 @pytest.mark.parametrize("method", ["running_count", "chunked_sort"])

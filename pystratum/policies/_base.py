@@ -248,7 +248,9 @@ def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> 
                         f"(n_strata, num_batches + 1) = ({n_strata}, B + 1) with B >= 1.")
     if cuts.dtype.kind == "u" and cuts.size and int(cuts.max()) > np.iinfo(np.int64).max:
         raise ValueError(f"{where} returned cuts up to {int(cuts.max())}, beyond int64.")
-    wide = cuts.astype(np.int64, copy=False)
+    # Checked in their own dtype (int32 differences cannot overflow): with many
+    # strata the table holds about N entries, and int64 copies would double it.
+    wide = cuts if cuts.dtype in (np.int32, np.int64) else cuts.astype(np.int64)
     labels = strata.labels
     pools = allocation.pool_sizes
     if pools is not None:
@@ -276,9 +278,9 @@ def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> 
     if bad.size:
         s = int(bad[0])
         fail(f"start at {int(wide[s, 0])} for stratum {_show(labels[s])} (cuts[{s}, 0])")
-    counts = np.diff(wide, axis=1)
-    if (counts < 0).any():
-        s, b = (int(k) for k in np.argwhere(counts < 0)[0])
+    decreasing = wide[:, 1:] < wide[:, :-1]
+    if decreasing.any():
+        s, b = (int(k) for k in np.argwhere(decreasing)[0])
         fail(f"decrease for stratum {_show(labels[s])}: cuts[{s}, {b}]={int(wide[s, b])} > "
              f"cuts[{s}, {b + 1}]={int(wide[s, b + 1])}")
     limit = sizes if pools is None else pools
@@ -287,12 +289,15 @@ def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> 
         s = int(bad[0])
         fail(f"end at {int(wide[s, -1])} for stratum {_show(labels[s])}, which has only "
              f"{int(limit[s])} rows" + ("" if pools is None else " in its pool"))
-    empty = np.flatnonzero(counts.sum(axis=0) == 0)
+    del decreasing
+    # Cuts never decrease, so a batch is empty exactly when its column total does not grow.
+    empty = np.flatnonzero(np.diff(wide.sum(axis=0, dtype=np.int64)) == 0)
+    n_batches = wide.shape[1] - 1
     if empty.size:
-        raise ValueError(f"{where} gives batch {int(empty[0])} no row (of {counts.shape[1]} "
+        raise ValueError(f"{where} gives batch {int(empty[0])} no row (of {n_batches} "
                          f"batches); every batch must receive at least one row.")
-    if num_batches is not None and counts.shape[1] != num_batches:
-        raise ValueError(f"{where} gives {counts.shape[1]} batches, but epoch 0 has "
+    if num_batches is not None and n_batches != num_batches:
+        raise ValueError(f"{where} gives {n_batches} batches, but epoch 0 has "
                          f"{num_batches}: num_batches must not depend on the epoch "
                          f"(len(sampler) relies on it); only the counts may vary.")
     weights = allocation.row_weights
