@@ -331,12 +331,32 @@ def extra_passes(allocation, sizes, first_rows) -> list:
 _MASK_MAX_STRATA = 16
 
 
+def _first_members(main, codes_in_order, s, needed, size):
+    """The first ``needed`` rows of stratum ``s`` in ``main``, from as short a prefix as will do.
+
+    A stratum that keeps a fraction of its rows (Downsample) has them near
+    the front of the permutation: the prefix scanned starts a quarter above
+    the expected length and doubles until it holds enough.
+    """
+    n = main.shape[0]
+    if needed == 0:
+        return main[:0]
+    if needed >= size:
+        return main[codes_in_order == s]
+    length = min(n, needed * n // size * 5 // 4 + 1024)
+    while True:
+        found = main[:length][codes_in_order[:length] == s]
+        if found.shape[0] >= needed or length == n:
+            return found[:needed]
+        length = min(n, 2 * length)
+
+
 def _members_in_order(codes, main, sizes, needed):
     """Each stratum's first ``needed[s]`` rows in ``main`` order (list of int64 arrays)."""
     n_strata = sizes.shape[0]
     codes_in_order = codes.astype(smallest_code_dtype(n_strata), copy=False)[main]
     if n_strata <= _MASK_MAX_STRATA:
-        return [main[codes_in_order == s][:needed[s]] if needed[s] else main[:0]
+        return [_first_members(main, codes_in_order, s, int(needed[s]), int(sizes[s]))
                 for s in range(n_strata)]
     by_stratum = main[np.argsort(codes_in_order, kind="stable")]
     starts = np.concatenate([[0], np.cumsum(sizes)])
@@ -394,8 +414,36 @@ def assemble_by_stratum(codes, main, pass_orders, allocation, sizes, passes,
             for at, pass_order in zip(range(pool_size, total, pool_size), orders_of[s]):
                 take = min(pool_size, total - at)
                 np.take(rows, pass_order[:take], out=sequence[at:at + take])
-        _scatter_blocks(order, sequence, start[s], cuts[s])
+        if not _place_evenly(order, sequence, start[s], counts[s]):
+            _scatter_blocks(order, sequence, start[s], cuts[s])
     return BatchOrder(order=order, bounds=bounds)
+
+
+def _place_evenly(order, sequence, start, counts) -> bool:
+    """:func:`_scatter_blocks` as one strided copy, when the blocks are evenly spaced.
+
+    With ``c`` ranks in every batch and batch starts ``start[b]`` an
+    arithmetic progression (Targets with shares that divide the batch size),
+    rank ``j`` of batch ``b`` goes to ``start[0] + b * stride + j``
+    (``stride`` = the step + ``c``): rows of a 2-D view of ``order``.
+    Returns False (nothing written) otherwise.
+    """
+    n_batches = start.shape[0]
+    width = int(counts[0])
+    if n_batches < 2 or width == 0 or (counts != width).any():
+        return False
+    step = int(start[1] - start[0])
+    if (np.diff(start) != step).any():
+        return False
+    stride = step + width
+    first = int(start[0])
+    # The last block may end before a whole stride fits: it is copied on its own.
+    body = n_batches - 1
+    rows = order[first:first + body * stride].reshape(body, stride)
+    rows[:, :width] = sequence[:body * width].reshape(body, width)
+    last = first + body * stride
+    order[last:last + width] = sequence[body * width:]
+    return True
 
 
 def _scatter_blocks(order, sequence, start, cuts):

@@ -413,3 +413,39 @@ def test_sampling_batches_list_strata_in_first_appearance_order_by_their_sequenc
             kept = max(1, math.floor(keep[0] * sizes_arr[0] + 0.5))
             expected_w = np.where(y[rows] == 0, sizes_arr[0] / kept, 1.0)
             np.testing.assert_array_equal(plan.batch_weights(b), expected_w)
+
+
+@pytest.mark.parametrize("policy", [
+    Targets("balanced", 6),                      # every stratum 2 per batch: strided copies
+    Targets({0: 0.5, 1: 0.25, 2: 0.25}, 10),     # 5 per batch first, 2/3 rotating after it
+    Targets({0: 0.5, 1: 0.5, 2: 0.0}, 4),        # a stratum left out
+    Targets("balanced", 9, epoch="smallest"),
+    Downsample({0: 0.02}, Targets("balanced", 6)),
+    Downsample({0: 0.3, 2: 0.5}, FixedSize(12)),
+], ids=repr)
+def test_evenly_spaced_and_prefix_placements_follow_the_rule(policy):
+    """The assembly's shortcuts (a strided copy when a stratum's blocks are evenly spaced,
+    a downsampled stratum's rows found in a prefix of the permutation) give the rule's order."""
+    from pystratum._plan import epoch_pass_sizes
+    from pystratum._streams import NumpyStream
+    from pystratum._strata import encode_strata
+
+    y = labels_of([700, 45, 130], seed=3)
+    for epoch in (0, 2):
+        plan = plan_batches(y, policy, seed=4, epoch=epoch)
+        extras = epoch_pass_sizes(encode_strata(y), policy, epoch) if policy.may_recycle() else []
+        draws = NumpyStream(4).epoch_draws(len(y), extras, epoch)
+        assert [b.tolist() for b in plan.batches] == _batches_by_rule(y, plan, draws)
+
+
+def test_first_members_widen_the_prefix_until_it_holds_enough():
+    from pystratum._assemble import _first_members
+
+    main = np.random.default_rng(0).permutation(5000)
+    codes_in_order = np.zeros(5000, dtype=np.uint8)
+    codes_in_order[-40:] = 1  # stratum 1 only at the very end: the first guess is too short
+    expected = main[codes_in_order == 1]
+    for needed in (1, 13, 39, 40):
+        np.testing.assert_array_equal(_first_members(main, codes_in_order, 1, needed, 40),
+                                      expected[:needed])
+    assert _first_members(main, codes_in_order, 0, 0, 4960).shape == (0,)

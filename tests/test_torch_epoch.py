@@ -62,3 +62,16 @@ def test_epoch_setter_forwards():
 
     EpochSetter(Owner()).set_epoch(4)
     assert seen == [4]
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(1, 12), count=st.integers(1, 40), start=st.integers(0, 45),
+       chunk_rows=st.integers(1, 100))
+def test_equal_batches_are_served_alike(size, count, start, chunk_rows):
+    # Equal sizes take the reshape path: same lists of ints as the general one.
+    order, bounds, expected = batches_of([size] * count, seed=size)
+    iterator = EpochIterator(lambda it: EpochBatches(0, start, order, bounds, {}),
+                             chunk_rows=chunk_rows)
+    served = list(iterator)
+    assert served == expected[start:]
+    assert all(type(b) is list and all(type(i) is int for i in b) for b in served)

@@ -70,6 +70,7 @@ class EpochIterator:
         self._chunk = []
         self._chunk_start = 0
         self._chunk_stop = 0
+        self._uniform = 0  # the common size of every batch, 0 if sizes differ
 
     @property
     def in_progress(self) -> bool:
@@ -111,6 +112,10 @@ class EpochIterator:
         self._order = batches.order
         self._edges = batches.bounds.tolist()
         self._n_batches = len(self._edges) - 1
+        sizes = np.diff(batches.bounds)
+        if sizes.shape[0] and sizes.min() == sizes.max():
+            # Equal batches (Targets): one reshape().tolist() builds a chunk's lists in C.
+            self._uniform = int(sizes[0])
 
     def _load_chunk(self, k: int) -> None:
         if self._source is not None:
@@ -127,8 +132,11 @@ class EpochIterator:
         # Batches k..stop-1 span at most chunk_rows rows (at least one batch).
         stop = max(k + 1, bisect.bisect_right(edges, edges[k] + self._chunk_rows) - 1)
         base = edges[k]
-        rows = self._order[base:edges[stop]].tolist()
-        self._chunk = [rows[edges[j] - base:edges[j + 1] - base] for j in range(k, stop)]
+        if self._uniform:
+            self._chunk = self._order[base:edges[stop]].reshape(-1, self._uniform).tolist()
+        else:
+            rows = self._order[base:edges[stop]].tolist()
+            self._chunk = [rows[edges[j] - base:edges[j + 1] - base] for j in range(k, stop)]
         self._chunk_start = k
         self._chunk_stop = stop
 
