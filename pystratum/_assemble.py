@@ -405,6 +405,15 @@ def assemble_by_stratum(codes, main, pass_orders, allocation, sizes, passes,
         if total == 0:
             continue
         rows = members[s]
+        even = _even_layout(start[s], counts[s])
+        if even is not None:
+            # Each piece of the epoch sequence goes straight to its place.
+            _place_run(order, even, 0, rows)
+            pool_size = rows.shape[0]
+            for at, pass_order in zip(range(pool_size, total, pool_size), orders_of[s]):
+                take = min(pool_size, total - at)
+                _place_run(order, even, at, rows[pass_order[:take]])
+            continue
         sequence = rows
         if orders_of[s]:
             # The stratum's epoch sequence, cut at its last rank.
@@ -414,36 +423,58 @@ def assemble_by_stratum(codes, main, pass_orders, allocation, sizes, passes,
             for at, pass_order in zip(range(pool_size, total, pool_size), orders_of[s]):
                 take = min(pool_size, total - at)
                 np.take(rows, pass_order[:take], out=sequence[at:at + take])
-        if not _place_evenly(order, sequence, start[s], counts[s]):
-            _scatter_blocks(order, sequence, start[s], cuts[s])
+        _scatter_blocks(order, sequence, start[s], cuts[s])
     return BatchOrder(order=order, bounds=bounds)
 
 
-def _place_evenly(order, sequence, start, counts) -> bool:
-    """:func:`_scatter_blocks` as one strided copy, when the blocks are evenly spaced.
+def _even_layout(start, counts):
+    """``(first, stride, width)`` when a stratum's blocks are evenly spaced, else None.
 
-    With ``c`` ranks in every batch and batch starts ``start[b]`` an
+    With ``width`` ranks in every batch and batch starts ``start[b]`` an
     arithmetic progression (Targets with shares that divide the batch size),
-    rank ``j`` of batch ``b`` goes to ``start[0] + b * stride + j``
-    (``stride`` = the step + ``c``): rows of a 2-D view of ``order``.
-    Returns False (nothing written) otherwise.
+    rank ``r`` goes to ``first + (r // width) * stride + r % width``: rows
+    of a 2-D view of ``order``, filled piece by piece by :func:`_place_run`
+    (no epoch sequence is built).
     """
     n_batches = start.shape[0]
     width = int(counts[0])
     if n_batches < 2 or width == 0 or (counts != width).any():
-        return False
+        return None
     step = int(start[1] - start[0])
     if (np.diff(start) != step).any():
-        return False
-    stride = step + width
-    first = int(start[0])
-    # The last block may end before a whole stride fits: it is copied on its own.
-    body = n_batches - 1
-    rows = order[first:first + body * stride].reshape(body, stride)
-    rows[:, :width] = sequence[:body * width].reshape(body, width)
-    last = first + body * stride
-    order[last:last + width] = sequence[body * width:]
-    return True
+        return None
+    return int(start[0]), step + width, width
+
+
+def _place_run(order, even, rank, values):
+    """Ranks ``rank .. rank + len(values) - 1`` of an evenly spaced stratum into ``order``."""
+    first, stride, width = even
+    count = values.shape[0]
+    batch, column = divmod(rank, width)
+    done = 0
+    if column:
+        # The end of a batch the previous piece began.
+        done = min(width - column, count)
+        at = first + batch * stride + column
+        order[at:at + done] = values[:done]
+        batch += 1
+    whole = (count - done) // width
+    if whole:
+        # Whole batches as rows of a 2-D view, the last one on its own (a whole
+        # stride after it may run past the end of ``order``).
+        body = whole - 1
+        at = first + batch * stride
+        if body:
+            view = order[at:at + body * stride].reshape(body, stride)
+            view[:, :width] = values[done:done + body * width].reshape(body, width)
+        at += body * stride
+        done += body * width
+        order[at:at + width] = values[done:done + width]
+        done += width
+        batch += whole
+    if done < count:
+        at = first + batch * stride
+        order[at:at + count - done] = values[done:]
 
 
 def _scatter_blocks(order, sequence, start, cuts):

@@ -449,3 +449,25 @@ def test_first_members_widen_the_prefix_until_it_holds_enough():
         np.testing.assert_array_equal(_first_members(main, codes_in_order, 1, needed, 40),
                                       expected[:needed])
     assert _first_members(main, codes_in_order, 0, 0, 4960).shape == (0,)
+
+
+@settings(max_examples=60, deadline=None)
+@given(width=st.integers(1, 5), gap=st.integers(0, 4), n_batches=st.integers(2, 12),
+       first=st.integers(0, 4), data=st.data())
+def test_evenly_spaced_pieces_land_where_the_formula_says(width, gap, n_batches, first, data):
+    from pystratum._assemble import _even_layout, _place_run
+
+    stride = width + gap
+    start = first + np.arange(n_batches, dtype=np.int64) * gap  # start[b] + rank = position
+    even = _even_layout(start, np.full(n_batches, width, dtype=np.int64))
+    assert even == (first, stride, width)
+    total = n_batches * width
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, total - 1), max_size=6))))
+    order = np.full(first + (n_batches - 1) * stride + width, -1, dtype=np.int64)
+    values = np.arange(total, dtype=np.int64) + 100
+    for low, high in zip([0] + cuts, cuts + [total]):  # the sequence in arbitrary pieces
+        _place_run(order, even, low, values[low:high])
+    expected = np.full_like(order, -1)
+    ranks = np.arange(total)
+    expected[first + ranks // width * stride + ranks % width] = values
+    np.testing.assert_array_equal(order, expected)
