@@ -14,7 +14,8 @@ Rows, per N (labels: 3 classes, 90% / 7% / 3%):
   number M of served rows (ratio = ours / torch); for Downsample also
   against ``BatchSampler(RandomSampler(range(N), num_samples=M), 99)``,
   torch's way to serve a fresh random M of the same N rows each epoch (it
-  permutes all N, as Downsample does); and against the peers:
+  permutes all N, as Downsample does), and with ``rng="index"`` (no
+  permutation of all N rows); and against the peers:
   pytorch-metric-learning's ``MPerClassSampler(labels, 33, batch_size=99,
   length_before_new_iter=M)`` (same composition, same number of rows) and a
   restatement of LibAUC's ``DualSampler`` algorithm (``DualSamplerRestated``
@@ -170,6 +171,13 @@ def main():
             print(f"| {n:.0e} | sampler: {name} vs BatchSampler(RandomSampler(range(M))) | "
                   f"{ours:.3f} | {base:.3f} | {ours / base:.2f} |")
             if isinstance(policy, Downsample):
+                # rng="index": no permutation of all N rows (keyed bijections per stratum).
+                lazy = StratifiedBatchSampler(y, policy, seed=1, rng="index")
+                ours_lazy, base = best_pair(lambda: consume(lazy),
+                                            lambda: consume(torch_sampler), args.repeats)
+                print(f"| {n:.0e} | sampler (rng='index'): {name} vs BatchSampler("
+                      f"RandomSampler(range(M))) | {ours_lazy:.3f} | {base:.3f} | "
+                      f"{ours_lazy / base:.2f} |")
                 # torch's way to serve a fresh random M of the same N rows each epoch.
                 subset = BatchSampler(RandomSampler(range(n), num_samples=served), 99,
                                       drop_last=False)
