@@ -1,29 +1,40 @@
-"""A set of non-negative int64 keys with vectorised membership (pure numpy).
+"""A set of non-negative int64 keys with exact, vectorised membership.
 
 Observed (user, item) pairs become keys ``user * num_items + item``; every
 generated negative is checked against them, so a lookup is paid once per
-negative and almost always answers "absent". Both levels hash a key with
-Fibonacci hashing, ``h = key * 2^64/phi`` (mod 2^64), and use its top bits:
+negative and almost always answers "absent". All levels hash with
+Fibonacci hashing, ``h = x * 2^64/phi`` (mod 2^64), and use its top bits:
 
+0. (Grouped queries, built when ``num_items`` is given.) One 64-bit word per
+   user, hashed to 2 words per user at most (16 MiB for 10^6 users): each
+   observed pair sets two bits of its user's word, chosen by its item's
+   hash. A batch's negatives come k per positive with the positive's user,
+   so the word is read once for k items; an item whose two bits are not
+   both set is certainly not observed by that user (about 91% of draws
+   for users with 10 items). This matters because a read at a random place
+   of a structure larger than the cache costs about as much as three
+   ``Generator.integers`` draws here; one per user instead of one per draw
+   is what brought the check from 6x to about 2x the draws.
 1. A filter of 16-bit words with about 24 bits per key (2^24 words, 32
    MiB, for 10^7 keys): the top bits of ``h`` choose a word, the next 8 bits
    one of 256 masks with two bits set, and a key sets its mask's bits in its
    word. A query whose two bits are not both set is certainly absent; about
-   1% of absent queries pass (one bit per key would pass 4%). Testing is
-   one read in a table a fifth the size of the observed pairs, with no
-   probe loop.
+   1% of absent queries pass.
 2. The distinct hashes, sorted, with the offset of each bucket (top bits of
-   h, about 2.4 hashes per bucket): the queries the filter passes are
+   h, about 2.4 hashes per bucket): the queries the filters pass are
    compared against their bucket's few hashes. ``h`` is a bijection of the
    key (the multiplier is odd), so equal hashes mean equal keys.
 
-For 4 * 10^6 queries among 10^7 keys this takes about half the CPU time of
-the open-addressing table it replaces (which probed every query), in 140
-MiB instead of 256 MiB (``benchmarks/bench_negatives.py``; ``searchsorted``
-on sorted keys is about 20 times slower still).
+Every answer is exact, so which structure or code path answers cannot
+change a sampled batch. With numba installed (the ``fast`` extra) the
+queries go through compiled loops (``_pairset_numba``) over the same
+tables; ``PYSTRATUM_NUMBA=0`` keeps numpy. Figures:
+``benchmarks/results_focused.md``.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -42,6 +53,13 @@ _FILTER_MAX_WORD_BITS = 30
 _MASK_BITS = 8
 # Distinct hashes per bucket on average are between 2 and 4.
 _KEYS_PER_BUCKET = 4
+# User words: at least 2 per user (few users share a word), at most one per 4 keys.
+_USER_WORDS_PER_USER = 2
+_KEYS_PER_USER_WORD = 4
+# Grouped queries: positives per chunk (the chunk's arrays stay in cache).
+_GROUP_CHUNK = 1 << 13
+# Top 12 bits of item * multiplier: which two bits of the user's word.
+_ITEM_MASK_SHIFT = np.uint64(52)
 
 def _two_bit_masks() -> np.ndarray:
     """256 masks of a 16-bit word, each with two distinct bits set."""
@@ -54,16 +72,69 @@ def _two_bit_masks() -> np.ndarray:
 _MASKS = _two_bit_masks()
 
 
+def _two_bit_masks_64() -> np.ndarray:
+    """4096 masks of a 64-bit word, each with two distinct bits set."""
+    index = np.arange(1 << 12)
+    first, second = index >> 6, index & 63
+    second = np.where(second == first, (first + 1) & 63, second)
+    one = np.uint64(1)
+    return (np.left_shift(one, first.astype(np.uint64))
+            | np.left_shift(one, second.astype(np.uint64))).astype(np.uint64)
+
+
+_MASKS_64 = _two_bit_masks_64()
+
+_COMPILED = None  # the numba kernels, or False when unavailable or switched off
+
+
+def compiled():
+    """The compiled kernels (``pystratum._pairset_numba``), or None.
+
+    Used when numba is installed (the ``fast`` extra) unless the environment
+    sets ``PYSTRATUM_NUMBA=0``. Both paths give identical answers.
+    """
+    global _COMPILED
+    if _COMPILED is None:
+        _COMPILED = False
+        if os.environ.get("PYSTRATUM_NUMBA", "1") != "0":
+            try:
+                from . import _pairset_numba
+            except ImportError:
+                pass
+            else:
+                _COMPILED = _pairset_numba
+    return _COMPILED or None
+
+
+def _use_compiled(accelerated):
+    """None: the default (``compiled()``); True: the kernels, whatever the environment."""
+    if accelerated is None:
+        return compiled()
+    if not accelerated:
+        return None
+    try:
+        from . import _pairset_numba
+    except ImportError as error:
+        raise ImportError(f"the compiled membership test needs numba ({error}): pip install "
+                          f"numba, or the 'fast' extra.") from None
+    return _pairset_numba
+
+
 class PairSet:
     """The distinct keys of ``keys`` (non-negative int64), with ``contains(queries)``.
 
     ``len(set)`` is the number of distinct keys, so ``keys.size - len(set)``
-    counts duplicates. ``contains`` is exact: the filter only decides which
-    queries need a bucket comparison.
+    counts duplicates. ``contains`` is exact: the filters only decide which
+    queries need a bucket comparison. With ``num_items`` (keys are
+    ``user * num_items + item``) the set also answers grouped queries,
+    ``contains_grouped(users, items)``, through one word per user.
     """
 
-    def __init__(self, keys: np.ndarray):
+    def __init__(self, keys: np.ndarray, num_items: int | None = None):
         keys = np.asarray(keys, dtype=np.int64)
+        self._num_items = None if num_items is None else int(num_items)
+        if self._num_items is not None:
+            self._build_user_words(keys)
         hashed = keys.view(np.uint64) * _MULTIPLIER
         hashed.sort()
         if hashed.size > 1:
@@ -104,21 +175,133 @@ class PairSet:
                 bit = np.uint16(1 << b)
                 self._filter[word[(mask & bit) != 0]] |= bit
 
+    def _build_user_words(self, keys: np.ndarray) -> None:
+        """One 64-bit word per user (hashed), two bits per key chosen by its item's hash.
+
+        A grouped query reads its user's word once for all its items (one
+        uncached read per user instead of one per item); an item whose bit
+        is clear is certainly not observed by that user.
+        """
+        num_items = self._num_items
+        num_users = int(keys.max()) // num_items + 1 if keys.size else 1
+        words = min(_USER_WORDS_PER_USER * num_users, max(1, keys.size // _KEYS_PER_USER_WORD))
+        word_bits = max(1, (max(words, 2) - 1).bit_length())
+        self._user_shift = np.uint64(64 - word_bits)
+        self._user_words = np.zeros(1 << word_bits, dtype=np.uint64)
+        for start in range(0, keys.size, _BUILD_CHUNK):
+            chunk = keys[start:start + _BUILD_CHUNK]
+            word = self._user_word_index(chunk // num_items)
+            mask = _MASKS_64[self._item_mask_index(chunk % num_items)]
+            # One pass per bit: repeated words in one buffered |= could lose writes.
+            for b in range(64):
+                bit = np.uint64(1 << b)
+                self._user_words[word[(mask & bit) != 0]] |= bit
+
+    def _user_word_index(self, users: np.ndarray) -> np.ndarray:
+        hashed = np.multiply(users.view(np.uint64), _MULTIPLIER)
+        np.right_shift(hashed, self._user_shift, out=hashed)
+        return hashed.view(np.int64)
+
+    @staticmethod
+    def _item_mask_index(items: np.ndarray) -> np.ndarray:
+        hashed = np.multiply(items.view(np.uint64), _MULTIPLIER)
+        np.right_shift(hashed, _ITEM_MASK_SHIFT, out=hashed)
+        return hashed.view(np.int64)
+
     def __len__(self) -> int:
         return self._size
 
     @property
     def nbytes(self) -> int:
-        return int(self._hashes.nbytes + self._offsets.nbytes + self._filter.nbytes)
+        words = 0 if self._num_items is None else self._user_words.nbytes
+        return int(self._hashes.nbytes + self._offsets.nbytes + self._filter.nbytes + words)
 
-    def contains(self, queries: np.ndarray) -> np.ndarray:
-        """Boolean array: which queries (non-negative int64) are in the set."""
+    def contains(self, queries: np.ndarray, accelerated=None) -> np.ndarray:
+        """Boolean array: which queries (non-negative int64) are in the set.
+
+        ``accelerated``: None uses the compiled kernels when numba is
+        available; True requires them; False uses numpy. Same answers.
+        """
+        out = np.zeros(np.shape(queries)[0], dtype=bool)
+        out[self.members(queries, accelerated)] = True
+        return out
+
+    def members(self, queries: np.ndarray, accelerated=None) -> np.ndarray:
+        """Positions (ascending, int64) of the queries that are in the set."""
         queries = np.ascontiguousarray(queries, dtype=np.int64)
-        out = self._filter_pass(queries)
+        kernels = _use_compiled(accelerated)
+        if kernels is not None:
+            hits = np.empty(queries.shape[0], dtype=np.int64)
+            found = kernels.members(queries, hits, self._filter, self._filter_shift, _MASKS,
+                                    self._hashes, self._offsets, self._bucket_shift)
+            return hits[:found].copy()
+        candidates = np.flatnonzero(self._filter_pass(queries))
+        if candidates.size:
+            candidates = candidates[self._bucket_contains(queries[candidates])]
+        return candidates
+
+    def contains_grouped(self, users: np.ndarray, items: np.ndarray,
+                         accelerated=None) -> np.ndarray:
+        """Boolean array: which pairs ``(users[j], items[j*k + t])`` are in the set.
+
+        See :meth:`members_grouped`.
+        """
+        out = np.zeros(np.shape(items)[0], dtype=bool)
+        out[self.members_grouped(users, items, accelerated)] = True
+        return out
+
+    def members_grouped(self, users: np.ndarray, items: np.ndarray,
+                        accelerated=None) -> np.ndarray:
+        """Slots ``r = j*k + t`` (ascending, int64) where ``(users[j], items[r])`` is in the set.
+
+        ``items`` holds k items per entry of ``users`` (``k = items.size //
+        users.size``), the layout of a batch's negatives. The answer is the
+        same as ``members(repeat(users, k) * num_items + items)``; each
+        user's word is read once for its k items, so only the items whose
+        two bits are set in it (about (1 - exp(-2 n_u / 64))^2 of them for a
+        user with n_u observed items, more for users sharing its word) go on
+        to the filter and the buckets.
+        """
+        if self._num_items is None:
+            raise ValueError("members_grouped needs a PairSet built with num_items.")
+        users = np.ascontiguousarray(users, dtype=np.int64)
+        items = np.ascontiguousarray(items, dtype=np.int64)
+        n = users.shape[0]
+        k = items.shape[0] // n if n else 0
+        if n * k != items.shape[0]:
+            raise ValueError(f"items must hold k items per user, got {items.shape[0]} items for "
+                             f"{n} users.")
+        kernels = _use_compiled(accelerated)
+        if kernels is not None:
+            hits = np.empty(n * k, dtype=np.int64)
+            found = 0
+            if n:
+                found = kernels.members_grouped(
+                    users, items, k, self._num_items, self._user_words, self._user_shift,
+                    _MASKS_64, _ITEM_MASK_SHIFT, hits, self._filter, self._filter_shift, _MASKS,
+                    self._hashes, self._offsets, self._bucket_shift)
+            return hits[:found].copy()
+        out = np.empty(n * k, dtype=bool)
+        width = min(n, _GROUP_CHUNK)
+        mask = np.empty((width, k), dtype=np.uint64)
+        hit = np.empty((width, k), dtype=np.uint64)
+        for start in range(0, n, _GROUP_CHUNK):
+            chunk = users[start:start + _GROUP_CHUNK]
+            c = chunk.shape[0]
+            word = np.take(self._user_words, self._user_word_index(chunk))
+            m, h = mask[:c], hit[:c]
+            np.multiply(items[start * k:(start + c) * k].reshape(c, k).view(np.uint64),
+                        _MULTIPLIER, out=h)
+            np.right_shift(h, _ITEM_MASK_SHIFT, out=h)
+            np.take(_MASKS_64, h.view(np.int64), out=m)
+            np.bitwise_and(m, word[:, None], out=h)
+            np.equal(h, m, out=out[start * k:(start + c) * k].reshape(c, k))
         candidates = np.flatnonzero(out)
         if candidates.size:
-            out[candidates] = self._bucket_contains(queries[candidates])
-        return out
+            keys = users[candidates // k] * self._num_items
+            keys += items[candidates]
+            candidates = candidates[self.members(keys, accelerated=False)]
+        return candidates
 
     def _filter_pass(self, queries: np.ndarray) -> np.ndarray:
         """False where a query is certainly absent (a bit of its mask is clear)."""

@@ -313,7 +313,7 @@ class NegativePairSampler:
 
         keys = users * self.num_items
         keys += items
-        self._pairs = PairSet(keys)
+        self._pairs = PairSet(keys, num_items=self.num_items)
         self._kept = None  # positions kept after dropping duplicates (None: all)
         n_duplicates = keys.shape[0] - len(self._pairs)
         if n_duplicates:
@@ -750,7 +750,11 @@ class NegativePairSampler:
     def _reject(self, users, items, draw_users, draw_items, epoch, index):
         """Redraw observed pairs in place: pending slots in slot order, round after round."""
         num_items = self.num_items
-        pending = np.flatnonzero(self._pairs.contains(users * num_items + items))
+        if self.pair_with == "user":
+            # The k negatives of a positive share its user: its word is read once for all k.
+            pending = self._pairs.members_grouped(users[::self.negatives], items)
+        else:
+            pending = self._pairs.members(users * num_items + items)
         rounds = 1
         while pending.size:
             if rounds >= self.max_rounds:
@@ -763,7 +767,7 @@ class NegativePairSampler:
             if self.pair_with == "random":
                 users[pending] = draw_users(pending.size)
             items[pending] = draw_items(pending.size)
-            again = self._pairs.contains(users[pending] * num_items + items[pending])
+            again = self._pairs.members(users[pending] * num_items + items[pending])
             pending = pending[again]
             rounds += 1
 

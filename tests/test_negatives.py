@@ -474,6 +474,68 @@ def test_pair_set_crowded_buckets_and_filter_bits(prefix_bits, count, seed):
                                   [q in members for q in queries.tolist()])
 
 
+@settings(max_examples=40)
+@given(num_users=st.integers(1, 300), num_items=st.integers(1, 10**6),
+       count=st.integers(0, 400), k=st.integers(1, 6), seed=st.integers(0, 2**32 - 1),
+       heavy=st.booleans())
+def test_pair_set_grouped_members_equal_a_python_set_in_numpy_and_compiled(
+        num_users, num_items, count, k, seed, heavy):
+    """members_grouped (user words, filter, buckets) and members give the exact answer,
+    through numpy and through the compiled kernels alike; heavy users fill their word."""
+    import numba  # noqa: F401  (the dev extra installs it: the compiled path is tested)
+
+    from pystratum._pairset import PairSet
+
+    gen = np.random.default_rng(seed)
+    users = gen.integers(0, num_users, count)
+    items = gen.integers(0, num_items, count)
+    if heavy:  # one user observing many items: every bit of its word set
+        users = np.r_[users, np.zeros(200, dtype=np.int64)]
+        items = np.r_[items, gen.integers(0, num_items, 200)]
+    keys = users * num_items + items
+    pairs = PairSet(keys, num_items=num_items)
+    members = set(keys.tolist())
+    assert len(pairs) == len(members)
+    n = 150
+    query_users = gen.integers(0, num_users, n)
+    query_items = gen.integers(0, num_items, n * k)
+    if users.size:  # half the rows' first item an observed pair of that row's user
+        chosen = gen.integers(0, users.size, n)
+        query_users[::2] = users[chosen[::2]]
+        query_items.reshape(n, k)[::2, 0] = items[chosen[::2]]
+    query_keys = np.repeat(query_users, k) * num_items + query_items
+    expected = np.flatnonzero([q in members for q in query_keys.tolist()])
+    for accelerated in (False, True):
+        np.testing.assert_array_equal(
+            pairs.members_grouped(query_users, query_items, accelerated=accelerated), expected)
+        np.testing.assert_array_equal(pairs.members(query_keys, accelerated=accelerated),
+                                      expected)
+        contained = pairs.contains_grouped(query_users, query_items, accelerated=accelerated)
+        np.testing.assert_array_equal(np.flatnonzero(contained), expected)
+
+
+@pytest.mark.parametrize("pair_with", ["user", "random"])
+@pytest.mark.parametrize("rng", ["numpy", "R"])
+def test_compiled_and_numpy_membership_give_the_same_batches(monkeypatch, pair_with, rng):
+    """The compiled kernels only answer membership, exactly: every batch is the same."""
+    import pystratum._pairset as pairset
+    import pystratum._pairset_numba as kernels  # the dev extra installs numba
+
+    # Whatever PYSTRATUM_NUMBA says in this run: first compiled, then numpy.
+    monkeypatch.setattr(pairset, "_COMPILED", kernels)
+    users, items, observed = implicit_data(60, 80, 0.3, 7)
+    kw = dict(num_items=80, negatives=4, batch_size=64, seed=11, rng=rng, pair_with=pair_with)
+    compiled = NegativePairSampler(users, items, **kw).epoch_batches(2)
+    monkeypatch.setattr(pairset, "_COMPILED", False)  # as with PYSTRATUM_NUMBA=0
+    assert pairset.compiled() is None
+    plain = NegativePairSampler(users, items, **kw)
+    expected = plain.epoch_batches(2)
+    for got, want in zip(compiled, expected, strict=True):
+        for name, value in want.as_dict().items():
+            np.testing.assert_array_equal(getattr(got, name), value)
+    check_epoch(plain, expected, observed)
+
+
 def test_the_core_does_not_import_torch():
     import subprocess
     import sys

@@ -1,0 +1,107 @@
+"""Compiled membership tests for ``_pairset.PairSet`` (optional: needs numba).
+
+The same three levels as the numpy path (user words, the 16-bit filter,
+the bucketed sorted hashes), with the same hashes and tables, so the
+answers are identical: both paths are exact. What compiling buys is fusion:
+numpy pays a full pass over the queries for every step, this pays one loop.
+
+Each chunk runs in phases so that uncached reads do not wait on one
+another: the reads of one phase are independent loads in a tight loop
+(many in flight at once), and the branches that depend on them come in the
+next phase. A loop that tested a filter word and branched on it right away
+would pay the whole memory latency for every query that reaches it.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+_CHUNK = 4096
+
+
+@numba.njit(nogil=True, boundscheck=False, cache=True)
+def _finish(queries, hashed, count, hits, found, filt, filter_shift, masks16, hashes, offsets,
+            bucket_shift, words):
+    """Filter then buckets for ``queries[:count]`` (their hashes in ``hashed``): appends the
+    slots found to ``hits[found:]`` in order and returns the new ``found``."""
+    low = np.uint64(255)
+    eight = np.uint64(8)
+    for c in range(count):
+        words[c] = filt[np.int64((hashed[c] >> filter_shift) >> eight)]
+    for c in range(count):
+        mask = masks16[np.int64((hashed[c] >> filter_shift) & low)]
+        if (words[c] & mask) != mask:
+            continue
+        h = hashed[c]
+        bucket = np.int64(h >> bucket_shift)
+        for q in range(offsets[bucket], offsets[bucket + 1]):
+            if hashes[q] == h:
+                hits[found] = queries[c]
+                found += 1
+                break
+    return found
+
+
+@numba.njit(nogil=True, boundscheck=False, cache=True)
+def members(keys, hits, filt, filter_shift, masks16, hashes, offsets, bucket_shift):
+    """Writes the positions i with keys[i] in the set to ``hits`` (ascending); returns their count."""
+    n = keys.shape[0]
+    queries = np.empty(_CHUNK, np.int64)
+    hashed = np.empty(_CHUNK, np.uint64)
+    words = np.empty(_CHUNK, np.uint16)
+    found = 0
+    for start in range(0, n, _CHUNK):
+        stop = min(n, start + _CHUNK)
+        for i in range(start, stop):
+            queries[i - start] = i
+            hashed[i - start] = np.uint64(keys[i]) * _MULTIPLIER
+        found = _finish(queries, hashed, stop - start, hits, found, filt, filter_shift, masks16,
+                        hashes, offsets, bucket_shift, words)
+    return found
+
+
+@numba.njit(nogil=True, boundscheck=False, cache=True)
+def members_grouped(users, items, k, num_items, user_words, user_shift, masks64, mask_shift,
+                    hits, filt, filter_shift, masks16, hashes, offsets, bucket_shift):
+    """Writes the slots r = j*k + t with (users[j], items[r]) in the set to ``hits``
+    (ascending); returns their count."""
+    n = users.shape[0]
+    chunk = max(1, _CHUNK // k)
+    user_word = np.empty(chunk, np.uint64)
+    queries = np.empty(chunk * k, np.int64)
+    hashed = np.empty(chunk * k, np.uint64)
+    words = np.empty(chunk * k, np.uint16)
+    found = 0
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        for j in range(start, stop):
+            user_word[j - start] = user_words[np.int64((np.uint64(users[j]) * _MULTIPLIER)
+                                                       >> user_shift)]
+        # Items whose two bits are set in their user's word go on (branch-free
+        # append). One flat loop with a counter: a nested loop over k items
+        # (a short, unknown trip count) costs about half as much again.
+        count = 0
+        j = start
+        t = 0
+        word = user_word[0]
+        base = users[start] * num_items
+        for r in range(start * k, stop * k):
+            item = items[r]
+            mask = masks64[np.int64((np.uint64(item) * _MULTIPLIER) >> mask_shift)]
+            queries[count] = r
+            hashed[count] = np.uint64(base + item)
+            count += (word & mask) == mask
+            t += 1
+            if t == k:
+                t = 0
+                j += 1
+                if j < stop:
+                    word = user_word[j - start]
+                    base = users[j] * num_items
+        for c in range(count):
+            hashed[c] *= _MULTIPLIER
+        found = _finish(queries, hashed, count, hits, found, filt, filter_shift, masks16, hashes,
+                        offsets, bucket_shift, words)
+    return found
