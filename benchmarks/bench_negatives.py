@@ -12,7 +12,8 @@ Run:  .venv/bin/python benchmarks/bench_negatives.py [P] [batch_size ...]
    is built) against the observed pairs' own arrays (two int64 arrays,
    16 P bytes; target: within 2x).
 2. Exact ways to draw 4 * 10^6 negatives of 10^6 observed pairs' users:
-   rejection with the sampler's pair set (filter + buckets), rejection with
+   rejection with the sampler's pair set (per draw: filter + buckets; grouped
+   by positive: user words first, in numpy and compiled), rejection with
    ``searchsorted`` on the sorted keys, and sampling from each user's
    complement (j uniform in [0, num_items - m_u), mapped to the user's j-th
    unobserved item by ``searchsorted`` on ``user * num_items + (o_i - i)``
@@ -30,12 +31,14 @@ Compare ratios, not seconds.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import tracemalloc
 
 import numpy as np
 
+import pystratum._pairset as pairset
 from pystratum._pairset import PairSet
 from pystratum.negatives import NegativePairSampler
 
@@ -73,6 +76,19 @@ def run_epoch(sampler):
     for batch in sampler:
         rows += len(batch)
     return rows
+
+
+@contextlib.contextmanager
+def membership_path(path):
+    """Membership through the compiled kernels (numba) or numpy: the same answers."""
+    saved = pairset._COMPILED
+    pairset._COMPILED = False if path == "numpy" else None
+    try:
+        if path == "compiled" and pairset.compiled() is None:
+            raise SystemExit("numba is not installed: pip install numba (the 'fast' extra)")
+        yield
+    finally:
+        pairset._COMPILED = saved
 
 
 def negatives_only(sampler, epoch=0):
@@ -121,26 +137,33 @@ def large(num_pairs, batch_sizes):
           f"peak {build_peak[0] / own:.2f}x the observed arrays ({own / 2**20:.0f} MiB)")
     for batch_size in batch_sizes:
         sampler = build(batch_size)
-        seconds, wall, rows = timed_both(lambda: run_epoch(sampler))
-        assert rows == users.size * (1 + K)
-        baseline = min(baseline, baseline_seconds())  # the machine is shared: best seen
+        for path in ("compiled", "numpy"):
+            with membership_path(path):
+                seconds, wall, rows = timed_both(lambda: run_epoch(sampler))
+                assert rows == users.size * (1 + K)
+                seconds = min(seconds, timed(lambda: run_epoch(sampler))[0])
+                own_negatives = min(negatives_only(sampler) for _ in range(REPEATS))
+            baseline = min(baseline, baseline_seconds())  # the machine is shared: best seen
+            print(f"   [{path}] epoch, batch_size={batch_size:>6,}: {seconds:6.2f} s CPU "
+                  f"({wall:.2f} s wall) = {seconds / baseline:5.1f}x integers; the epoch's "
+                  f"negatives alone (draws + rejection): {own_negatives:.3f} s = "
+                  f"{own_negatives / baseline:.2f}x integers (best baseline so far "
+                  f"{baseline:.3f} s)")
         peak = traced_peak(lambda: run_epoch(sampler))
-        resident = sampler._pairs.nbytes + np.asarray(sampler._log_free).nbytes
-        print(f"   epoch, batch_size={batch_size:>6,}: {seconds:6.2f} s CPU ({wall:.2f} s wall) = "
-              f"{seconds / baseline:5.1f}x integers (best baseline so far); memory: sampler's "
-              f"own structures {resident / own:.2f}x + epoch temporaries {peak / own:.2f}x = "
-              f"{(resident + peak) / own:.2f}x the observed arrays")
+        resident = sampler._pairs.nbytes + sampler._user_terms.nbytes
+        print(f"      memory: sampler's own structures {resident / own:.2f}x + epoch temporaries "
+              f"{peak / own:.2f}x = {(resident + peak) / own:.2f}x the observed arrays")
+        permutation = min(timed(lambda: sampler._stream.permutation(sampler.num_pairs, 0))[0]
+                          for _ in range(2))
+        print(f"      the epoch's permutation alone (engine stream): {permutation:.2f} s = "
+              f"{permutation / baseline:.1f}x")
         off = NegativePairSampler(users, items, num_items=num_items, num_users=num_users,
                                   negatives=K, batch_size=batch_size, seed=1,
                                   duplicates="drop", reject_observed=False)
-        off_seconds, off_wall, _ = timed_both(lambda: run_epoch(off))
+        off_seconds = min(timed(lambda: run_epoch(off))[0] for _ in range(2))
         del off
-        print(f"      same epoch, rejection off: {off_seconds:.2f} s CPU ({off_wall:.2f} s wall) = "
+        print(f"      same epoch, rejection off: {off_seconds:.2f} s CPU = "
               f"{off_seconds / baseline:.1f}x")
-        own_negatives = min(negatives_only(sampler) for _ in range(2))
-        baseline = min(baseline, baseline_seconds())
-        print(f"      the epoch's negatives alone (draws + rejection): {own_negatives:.2f} s = "
-              f"{own_negatives / baseline:.1f}x integers")
     return users, items, num_items
 
 
@@ -148,12 +171,18 @@ def membership(users, items, num_items):
     keys = users * num_items + items
     some = users[:10**6]
     pos_users = np.repeat(some, K)
-    pairs = PairSet(keys)
+    pairs = PairSet(keys, num_items=num_items)
 
     def by_pair_set():
         drawn = np.random.default_rng(2).integers(0, num_items, pos_users.size)
-        pending = np.flatnonzero(pairs.contains(pos_users * num_items + drawn))
+        pending = pairs.members(pos_users * num_items + drawn, accelerated=False)
         return drawn, pending
+
+    def by_grouped(accelerated):
+        def draw_and_check():
+            drawn = np.random.default_rng(2).integers(0, num_items, pos_users.size)
+            return drawn, pairs.members_grouped(some, drawn, accelerated=accelerated)
+        return draw_and_check
 
     ordered = np.sort(keys)
 
@@ -188,18 +217,26 @@ def membership(users, items, num_items):
     draw_only = min(timed(lambda: np.random.default_rng(2).integers(
         0, num_items, pos_users.size))[0] for _ in range(REPEATS))
     results = {}
+    by_grouped(True)()  # compile outside the timing
     for name, function in (("pair set", by_pair_set), ("searchsorted", by_search),
-                           ("complement", by_complement)):
-        results[name] = min(timed(function)[0] for _ in range(2 if name != "searchsorted" else 1))
+                           ("complement", by_complement), ("grouped", by_grouped(False)),
+                           ("grouped compiled", by_grouped(True))):
+        results[name] = min(timed(function)[0]
+                            for _ in range(REPEATS if name != "searchsorted" else 1))
     hashed_pending = by_pair_set()[1]
     assert np.array_equal(hashed_pending, by_search()[1])
+    assert np.array_equal(hashed_pending, by_grouped(False)()[1])
+    assert np.array_equal(hashed_pending, by_grouped(True)()[1])
     drawn = by_complement()[0]
     assert not pairs.contains(pos_users * num_items + drawn).any() and drawn.max() < num_items
     print(f"\n2. {pos_users.size:,} negatives of 10^6 pairs' users among {keys.size:,} pairs "
           f"(Generator.integers alone {draw_only:.3f} s):")
-    print(f"   draw + PairSet (filter + buckets, {pairs.nbytes / 2**20:.0f} MiB): "
+    print(f"   draw + PairSet per draw (filter + buckets, numpy): "
           f"{results['pair set']:.3f} s = {results['pair set'] / draw_only:.1f}x; then "
           f"{hashed_pending.size} redraws")
+    for name in ("grouped", "grouped compiled"):
+        print(f"   draw + PairSet {name} (user words + filter + buckets, {pairs.nbytes / 2**20:.0f} "
+              f"MiB): {results[name]:.3f} s = {results[name] / draw_only:.1f}x")
     print(f"   draw + searchsorted on sorted keys: {results['searchsorted']:.3f} s = "
           f"{results['searchsorted'] / draw_only:.1f}x")
     print(f"   complement (integers(0, free_u) + user-sorted searchsorted): "

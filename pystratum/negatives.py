@@ -569,8 +569,15 @@ class NegativePairSampler:
                 observed_weight, total)
             if self.reject_observed:
                 self._check_user_acceptance(n_observed, observed_weight, free / total)
+            # Per user: log(free) and the weight exp(log free) / k of its negatives,
+            # side by side (real, imag) so a batch reads both in one gather; the
+            # same arithmetic per element as computing them per row.
+            terms = np.empty(free.shape[0], dtype=np.complex128)
             with np.errstate(divide="ignore"):
-                self._log_free = np.log(free)
+                terms.real = np.log(free)
+            terms.imag = np.exp(terms.real) / k
+            self._user_terms = terms
+            self._log_free = terms.real  # a view
         else:
             free = self.num_users * total - (pair_weight_total if self.reject_observed else 0.0)
             if self.reject_observed:
@@ -706,18 +713,20 @@ class NegativePairSampler:
         np.take(self.items, chosen, out=item[:n])
         neg_users, neg_items = user[n:], item[n:]
         if self.pair_with == "user":
-            neg_users.reshape(n, k)[:] = user[:n, None]
+            _fill_columns(neg_users, user[:n], k)
         self._draw_negatives(epoch, index, neg_users, neg_items)
-        log_q = np.zeros(n + m)
-        weight = np.ones(n + m)
+        log_q = np.empty(n + m)
+        weight = np.empty(n + m)
+        log_q[:n] = 0.0
+        weight[:n] = 1.0
         # Same arithmetic as R (log w_i - log free, weight exp(-log_q) / k), so
         # the values agree bit for bit; per-user terms are computed once per
-        # observed pair and broadcast over its k rows.
+        # user (at construction) and copied to the k rows of each positive.
         if self.pair_with == "user":
-            free = self._log_free[user[:n]]
-            log_q[n:].reshape(n, k)[:] = -free[:, None]
+            terms = np.take(self._user_terms, user[:n])
+            _fill_columns(log_q[n:], -terms.real, k)
             if self._weights is None:
-                weight[n:].reshape(n, k)[:] = (np.exp(free) / k)[:, None]
+                _fill_columns(weight[n:], terms.imag, k)
             else:
                 log_q[n:] += self._log_weights[neg_items]
                 weight[n:] = np.exp(-log_q[n:]) / k
@@ -727,10 +736,12 @@ class NegativePairSampler:
         else:
             np.subtract(self._log_weights[neg_items], self._log_free, out=log_q[n:])
             weight[n:] = np.exp(-log_q[n:]) / k
-        positive = np.full(n + m, -1, dtype=np.int64)
+        positive = np.empty(n + m, dtype=np.int64)
         positive[:n] = chosen if self._kept is None else self._kept[chosen]
-        label = np.zeros(n + m, dtype=np.int8)
+        positive[n:] = -1
+        label = np.empty(n + m, dtype=np.int8)
         label[:n] = 1
+        label[n:] = 0
         return NegativeBatch(epoch=epoch, index=index, negatives=k, positive=positive,
                              user=user, item=item, label=label, log_q=log_q, weight=weight)
 
@@ -934,6 +945,14 @@ def _id_array(values, name: str) -> np.ndarray:
                 f"{name} must hold ids >= 0 (0-based), got {name}[{position}]="
                 f"{int(array[position])}. Map ids to 0..n-1 first (e.g. pandas.factorize).")
     return np.ascontiguousarray(array)
+
+
+def _fill_columns(out, values, k):
+    """out[j*k + t] = values[j] for every t < k (column by column: faster than a broadcast
+    whose inner loop is only k long)."""
+    rows = out.reshape(values.shape[0], k)
+    for t in range(k):
+        rows[:, t] = values
 
 
 def _check_upper(array, name, upper, upper_name):
