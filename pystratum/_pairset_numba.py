@@ -5,20 +5,49 @@ the bucketed sorted hashes), with the same hashes and tables, so the
 answers are identical: both paths are exact. What compiling buys is fusion:
 numpy pays a full pass over the queries for every step, this pays one loop.
 
-Each chunk runs in phases so that uncached reads do not wait on one
-another: the reads of one phase are independent loads in a tight loop
-(many in flight at once), and the branches that depend on them come in the
-next phase. A loop that tested a filter word and branched on it right away
-would pay the whole memory latency for every query that reaches it.
+Uncached reads must not wait on one another: the users' words are
+prefetched a few positives ahead, and the filter words of the queries that
+pass them are read in a tight loop of independent loads (many in flight at
+once) before the branches that depend on them. A loop that read a word and
+branched on it right away would pay the whole memory latency for every
+query (about four times slower here).
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import binding, ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _CHUNK = 4096
+# Positives ahead whose user word is prefetched.
+_AHEAD = 16
+# LLVM 15 and later name the intrinsic by its opaque pointer type.
+_PREFETCH = "llvm.prefetch.p0" if binding.llvm_version_info >= (15,) else "llvm.prefetch.p0i8"
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """A hint to load ``array[index]`` into the cache; no effect on any value."""
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        view = context.make_array(array_type)(context, builder, args[0])
+        pointer = cgutils.get_item_pointer(context, builder, array_type, view, [args[1]],
+                                           wraparound=False)
+        byte_pointer = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]),
+            _PREFETCH)
+        # read, keep in all cache levels, data cache
+        builder.call(function, [builder.bitcast(pointer, byte_pointer), ir.Constant(i32, 0),
+                                ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(array, index), codegen
 
 
 @numba.njit(nogil=True, boundscheck=False, cache=True)
@@ -69,37 +98,28 @@ def members_grouped(users, items, k, num_items, user_words, user_shift, masks64,
     (ascending); returns their count."""
     n = users.shape[0]
     chunk = max(1, _CHUNK // k)
-    user_word = np.empty(chunk, np.uint64)
     queries = np.empty(chunk * k, np.int64)
     hashed = np.empty(chunk * k, np.uint64)
     words = np.empty(chunk * k, np.uint16)
     found = 0
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
-        for j in range(start, stop):
-            user_word[j - start] = user_words[np.int64((np.uint64(users[j]) * _MULTIPLIER)
-                                                       >> user_shift)]
         # Items whose two bits are set in their user's word go on (branch-free
-        # append). One flat loop with a counter: a nested loop over k items
-        # (a short, unknown trip count) costs about half as much again.
+        # append). The word of the user _AHEAD positives on is prefetched: a
+        # plain load would stall the loop on every user's uncached word.
         count = 0
-        j = start
-        t = 0
-        word = user_word[0]
-        base = users[start] * num_items
-        for r in range(start * k, stop * k):
-            item = items[r]
-            mask = masks64[np.int64((np.uint64(item) * _MULTIPLIER) >> mask_shift)]
-            queries[count] = r
-            hashed[count] = np.uint64(base + item)
-            count += (word & mask) == mask
-            t += 1
-            if t == k:
-                t = 0
-                j += 1
-                if j < stop:
-                    word = user_word[j - start]
-                    base = users[j] * num_items
+        for j in range(start, stop):
+            if j + _AHEAD < n:
+                _prefetch(user_words,
+                          np.int64((np.uint64(users[j + _AHEAD]) * _MULTIPLIER) >> user_shift))
+            word = user_words[np.int64((np.uint64(users[j]) * _MULTIPLIER) >> user_shift)]
+            base = users[j] * num_items
+            for r in range(j * k, j * k + k):
+                item = items[r]
+                mask = masks64[np.int64((np.uint64(item) * _MULTIPLIER) >> mask_shift)]
+                queries[count] = r
+                hashed[count] = np.uint64(base + item)
+                count += (word & mask) == mask
         for c in range(count):
             hashed[c] *= _MULTIPLIER
         found = _finish(queries, hashed, count, hits, found, filt, filter_shift, masks16, hashes,
