@@ -32,14 +32,21 @@ independent draws from the proposal restricted to the unobserved pairs.
 How rejection is checked, and what it costs
 -------------------------------------------
 Each draw is looked up among the observed pairs' keys
-``user * num_items + item`` in :class:`pystratum._pairset.PairSet`: a filter
-of 16-bit words (about 24 bits per observed pair, two bits per pair) says
-"certainly not observed" for about 99% of draws in one read; the others are
-compared with the few sorted hashes of their bucket. The check is exact, so
-the draws, the accepted pairs and the streams (Python and R alike) are
-those of any exact membership test. The structure takes about 0.95x the
-memory of the observed pairs' own two int64 arrays (the open-addressing
-table it replaced took 1.7x) and half the CPU time per lookup.
+``user * num_items + item`` in :class:`pystratum._pairset.PairSet`, exactly,
+so the draws, the accepted pairs and the streams (Python and R alike) are
+those of any exact membership test. With ``pair_with="user"`` the k draws
+of a positive share its user, so the first check reads one 64-bit word per
+user (two bits per observed pair of that user) for all k items: about 91%
+of draws (users with 10 items) are "certainly not observed" there. The
+rest go through a filter of 16-bit words (two bits per observed pair,
+about 99% of the remaining absent keys cleared) and then the few sorted
+hashes of their bucket. A read at a random place of a table larger than
+the cache costs about as much as three ``Generator.integers`` draws here,
+and the user word needs one per positive instead of one per draw. The
+structures take about 1x the memory of the observed pairs' own two int64
+arrays. With numba installed (the ``fast`` extra) the checks run as
+compiled loops over the same tables (``PYSTRATUM_NUMBA=0`` keeps numpy);
+the answers, hence the batches, are identical either way.
 
 Sampling from each user's complement instead (j uniform in
 ``[0, num_items - n_observed(u))``, mapped to the user's j-th unobserved
@@ -48,10 +55,10 @@ items o_i) gives the same distribution without redraws, but is slower in
 numpy: ``Generator.integers`` with a bound per element costs several times
 the scalar-bound draw, and a search per draw (even with the queries sorted
 by user) costs more than a filter read (``benchmarks/results_focused.md``). It is not
-used. A draw plus one exact membership test costs several times a bare
-``Generator.integers`` draw in numpy (about eight array passes and one
-uncached read per draw, against one compiled loop); see the results file for
-the figures.
+used. For 10^7 pairs and k = 4 the epoch's negatives (draws and rejection)
+cost about 3.3x a bare ``Generator.integers`` draw of the same count with the
+compiled check and about 4.5-5x in numpy, with large batches; see the
+results file for the figures, small batches and the whole epoch.
 
 Sampling probabilities (``log_q``) and importance weights (``weight``)
 ---------------------------------------------------------------------
