@@ -536,6 +536,32 @@ def test_compiled_and_numpy_membership_give_the_same_batches(monkeypatch, pair_w
     check_epoch(plain, expected, observed)
 
 
+def test_without_numba_the_numpy_path_serves_the_same_batches():
+    """numba is optional: where it cannot be imported the sampler uses numpy, same rows."""
+    import hashlib
+    import subprocess
+    import sys
+
+    import pystratum._pairset as pairset
+
+    assert pairset.compiled() is not None  # this process: the compiled path (dev extra)
+    users, items, _ = implicit_data(50, 70, 0.3, 3)
+    batches = NegativePairSampler(users, items, num_items=70, negatives=3, batch_size=40,
+                                  seed=2).epoch_batches(1)
+    digest = hashlib.sha256(b"".join(v.tobytes() for b in batches
+                                     for v in b.as_dict().values())).hexdigest()
+    code = ("import sys, hashlib, numpy as np; sys.modules['numba'] = None; "
+            "import pystratum._pairset as p; from pystratum.negatives import "
+            "NegativePairSampler; assert p.compiled() is None; "
+            f"u = np.array({users.tolist()}); i = np.array({items.tolist()}); "
+            "b = NegativePairSampler(u, i, num_items=70, negatives=3, batch_size=40, "
+            "seed=2).epoch_batches(1); print(hashlib.sha256(b''.join(v.tobytes() for x in b "
+            "for v in x.as_dict().values())).hexdigest())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == digest
+
+
 def test_the_core_does_not_import_torch():
     import subprocess
     import sys
