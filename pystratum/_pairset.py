@@ -16,7 +16,7 @@ Fibonacci hashing, ``h = x * 2^64/phi`` (mod 2^64), and use its top bits:
    of a structure larger than the cache costs about as much as three
    ``Generator.integers`` draws here; one read per user instead of one
    per draw is most of what took an epoch's negatives (draws and checks)
-   from 6.4x a bare draw to about 4.5-5x in numpy (about 3.3x compiled).
+   from 6.4x a bare draw to 4.7x-5.4x in numpy (3.3x-3.8x compiled).
 1. A filter of 16-bit words with about 24 bits per key (2^24 words, 32
    MiB, for 10^7 keys): the top bits of ``h`` choose a word, the next 8 bits
    one of 256 masks with two bits set, and a key sets its mask's bits in its

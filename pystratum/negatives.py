@@ -56,9 +56,10 @@ numpy: ``Generator.integers`` with a bound per element costs several times
 the scalar-bound draw, and a search per draw (even with the queries sorted
 by user) costs more than a filter read (``benchmarks/results_focused.md``). It is not
 used. For 10^7 pairs and k = 4 the epoch's negatives (draws and rejection)
-cost about 3.3x a bare ``Generator.integers`` draw of the same count with the
-compiled check and about 4.5-5x in numpy, with large batches; see the
-results file for the figures, small batches and the whole epoch.
+cost 3.3x-3.8x a bare ``Generator.integers`` draw of the same count with the
+compiled check and 4.7x-5.4x in numpy, with large batches (small batches
+pay a stream per batch); see the results file for the figures and the
+whole epoch.
 
 Sampling probabilities (``log_q``) and importance weights (``weight``)
 ---------------------------------------------------------------------
