@@ -235,21 +235,31 @@ def members_of_labels(values, *, directory=None):
     if hi - lo >= _DENSE_LABEL_SPAN:
         return None
     n_rows = values.shape[0]
+    lowest = values.dtype.type(lo)
+
+    def offsets(chunk):
+        # Subtracted in the labels' dtype only when unsigned (chunk >= lo, so
+        # no wrap); signed labels widen first, or int8 -100 - 100 wraps round.
+        if values.dtype.kind == "u":
+            return (chunk - lowest).astype(np.intp, copy=False)
+        return chunk.astype(np.intp) - lo
+
     counts = np.zeros(hi - lo + 1, dtype=np.int64)
     for start in range(0, n_rows, _CHUNK_ROWS):
-        chunk = values[start:start + _CHUNK_ROWS]
-        counts += np.bincount((chunk - lo).astype(np.intp, copy=False), minlength=counts.shape[0])
+        counts += np.bincount(offsets(values[start:start + _CHUNK_ROWS]),
+                              minlength=counts.shape[0])
     present = np.flatnonzero(counts)
     code_of_value = np.full(counts.shape[0], -1, dtype=np.int64)
     code_of_value[present] = np.arange(present.shape[0])
-    labels = (present + lo).tolist()
+    # Python ints: uint64 labels above 2**63 do not fit the offsets' int64.
+    labels = [int(offset) + lo for offset in present.tolist()]
     # Values 0..k-1 all present are the codes already.
     table = None if lo == 0 and present.shape[0] == counts.shape[0] else code_of_value
 
     def chunks():
         for start in range(0, n_rows, _CHUNK_ROWS):
             chunk = values[start:start + _CHUNK_ROWS]
-            yield (chunk if table is None else table[chunk - lo]), start
+            yield (chunk if table is None else table[offsets(chunk)]), start
 
     if is_bool:
         labels = [bool(v) for v in labels]
