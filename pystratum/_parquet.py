@@ -200,12 +200,15 @@ class _Encoder:
         values = array.dictionary.to_pylist()
         codes, labels = self.column_codes[k], self.column_labels[k]
         table = np.empty(len(values), dtype=np.int64)
+        # A dictionary (a categorical's categories) may list values no row
+        # has: they are no stratum, as for an in-memory categorical.
+        used = np.bincount(indices, minlength=len(values)) > 0
         for i, value in enumerate(values):
-            if isinstance(value, float) and math.isnan(value):
-                rows = np.flatnonzero(indices == i)
-                if rows.shape[0]:
-                    raise_missing(f"strata[{name!r}]", start + int(rows[0]), "nan")
+            if not used[i]:
                 continue
+            if isinstance(value, float) and math.isnan(value):
+                raise_missing(f"strata[{name!r}]", start + int(np.flatnonzero(indices == i)[0]),
+                              "nan")
             code = codes.get(value)
             if code is None:
                 code = codes[value] = len(labels)

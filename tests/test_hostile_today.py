@@ -76,3 +76,34 @@ def test_index_sampler_takes_labels_at_the_ends_of_their_dtype(values):
     batches = list(sampler)
     assert sorted(r for b in batches for r in b) == list(range(labels.shape[0]))
     assert batches == list(reference)
+
+
+def _reference_members(labels):
+    encoded = encode_strata(labels)
+    return members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
+
+
+@pytest.mark.parametrize("form", ["pyarrow_dictionary", "pandas_categorical"])
+def test_parquet_dictionary_values_no_row_uses_are_no_strata(tmp_path, form):
+    # A dictionary (or categorical's categories) may list values no row has;
+    # they became strata of 0 rows, and the sampler refused the data.
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from pystratum import parquet_strata
+
+    labels = np.array(["b", "a", "b", "c", "a", "c", "b", "a"])
+    path = tmp_path / "strata.parquet"
+    if form == "pyarrow_dictionary":
+        dictionary = pa.array(["unused", "c", "b", "a", "never"])
+        indices = pa.array([{"a": 3, "b": 2, "c": 1}[v] for v in labels], pa.int32())
+        pq.write_table(pa.table({"y": pa.DictionaryArray.from_arrays(indices, dictionary)}),
+                       path)
+    else:
+        import pandas as pd
+
+        pd.DataFrame({"y": pd.Categorical(list(labels), categories=["c", "unused", "b", "a"])}
+                     ).to_parquet(path)
+    members = parquet_strata(path, "y")
+    _assert_same_members(members, _reference_members(labels))
+    batches = list(StratifiedBatchSampler(members, 1, rng="index", seed=3))
+    assert batches == list(StratifiedBatchSampler(labels, 1, rng="index", seed=3))
