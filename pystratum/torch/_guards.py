@@ -32,12 +32,22 @@ def single_batch_error(reason: str, n_rows: int) -> ValueError:
     )
 
 
-def check_dataset_length(dataset, n_rows: int, where: str = "the dataset") -> None:
-    """ValueError unless ``len(dataset) == n_rows`` (datasets without a length pass)."""
+def check_dataset_length(dataset, n_rows: int, where: str = "the dataset",
+                         members: bool = False) -> None:
+    """ValueError unless ``len(dataset) == n_rows`` (datasets without a length pass).
+
+    ``members``: the strata are member lists (``StratumMembers``), not labels.
+    """
     try:
         n_data = len(dataset)
     except TypeError:
         return
+    if n_data != n_rows and members:
+        raise ValueError(
+            f"strata (member lists) cover {n_rows} rows but {where} has {n_data} rows: build "
+            f"the member lists from the same rows as the dataset, in its order (parquet_strata "
+            f"numbers rows in the order of the files listed, else sorted by path)."
+        )
     if n_data != n_rows:
         raise ValueError(
             f"strata has {n_rows} labels but {where} has {n_data} rows: pass one label per "
@@ -56,7 +66,8 @@ def check_iterating_caller(sampler, frame, n_rows: int) -> None:
         return
     if isinstance(caller, _BaseDataLoaderIter):
         if getattr(caller, "_index_sampler", None) is sampler:
-            check_dataset_length(caller._dataset, n_rows, "the DataLoader's dataset")
+            check_dataset_length(caller._dataset, n_rows, "the DataLoader's dataset",
+                                 members=getattr(sampler, "_from_members", False))
         return
     try:
         holds_us = caller.__dict__.get("sampler") is sampler

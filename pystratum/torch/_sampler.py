@@ -151,7 +151,9 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         # labels are grouped chunk by chunk; no per-row code array is kept.
         lazy = self.rng == "index" and self.shuffle
         self._members = None
-        if isinstance(strata, StratumMembers):
+        # Errors about the data's length speak of member lists, not labels.
+        self._from_members = isinstance(strata, StratumMembers)
+        if self._from_members:
             if not lazy:
                 raise ValueError(
                     f"strata is a StratumMembers (member lists, e.g. from parquet_strata or "
@@ -181,7 +183,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         n_rows = self._strata.n_rows
         for data in (known_dataset, dataset):
             if data is not None:
-                check_dataset_length(data, n_rows)
+                check_dataset_length(data, n_rows, members=self._from_members)
 
         # Warn once, here, pointing at the caller's line; epochs do not repeat it.
         with warnings.catch_warnings(record=True) as caught:
