@@ -232,14 +232,9 @@ def sampling_cases(draw):
     return np.asarray(sizes, dtype=np.int64), policy
 
 
-def _codes_in_turn(batch_codes, first_rows):
-    turn = np.argsort(np.argsort(first_rows, kind="stable"), kind="stable")
-    return np.all(np.diff(turn[batch_codes]) >= 0)
-
-
-@settings(max_examples=60)
+@settings(max_examples=50)
 @given(case=sampling_cases(), rng=st.sampled_from(["numpy", "torch", "index", "R"]),
-       epoch=st.sampled_from([0, 1, 5]), shuffled=st.booleans(), seed=st.integers(0, 2**31))
+       epoch=st.sampled_from([0, 1, 3]), shuffled=st.booleans(), seed=st.integers(0, 2**31 - 1))
 def test_sampling_policies_serve_their_counts_table(case, rng, epoch, shuffled, seed):
     from pystratum import plan_batches
     from pystratum.policies import Downsample, StratumTooSmallWarning
@@ -262,12 +257,20 @@ def test_sampling_policies_serve_their_counts_table(case, rng, epoch, shuffled, 
     served = np.bincount(plan.order, minlength=codes.shape[0])
     per_stratum_served = np.bincount(codes[plan.order], minlength=sizes.shape[0])
     np.testing.assert_array_equal(per_stratum_served, plan.counts.sum(axis=0))
-    for b, batch in enumerate(plan.batches):
-        batch_codes = codes[np.asarray(batch, dtype=np.int64)]
-        np.testing.assert_array_equal(np.bincount(batch_codes, minlength=sizes.shape[0]),
-                                      plan.counts[b])
-        if not isinstance(policy, FixedSize):
-            assert _codes_in_turn(batch_codes, first_rows)  # stratum by stratum
+    bounds = np.asarray(plan.bounds, dtype=np.int64)
+    n_strata = sizes.shape[0]
+    batch_of = np.repeat(np.arange(bounds.shape[0] - 1), np.diff(bounds))
+    served_codes = codes[plan.order]
+    composition = np.bincount(batch_of * n_strata + served_codes,
+                              minlength=(bounds.shape[0] - 1) * n_strata)
+    np.testing.assert_array_equal(composition.reshape(-1, n_strata), plan.counts)
+    if not isinstance(policy, FixedSize):
+        # Stratum by stratum inside a batch, strata in order of first appearance.
+        turn = np.empty(n_strata, dtype=np.int64)
+        turn[np.argsort(first_rows, kind="stable")] = np.arange(n_strata)
+        steps = np.diff(turn[served_codes])
+        new_batch = np.diff(batch_of) != 0
+        assert (steps[~new_batch] >= 0).all()
     if isinstance(policy, FixedSize):
         assert (served == 1).all()
     elif isinstance(policy, Downsample):
@@ -316,7 +319,7 @@ def sampler_cases(draw):
 
 @settings(max_examples=40)
 @given(case=sampler_cases(), replicas=st.integers(1, 3), drop_last=st.booleans(),
-       epoch=st.integers(0, 3), seed=st.integers(0, 2**31))
+       epoch=st.integers(0, 3), seed=st.integers(0, 2**31 - 1))
 def test_index_sampler_from_members_serves_the_labels_batches(case, replicas, drop_last, epoch,
                                                               seed):
     from pystratum import grouped_strata
