@@ -46,7 +46,8 @@ def parquet_strata(source, columns, *, format="parquet", filesystem=None,
     (e.g. written partitioned by label), else the member array (4 bytes per
     row below 2**31 rows) plus one record batch. A missing value (null, or
     NaN in a float column) raises a ValueError naming the column and the
-    0-based row.
+    0-based row. Values a dictionary-encoded (categorical) column lists but
+    no row has are no strata, as for an in-memory categorical.
     """
     try:
         import pyarrow as pa
