@@ -77,6 +77,11 @@ def test_index_sampler_takes_labels_at_the_ends_of_their_dtype(values):
     batches = list(sampler)
     assert sorted(r for b in batches for r in b) == list(range(labels.shape[0]))
     assert batches == list(reference)
+    # lazy_plan groups such labels the same way.
+    from pystratum import lazy_plan
+
+    lazy = [b.tolist() for b in lazy_plan(labels, 1, seed=4)]
+    assert lazy == [b.tolist() for b in lazy_plan(reference._members, 1, seed=4)]
 
 
 def _reference_members(labels):
