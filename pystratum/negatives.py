@@ -122,13 +122,13 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
 from ._pairset import PairSet
+from ._progress import EpochProgress
 from ._seed_record import same_seed, seed_from_record, seed_to_record
 from ._sharding import rank_batch_count, rank_batch_indices
 from ._streams import PERMUTATION_RNG_CHOICES, make_stream
@@ -351,13 +351,7 @@ class NegativePairSampler:
                 f"replicas, or set drop_last=False.")
         self._set_up_probabilities()
 
-        # Progress. The pass that started last holds the position inside its
-        # epoch; between epochs the sampler knows only what comes next.
-        self._next_epoch = 0
-        self._resume = None  # (epoch, batches already yielded) from load_state_dict or a copy
-        self._active = None  # the _EpochPass that started last
-        self._epoch_explicit = False  # set_epoch/load_state_dict since the last epoch began
-        self._warned_set_epoch = False
+        self._progress = EpochProgress(type(self).__name__, self.num_replicas, self.rank)
         # (epoch, stream state before it, its permutation): computed once per epoch.
         self._epoch_cache = (None, None, None)
         self._digest = None
@@ -372,9 +366,7 @@ class NegativePairSampler:
     @property
     def epoch(self) -> int:
         """The epoch being served, or (between epochs) the one the next ``iter()`` serves."""
-        if self._active is not None and self._active.in_progress:
-            return self._active.epoch
-        return self._resume[0] if self._resume is not None else self._next_epoch
+        return self._progress.epoch
 
     def __len__(self) -> int:
         """Batches one ``iter()`` yields on this rank."""
@@ -388,12 +380,7 @@ class NegativePairSampler:
         epoch. After ``load_state_dict``, ``set_epoch`` with the restored
         epoch keeps the mid-epoch position; any other epoch starts it fresh.
         """
-        epoch = check_epoch(epoch)
-        self._epoch_explicit = True
-        if self._resume is not None and self._resume[0] == epoch:
-            return
-        self._resume = None
-        self._next_epoch = epoch
+        self._progress.set_epoch(check_epoch(epoch))
 
     def __iter__(self) -> Iterator[NegativeBatch]:
         """One epoch's batches for this rank (which epoch: see the class docstring)."""
@@ -429,15 +416,7 @@ class NegativePairSampler:
 
     def state_dict(self) -> dict:
         """Progress to resume from (plain Python values; ``torch.load(weights_only=True)`` safe)."""
-        active = self._active
-        if active is not None and active.in_progress:
-            epoch, yielded, stream_state = active.epoch, active.batches_yielded, active.stream_state
-        else:
-            epoch, yielded = self._resume if self._resume is not None else (self._next_epoch, 0)
-            if active is not None and active.epoch == epoch and self._resume is None:
-                stream_state = active.stream_state  # the epoch is served again (set_epoch rule)
-            else:
-                stream_state = self._stream.state_dict()
+        epoch, yielded, stream_state = self._progress.position(self._stream.state_dict)
         return {
             "format": _STATE_FORMAT,
             "epoch": int(epoch),
@@ -507,21 +486,13 @@ class NegativePairSampler:
                 f"pass what state_dict() returned, unmodified.") from None
         self._stream = stream
         self._epoch_cache = (None, None, None)
-        self._resume = (epoch, yielded)
-        self._next_epoch = epoch
-        self._active = None
-        self._epoch_explicit = True
+        self._progress.restore(epoch, yielded)
 
     def __getstate__(self) -> dict:
         # A copy or pickle is a checkpoint: an epoch in progress is continued
         # from the same batch by the copy (the live pass is not copied).
         state = self.__dict__.copy()
-        active = state["_active"]
-        if active is not None and active.in_progress:
-            state["_resume"] = (active.epoch, active.batches_yielded)
-            state["_next_epoch"] = active.epoch
-            state["_resume_stream_state"] = active.stream_state
-        state["_active"] = None
+        state["_progress"], state["_resume_stream_state"] = self._progress.checkpoint()
         state["_epoch_cache"] = (None, None, None)  # recomputed on demand
         return state
 
@@ -792,23 +763,7 @@ class NegativePairSampler:
 
     def _begin_epoch(self, epoch_pass: "_EpochPass"):
         """Called by ``epoch_pass`` at its first batch: which epoch, from which batch."""
-        if self._resume is not None:
-            epoch, start = self._resume
-            self._resume = None
-        else:
-            epoch, start = self._next_epoch, 0
-            last = self._active
-            # Several replicas: an epoch served to its end starting again without
-            # set_epoch is the symptom of a forgotten set_epoch (a peek before the
-            # epoch's loop is not).
-            if (self.num_replicas > 1 and not self._epoch_explicit and last is not None
-                    and last.exhausted and last.epoch == epoch):
-                self._warn_epoch_repeated(epoch)
-        # One replica: each iter() is the next epoch. Several: only set_epoch moves it,
-        # so an extra iter() on one rank cannot put it out of step with the others.
-        self._next_epoch = epoch + 1 if self.num_replicas == 1 else epoch
-        self._epoch_explicit = False
-        self._active = epoch_pass
+        epoch, start = self._progress.begin(epoch_pass)
         chosen = rank_batch_indices(self.num_batches, self.num_replicas, self.rank,
                                     self.drop_last, start=start).tolist()
         if not chosen:
@@ -820,20 +775,6 @@ class NegativePairSampler:
         stream_state, permutation = self._epoch_start(epoch)
         return epoch, start, stream_state, chosen, \
             lambda index: self._make_batch(epoch, index, permutation)
-
-    def _warn_epoch_repeated(self, epoch: int) -> None:
-        if self._warned_set_epoch:
-            return
-        self._warned_set_epoch = True
-        warnings.warn(
-            f"{type(self).__name__} (rank {self.rank} of num_replicas={self.num_replicas}) "
-            f"serves epoch {epoch} again: with several replicas the epoch changes only through "
-            f"set_epoch(), so that an extra iter() on one rank (a peek, a sanity check) cannot "
-            f"move it out of step with the other ranks. Call sampler.set_epoch(epoch) before "
-            f"each epoch, as with DistributedSampler. (Shown once.)",
-            UserWarning,
-            stacklevel=4,
-        )
 
 
 class _EpochPass:

@@ -23,6 +23,7 @@ from .._plan import (BatchPlan, advance_stream, check_strata_are_groups, plan_fr
                      resolve_policy)
 from .._lazy import LazyPlan
 from .._members import StratumMembers, members_digest, members_of_codes, members_of_labels
+from .._progress import EpochProgress
 from .._sharding import rank_batch_count, rank_batch_indices
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
@@ -205,13 +206,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
                 f"replicas, or drop_last=False (ranks then reuse whole batches)."
             )
         self._digest = None
-        # Progress. The iterator that started last holds the position inside
-        # its epoch; between epochs the sampler knows only what comes next.
-        self._next_epoch = 0
-        self._resume = None  # (epoch, batches already yielded) from load_state_dict or a copy
-        self._active = None  # the EpochIterator that started last
-        self._epoch_explicit = False  # set_epoch/load_state_dict since the last epoch began
-        self._warned_set_epoch = False
+        self._progress = EpochProgress(type(self).__name__, self.num_replicas, self.rank)
 
     # ------------------------------------------------------------------ public
 
@@ -228,9 +223,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
     @property
     def epoch(self) -> int:
         """The epoch being served, or (between epochs) the one the next ``iter()`` serves."""
-        if self._active is not None and self._active.in_progress:
-            return self._active.epoch
-        return self._resume[0] if self._resume is not None else self._next_epoch
+        return self._progress.epoch
 
     @property
     def sampler(self) -> EpochSetter:
@@ -253,12 +246,7 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         epoch. After ``load_state_dict``, ``set_epoch`` with the restored
         epoch keeps the mid-epoch position; any other epoch starts it fresh.
         """
-        epoch = check_epoch(epoch)
-        self._epoch_explicit = True
-        if self._resume is not None and self._resume[0] == epoch:
-            return
-        self._resume = None
-        self._next_epoch = epoch
+        self._progress.set_epoch(check_epoch(epoch))
 
     def __iter__(self) -> Iterator[list[int]]:
         # The frame that called iter() tells whether DataLoader uses us as a
@@ -284,15 +272,8 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         rank yields the same number of batches, so rank 0's state resumes
         every rank. The format is versioned (``state["format"]``).
         """
-        active = self._active
-        if active is not None and active.in_progress:
-            epoch, yielded, stream_state = active.epoch, active.batches_yielded, active.stream_state
-        else:
-            epoch, yielded = self._resume if self._resume is not None else (self._next_epoch, 0)
-            if active is not None and active.epoch == epoch and self._resume is None:
-                stream_state = active.stream_state  # the epoch is served again (set_epoch rule)
-            else:
-                stream_state = {} if self._stream is None else self._stream.state_dict()
+        epoch, yielded, stream_state = self._progress.position(
+            lambda: {} if self._stream is None else self._stream.state_dict())
         return self._state(epoch, yielded, stream_state).to_dict()
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -324,21 +305,13 @@ class StratifiedBatchSampler(Sampler[list[int]]):
                     f"Pass the dict StratifiedBatchSampler.state_dict() returned, unchanged."
                 ) from None
         self._stream = stream
-        self._resume = (saved.epoch, saved.batches_yielded)
-        self._next_epoch = saved.epoch
-        self._active = None
-        self._epoch_explicit = True
+        self._progress.restore(saved.epoch, saved.batches_yielded)
 
     def __getstate__(self) -> dict:
         # A copy or pickle is a checkpoint: an epoch in progress is continued
         # from the same batch by the copy (the live iterator is not copied).
         state = self.__dict__.copy()
-        active = state["_active"]
-        if active is not None and active.in_progress:
-            state["_resume"] = (active.epoch, active.batches_yielded)
-            state["_next_epoch"] = active.epoch
-            state["_resume_stream_state"] = active.stream_state
-        state["_active"] = None
+        state["_progress"], state["_resume_stream_state"] = self._progress.checkpoint()
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -372,41 +345,12 @@ class StratifiedBatchSampler(Sampler[list[int]]):
 
     def _begin_epoch(self, iterator: EpochIterator) -> EpochBatches:
         """Called by ``iterator`` at its first batch: which epoch, from where."""
-        if self._resume is not None:
-            epoch, start = self._resume
-            self._resume = None
-        else:
-            epoch, start = self._next_epoch, 0
-            last = self._active
-            # Several replicas: an epoch served to its end starting again without
-            # set_epoch is the symptom of a forgotten set_epoch (a peek before the
-            # epoch's loop is not).
-            if (self.num_replicas > 1 and not self._epoch_explicit and last is not None
-                    and last.exhausted and last.epoch == epoch):
-                self._warn_epoch_repeated(epoch)
-        # One replica: each iter() is the next epoch. Several: only set_epoch moves it.
-        self._next_epoch = epoch + 1 if self.num_replicas == 1 else epoch
-        self._epoch_explicit = False
-        self._active = iterator
+        epoch, start = self._progress.begin(iterator)
         if start >= len(self):
             # Resumed after the epoch's last batch: the rest of the epoch is empty.
             stream_state = {} if self._stream is None else self._stream.state_dict()
             return EpochBatches(epoch, start, _EMPTY, np.zeros(1, dtype=np.int64), stream_state)
         return self._rank_batches(epoch, start)
-
-    def _warn_epoch_repeated(self, epoch: int) -> None:
-        if self._warned_set_epoch:
-            return
-        self._warned_set_epoch = True
-        warnings.warn(
-            f"StratifiedBatchSampler (rank {self.rank} of num_replicas={self.num_replicas}) "
-            f"serves epoch {epoch} again: with several replicas the epoch changes only through "
-            f"set_epoch(), so that an extra iter() on one rank (a peek, a sanity check) cannot "
-            f"move it out of step with the other ranks. Call sampler.set_epoch(epoch) before "
-            f"each epoch, as with DistributedSampler. (Shown once.)",
-            UserWarning,
-            stacklevel=4,
-        )
 
     def _strata_digest(self) -> str:
         """A fingerprint of the partition of rows into strata (labels' names do not matter).

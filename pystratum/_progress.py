@@ -1,0 +1,124 @@
+"""Which epoch a sampler serves next, and from which batch: the epoch rule, once.
+
+Every sampler that DataLoader iterates once per epoch (the stratified batch
+sampler, the negative-pair sampler) follows the same rule:
+
+- one replica: each ``iter()`` serves the next epoch; ``set_epoch`` is optional;
+- several replicas: only ``set_epoch`` and ``load_state_dict`` move the epoch,
+  so an extra ``iter()`` on one rank (a peek, a sanity check) cannot put it out
+  of step with the other ranks; serving a finished epoch again without
+  ``set_epoch`` warns once (a forgotten ``set_epoch``);
+- after ``load_state_dict`` (or in a copy or pickle taken mid-epoch), the next
+  ``iter()`` continues the saved epoch from the saved batch; ``set_epoch`` with
+  that epoch keeps the position, any other epoch starts fresh.
+
+The pass that started last holds the position inside its epoch. A pass is any
+object with ``epoch``, ``batches_yielded``, ``in_progress``, ``exhausted`` and
+``stream_state`` (the stream's state before its epoch).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+__all__ = ["EpochProgress"]
+
+
+class EpochProgress:
+    """The epoch position of one sampler on one rank (torch-free)."""
+
+    def __init__(self, owner: str, num_replicas: int, rank: int):
+        self._owner = owner  # the sampler's class name, for the warning
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self._next_epoch = 0
+        self._resume = None  # (epoch, batches already yielded) from restore() or a copy
+        self._active = None  # the pass that started last
+        self._explicit = False  # set_epoch/restore since the last epoch began
+        self._warned = False
+
+    @property
+    def epoch(self) -> int:
+        """The epoch being served, or (between epochs) the one the next pass serves."""
+        if self._active is not None and self._active.in_progress:
+            return self._active.epoch
+        return self._resume[0] if self._resume is not None else self._next_epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """The next pass serves ``epoch`` (already validated by the caller)."""
+        self._explicit = True
+        if self._resume is not None and self._resume[0] == epoch:
+            return
+        self._resume = None
+        self._next_epoch = epoch
+
+    def restore(self, epoch: int, batches_yielded: int) -> None:
+        """The next pass continues ``epoch`` after ``batches_yielded`` batches."""
+        self._resume = (epoch, batches_yielded)
+        self._next_epoch = epoch
+        self._active = None
+        self._explicit = True
+
+    def begin(self, epoch_pass) -> tuple[int, int]:
+        """Called by ``epoch_pass`` at its first batch: (epoch, first batch) it serves."""
+        if self._resume is not None:
+            epoch, start = self._resume
+            self._resume = None
+        else:
+            epoch, start = self._next_epoch, 0
+            last = self._active
+            # An epoch served to its end starting again without set_epoch is the
+            # symptom of a forgotten set_epoch (a peek before the loop is not).
+            if (self.num_replicas > 1 and not self._explicit and last is not None
+                    and last.exhausted and last.epoch == epoch):
+                self._warn_epoch_repeated(epoch)
+        self._next_epoch = epoch + 1 if self.num_replicas == 1 else epoch
+        self._explicit = False
+        self._active = epoch_pass
+        return epoch, start
+
+    def position(self, stream_state: Callable[[], dict]) -> tuple[int, int, dict]:
+        """(epoch, batches yielded, stream state before that epoch) to save.
+
+        ``stream_state()`` gives the stream's current state, used when no pass
+        of the saved epoch has drawn from it yet.
+        """
+        active = self._active
+        if active is not None and active.in_progress:
+            return active.epoch, active.batches_yielded, active.stream_state
+        epoch, yielded = self._resume if self._resume is not None else (self._next_epoch, 0)
+        if active is not None and active.epoch == epoch and self._resume is None:
+            return epoch, yielded, active.stream_state  # the epoch is served again
+        return epoch, yielded, stream_state()
+
+    def checkpoint(self) -> tuple["EpochProgress", dict | None]:
+        """A detached copy for a copied or pickled sampler, and the stream state to restore.
+
+        An epoch in progress is continued by the copy from the same batch (the
+        live pass is not copied); the stream state is the one before that epoch
+        (None when no epoch is in progress: the stream is copied as it stands).
+        """
+        copy = EpochProgress.__new__(EpochProgress)
+        copy.__dict__.update(self.__dict__)
+        copy._active = None
+        active = self._active
+        if active is not None and active.in_progress:
+            copy._resume = (active.epoch, active.batches_yielded)
+            copy._next_epoch = active.epoch
+            return copy, active.stream_state
+        return copy, None
+
+    def _warn_epoch_repeated(self, epoch: int) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(
+            f"{self._owner} (rank {self.rank} of num_replicas={self.num_replicas}) serves epoch {epoch} again: with several replicas the epoch "
+            f"changes only through set_epoch(), so that an extra iter() on one rank (a peek, a "
+            f"sanity check) cannot move it out of step with the other ranks. Call "
+            f"sampler.set_epoch(epoch) before each epoch, as with DistributedSampler. "
+            f"(Shown once.)",
+            UserWarning,
+            stacklevel=5,
+        )
