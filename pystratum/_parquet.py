@@ -63,6 +63,12 @@ def parquet_strata(source, columns, *, format="parquet", filesystem=None,
             f"columns must be a column name or a non-empty list of column names, got "
             f"columns={columns!r}."
         )
+    repeated = sorted({c for c in names if names.count(c) > 1})
+    if repeated:
+        raise ValueError(
+            f"columns lists {repeated!r} more than once (columns={columns!r}); a repeated "
+            f"column adds nothing to the strata: list each column once."
+        )
     dataset = _open_dataset(source, format, filesystem, ds, pa)
     missing = [c for c in names if c not in dataset.schema.names]
     if missing:

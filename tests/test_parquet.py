@@ -106,3 +106,9 @@ def test_bad_arguments(tmp_path):
         parquet_strata(path, 3)
     with pytest.raises(TypeError, match="source must be a path"):
         parquet_strata(42, "y")
+
+
+def test_a_repeated_column_is_refused(tmp_path):
+    path = _write(tmp_path / "r", [{"y": [0, 1, 0, 1]}])
+    with pytest.raises(ValueError, match=r"columns lists \['y'\] more than once"):
+        parquet_strata(path, ["y", "y"])
