@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping
 
 import numpy as np
 
 from ._base import Allocation, Policy, as_policy, policy_from_params
-from ._shares import label_key, match_keys
+from ._shares import labelled_numbers, match_keys
 
 __all__ = ["Downsample"]
 
@@ -93,15 +92,7 @@ def _check_keep(keep):
             f"{type(keep).__name__}."
         )
     result = {}
-    for label, fraction in keep.items():
-        key = label_key(label)
-        if key in result:
-            raise ValueError(f"keep names stratum {key!r} twice (labels are matched by their "
-                             f"text: 1 and '1' are the same). Give each stratum one fraction.")
-        if isinstance(fraction, (bool, np.bool_)) or not isinstance(fraction, numbers.Real):
-            raise TypeError(f"keep must map labels to numbers, got keep[{label!r}]={fraction!r} "
-                            f"of type {type(fraction).__name__}.")
-        fraction = float(fraction)
+    for label, key, fraction in labelled_numbers(keep, "keep", "fraction"):
         if not (math.isfinite(fraction) and 0 < fraction <= 1):
             raise ValueError(f"keep fractions must be in (0, 1], got keep[{label!r}]="
                              f"{fraction!r}. Use 1 to keep every row of a stratum.")

@@ -44,6 +44,27 @@ def label_key(label) -> str:
     return str(label)
 
 
+def labelled_numbers(mapping, argument: str, what: str):
+    """``(label, key, number)`` for each item of a ``{label: number}`` dict.
+
+    Keys are the labels' text (:func:`label_key`); a stratum named twice, or a
+    value that is no real number, is an error naming ``argument`` and what
+    each value is (``what``: "share", "fraction").
+    """
+    seen = set()
+    for label, value in mapping.items():
+        key = label_key(label)
+        if key in seen:
+            raise ValueError(f"{argument} names stratum {key!r} twice (labels are matched by "
+                             f"their text: 1 and '1' are the same). Give each stratum one "
+                             f"{what}.")
+        seen.add(key)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{argument} must map labels to numbers, got {argument}[{label!r}]="
+                            f"{value!r} of type {type(value).__name__}.")
+        yield label, key, float(value)
+
+
 def match_keys(keys, strata, argument: str, fix: str) -> np.ndarray:
     """Index of the stratum each key names (``-1`` never: unknown keys are an error)."""
     texts = [label_key(label) for label in strata.labels]

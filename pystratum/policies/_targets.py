@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping
 
 import numpy as np
 
 from .._validation import check_int
 from ._base import Allocation, Policy, small_cuts
-from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, label_key, match_keys,
+from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, labelled_numbers, match_keys,
                       share_weights, weyl_step, window_hits)
 
 __all__ = ["Targets"]
@@ -236,15 +235,7 @@ def _check_shares(shares):
             f"shares={shares!r} of type {type(shares).__name__}."
         )
     result = {}
-    for label, share in shares.items():
-        key = label_key(label)
-        if key in result:
-            raise ValueError(f"shares names stratum {key!r} twice (labels are matched by their "
-                             f"text: 1 and '1' are the same). Give each stratum one share.")
-        if isinstance(share, (bool, np.bool_)) or not isinstance(share, numbers.Real):
-            raise TypeError(f"shares must map labels to numbers, got shares[{label!r}]={share!r} "
-                            f"of type {type(share).__name__}.")
-        share = float(share)
+    for label, key, share in labelled_numbers(shares, "shares", "share"):
         if not math.isfinite(share) or share < 0:
             raise ValueError(f"shares must be >= 0, got shares[{label!r}]={share!r}. Give a "
                              f"share of 0 to leave a stratum out.")
