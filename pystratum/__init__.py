@@ -1,17 +1,24 @@
 """pystratum: mini-batches that contain every stratum.
 
 Every batch holds what its policy promises (``MinPerStratum(m)``, or just
-``m``: at least ``m`` rows of every stratum), every row appears once per
-epoch, each epoch is a new shuffle, and with ``rng="R"`` and a seed the
-batches equal the R package's for the same seed (0-based here, 1-based in R).
-The default ``rng="numpy"`` is Python only.
+``m``: at least ``m`` rows of every stratum; see :mod:`pystratum.policies`),
+every row appears once per epoch (``MinPerStratum``, ``FixedSize``; the
+sampling policies ``Targets`` and ``Downsample`` recycle or leave out rows on
+purpose), each epoch is a new shuffle, and with ``rng="R"`` (or
+``rng="index"``) and a seed the batches equal the R package's for the same
+seed (0-based here, 1-based in R). The default ``rng="numpy"`` is Python
+only.
 
 Install: ``pip install stratabatch`` (the distribution name; the import name
 is ``pystratum``).
 
-The core (this namespace) needs numpy only. Framework layers live in
-``pystratum.torch`` (PyTorch samplers) and ``pystratum.r`` (rpy2 bindings to
-the R package).
+The core (this namespace) needs numpy only (``parquet_strata``: pyarrow).
+Lazy plans (``rng="index"``, :func:`lazy_plan`) compute any batch on demand
+from member lists (:class:`StratumMembers`, :func:`grouped_strata`,
+:func:`parquet_strata`). Framework layers live in ``pystratum.torch``
+(PyTorch samplers) and ``pystratum.r`` (rpy2 bindings to the R package);
+``pystratum.negatives`` generates negative pairs for (user, item) data and
+``pystratum.tree`` builds samplers from YAML sampling trees.
 """
 
 from . import policies

@@ -8,11 +8,19 @@ cuts, then list batches in order with rows in permuted order inside a batch
 * few strata: per-stratum running counts give each row its output position
   directly (rows of batch ``b`` before position ``j`` = per-stratum counts
   before ``j``, clipped to that stratum's cut range of batch ``b``);
-* many strata: chunk by chunk, a stable sort by stratum gives ranks and a
-  stable sort by batch gives places inside batches (counts carried over
-  from earlier chunks).
+* many strata: a stable sort by stratum gives ranks and a stable sort by
+  batch gives places inside batches.
 
-Both are exact integer computations; tests compare them with a plain loop.
+Both walk the permutation chunk by chunk (counts carried over from earlier
+chunks; the permutation may be int32, ``EpochStream.compact_permutation``)
+and read each rank's batch off the cuts with :class:`_BatchLookup`, so
+memory beyond the int64 result is O(chunk + S). Both are exact integer
+computations; tests compare them with a plain loop.
+
+Policies with pools or recycling (``Targets``, ``Downsample``) use
+:func:`assemble_by_stratum` instead: batches stratum by stratum, each row
+placed at its output position directly (an evenly spaced stratum through a
+strided 2-D view).
 """
 
 from __future__ import annotations

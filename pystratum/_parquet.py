@@ -35,7 +35,8 @@ def parquet_strata(source, columns, *, format="parquet", filesystem=None,
              (``"s3://bucket/data/"``, ``"memory://..."``) or a
              ``pyarrow.dataset.Dataset``.
     columns: the stratum column name, or a list of them (every distinct
-             combination of values is one stratum, labels are tuples).
+             combination of values is one stratum, labels are tuples); a
+             column listed twice is refused (ValueError).
     format:  ``"parquet"``, ``"arrow"``/``"ipc"`` or ``"feather"`` (pyarrow's names).
     members_directory: write the member array there (``rows.npy``) and map
              it read-only, so DataLoader workers and local ranks share it.
