@@ -200,7 +200,29 @@ def grouped_strata(sizes, labels=None) -> StratumMembers:
             f"labels must have one label per stratum ({sizes_array.shape[0]}), got "
             f"{len(labels)} labels."
         )
+    if labels is not None:
+        _check_distinct_labels(labels)
     return members_of_runs(sizes_array, labels)
+
+
+def _check_distinct_labels(labels):
+    """Strata are told apart by their labels: two runs with one label would be two strata
+    that every policy keyed by label (Targets, Downsample) cannot tell apart."""
+    first = {}
+    for k, label in enumerate(labels):
+        try:
+            j = first.setdefault(label, k)
+        except TypeError:
+            raise TypeError(
+                f"labels must be hashable (strings, numbers, tuples), got labels[{k}]={label!r} "
+                f"of type {type(label).__name__}."
+            ) from None
+        if j != k:
+            raise ValueError(
+                f"labels[{j}] and labels[{k}] are both {label!r}: each run of rows is one "
+                f"stratum and needs its own label. If the two runs are one stratum, store its "
+                f"rows together and give its size once."
+            )
 
 
 def members_of_runs(sizes, labels=None) -> StratumMembers:

@@ -24,6 +24,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ._members import StratumMembers
 from ._validation import show
 
 # Besides the encoder, the input predicates and the missing-value check are
@@ -121,6 +122,14 @@ def strata_columns(strata, name: str = "strata") -> list:
     keep their mask, which :func:`encode_strata` reports as missing values).
     pystratum.r uses it too, so both accept and refuse the same input.
     """
+    if isinstance(strata, StratumMembers):
+        raise TypeError(
+            f"{name} is a StratumMembers (member lists, as parquet_strata() and "
+            f"grouped_strata() return), which only the on-demand plan reads: use "
+            f"pystratum.lazy_plan({name}, policy, seed=...) or "
+            f"pystratum.torch.StratifiedBatchSampler({name}, policy, rng='index'); "
+            f"for this function pass the labels themselves."
+        )
     if is_dataframe(strata):
         if strata.shape[1] == 0:
             raise ValueError(

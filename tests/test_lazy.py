@@ -338,3 +338,21 @@ def test_integer_labels_take_the_chunked_path_with_the_encoders_result(values, m
     assert members_of_labels(np.array([0, 70_000])) is None
     assert members_of_labels(np.array(["a", "b"])) is None
     assert members_of_labels([0, 1]) is None
+
+
+def test_grouped_strata_labels_name_one_stratum_each():
+    from pystratum import grouped_strata
+
+    with pytest.raises(ValueError, match=r"labels\[0\] and labels\[2\] are both 'a'"):
+        grouped_strata([90, 10, 5], labels=["a", "b", "a"])
+    with pytest.raises(TypeError, match=r"labels must be hashable.*labels\[1\]=\[1\]"):
+        grouped_strata([90, 10], labels=["a", [1]])
+
+
+@pytest.mark.parametrize("function", ["stratified_batches", "plan_batches"])
+def test_member_lists_given_to_the_materialised_plan_name_the_lazy_plan(function):
+    import pystratum
+
+    members = pystratum.grouped_strata([90, 10])
+    with pytest.raises(TypeError, match=r"strata is a StratumMembers.*pystratum\.lazy_plan"):
+        getattr(pystratum, function)(members, 1, seed=1)
