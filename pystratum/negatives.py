@@ -129,7 +129,7 @@ import numpy as np
 
 from ._pairset import PairSet
 from ._progress import EpochProgress
-from ._seed_record import same_seed, seed_from_record, seed_to_record
+from ._state_record import check_envelope, same_seed, seed_from_record, seed_to_record
 from ._sharding import rank_batch_count, rank_batch_indices
 from ._streams import PERMUTATION_RNG_CHOICES, make_stream
 from ._validation import _show, check_bool, check_choice, check_epoch, check_int
@@ -442,16 +442,7 @@ class NegativePairSampler:
         The saved seed replaces this sampler's; everything else (pairs, item
         weights, k, batch_size, rng, replicas, ...) must match, else ValueError.
         """
-        if not isinstance(state_dict, dict):
-            raise TypeError(
-                f"state_dict must be the dict NegativePairSampler.state_dict() returned, got "
-                f"{type(state_dict).__name__}.")
-        missing = [key for key in _STATE_KEYS if key not in state_dict]
-        if state_dict.get("format") != _STATE_FORMAT or missing:
-            raise ValueError(
-                f"state_dict is not a NegativePairSampler state (format "
-                f"{state_dict.get('format')!r}, expected {_STATE_FORMAT!r}; missing keys "
-                f"{missing}); pass what NegativePairSampler.state_dict() returned.")
+        check_envelope(state_dict, "NegativePairSampler", _STATE_FORMAT, _STATE_KEYS)
         for key in ("rng", "num_replicas", "drop_last", "negatives", "batch_size", "num_users",
                     "num_items", "reject_observed", "pair_with", "num_pairs"):
             mine = getattr(self, key)

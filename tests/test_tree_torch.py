@@ -165,7 +165,7 @@ def test_ddp_ranks_take_disjoint_whole_batches(tmp_path):
     config = {"n_rows": 2000, "tree": tree, "batch_size": 50, "num_workers": 0, "epochs": 2,
               "runs": runs}
     results = run_ranks("tree_ddp_worker", 2, config, tmp_path)
-    from pystratum._seed_record import seed_from_record
+    from pystratum._state_record import seed_from_record
 
     for k, run in enumerate(runs):
         ranks = [r["runs"][k] for r in results]

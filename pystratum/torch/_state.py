@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._seed_record import same_seed, seed_from_record, seed_to_record
+from .._state_record import same_seed, seed_from_record, seed_to_record
 from .._streams import RNG_CHOICES
 from .._validation import check_bool, check_choice, check_epoch, check_int
 

@@ -8,7 +8,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .._seed_record import same_seed, seed_from_record, seed_to_record
+from .._state_record import check_envelope, same_seed, seed_from_record, seed_to_record
 from .._streams import NumpyStream
 from .._validation import _show, check_int
 from ._aux import AuxGenerator
@@ -196,16 +196,7 @@ class TreeSampler:
         """Continue from :meth:`state_dict`: the next draw is the one the saved run
         would have made next. The saved seed replaces this sampler's; the tree
         (config and metadata) must be the saved one's."""
-        if not isinstance(state_dict, dict):
-            raise TypeError(
-                f"state_dict must be the dict TreeSampler.state_dict() returned, got "
-                f"{type(state_dict).__name__}.")
-        missing = [key for key in _STATE_KEYS if key not in state_dict]
-        if state_dict.get("format") != _STATE_FORMAT or missing:
-            raise ValueError(
-                f"state_dict is not a TreeSampler state (format {state_dict.get('format')!r}, "
-                f"expected {_STATE_FORMAT!r}; missing keys {missing}); pass what "
-                f"TreeSampler.state_dict() returned.")
+        check_envelope(state_dict, "TreeSampler", _STATE_FORMAT, _STATE_KEYS)
         if state_dict["tree_digest"] != self.tree_digest():
             raise ValueError(
                 "Cannot resume: the state was saved for another tree (config or metadata "

@@ -32,6 +32,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
     ) from error
 
 from .._sharding import rank_batch_count, rank_batch_indices
+from .._state_record import check_envelope
 from .._validation import check_bool, check_epoch, check_int
 from ..torch._distributed import resolve_replicas
 from ._sampler import TreeSampler
@@ -169,16 +170,7 @@ class TreeBatchSampler(Sampler[list]):
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Resume from :meth:`state_dict`: the next ``iter()`` continues that epoch."""
-        if not isinstance(state_dict, dict):
-            raise TypeError(
-                f"state_dict must be the dict TreeBatchSampler.state_dict() returned, got "
-                f"{type(state_dict).__name__}.")
-        missing = [key for key in _STATE_KEYS if key not in state_dict]
-        if state_dict.get("format") != _STATE_FORMAT or missing:
-            raise ValueError(
-                f"state_dict is not a TreeBatchSampler state (format "
-                f"{state_dict.get('format')!r}, expected {_STATE_FORMAT!r}; missing keys "
-                f"{missing}); pass what TreeBatchSampler.state_dict() returned.")
+        check_envelope(state_dict, "TreeBatchSampler", _STATE_FORMAT, _STATE_KEYS)
         for key, mine in (("batch_size", self.batch_size), ("num_replicas", self.num_replicas),
                           ("drop_last", self.drop_last)):
             if state_dict[key] != mine:

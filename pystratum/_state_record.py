@@ -1,10 +1,11 @@
-"""Seeds in resume states: plain values out, validated values back in.
+"""Resume states: plain values out, validated values back in.
 
-Every sampler's ``state_dict()`` carries its seed, and checkpoints must hold
-only plain values (``torch.load(weights_only=True)`` rejects numpy objects,
-JSON knows no SeedSequence). One record format for all samplers, read back
-with the same checks, so a corrupted seed is an error naming the key and the
-fix, never a bare KeyError or a silent reseed.
+Every sampler's ``state_dict()`` is a versioned dict carrying its seed, and
+checkpoints must hold only plain values (``torch.load(weights_only=True)``
+rejects numpy objects, JSON knows no SeedSequence). One envelope check and
+one seed record for all samplers, read back with the same checks, so a
+corrupted state is an error naming the key and the fix, never a bare
+KeyError or a silent reseed.
 """
 
 from __future__ import annotations
@@ -13,9 +14,23 @@ import numbers
 
 import numpy as np
 
-__all__ = ["seed_to_record", "seed_from_record", "same_seed"]
+__all__ = ["check_envelope", "seed_to_record", "seed_from_record", "same_seed"]
 
 _SEED_SEQUENCE_KEYS = ["entropy", "pool_size", "spawn_key"]
+
+
+def check_envelope(state_dict, owner: str, state_format: str, keys) -> None:
+    """Refuse what is not a dict of ``owner``'s format holding every key in ``keys``."""
+    if not isinstance(state_dict, dict):
+        raise TypeError(
+            f"state_dict must be the dict {owner}.state_dict() returned, got "
+            f"{type(state_dict).__name__}.")
+    missing = [key for key in keys if key not in state_dict]
+    if state_dict.get("format") != state_format or missing:
+        raise ValueError(
+            f"state_dict is not a {owner} state (format {state_dict.get('format')!r}, "
+            f"expected {state_format!r}; missing keys {missing}); pass what "
+            f"{owner}.state_dict() returned.")
 
 
 def seed_to_record(seed):
