@@ -140,7 +140,13 @@ def _open_dataset(source, format, filesystem, ds, pa):
 
 def _fsspec_filesystem(url):
     """pyarrow's view of an fsspec filesystem, and the path inside it."""
-    import fsspec
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError(
+            f"source={url!r} is a URL, which needs fsspec: pip install fsspec (or the "
+            f"'parquet' extra), or pass a local path."
+        ) from None
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
     fs, path = fsspec.core.url_to_fs(url)

@@ -1,5 +1,6 @@
 """Strata read from Parquet datasets chunk by chunk (pyarrow.dataset)."""
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -73,7 +74,6 @@ def test_missing_values_name_the_column_and_row(tmp_path):
 
 
 def test_fsspec_urls_and_file_lists(tmp_path):
-    fsspec = pytest.importorskip("fsspec")
     fs = fsspec.filesystem("memory")
     labels = np.array([3, 1, 3, 3, 2, 1, 3])
     for i, (a, b) in enumerate([(0, 3), (3, 7)]):
