@@ -2,35 +2,8 @@
 # golden vectors tests/vectors/index_stream.json (read by pytest too), and
 # their invariants.
 
-index_vectors_file = function() {
-  dir = Sys.getenv("PYSTRATUM_VECTORS_DIR")
-  if (nzchar(dir)) {
-    return(file.path(dir, "index_stream.json"))
-  }
-  dir = normalizePath(getwd(), mustWork = FALSE)
-  repeat {
-    candidate = file.path(dir, "tests", "vectors", "index_stream.json")
-    if (file.exists(candidate)) {
-      return(candidate)
-    }
-    parent = dirname(dir)
-    if (identical(parent, dir)) {
-      return(NULL)
-    }
-    dir = parent
-  }
-}
-
 read_index_vectors = function() {
-  path = index_vectors_file()
-  if (is.null(path) || !file.exists(path) || !requireNamespace("jsonlite", quietly = TRUE)) {
-    reason = "tests/vectors/index_stream.json or jsonlite not available"
-    if (identical(tolower(Sys.getenv("PYSTRATUM_REQUIRE_VECTORS")), "true")) {
-      fail(paste(reason, "(PYSTRATUM_REQUIRE_VECTORS=true, so this is a failure)"))
-    }
-    skip(reason)
-  }
-  vectors = jsonlite::fromJSON(path, simplifyVector = FALSE)
+  vectors = read_vectors("index_stream.json")
   cases = unlist(lapply(vectors$groups, function(group) group$cases), recursive = FALSE)
   list(header = vectors, cases = cases)
 }

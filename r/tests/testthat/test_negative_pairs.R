@@ -73,32 +73,8 @@ test_that("bad input names the argument", {
   expect_setequal(dropped[[1]]$positive[dropped[[1]]$label == 1L], seq_along(d$users))
 })
 
-find_negative_vectors = function() {
-  dir = Sys.getenv("PYSTRATUM_VECTORS_DIR")
-  if (nzchar(dir)) {
-    return(file.path(dir, "negative_pairs.json"))
-  }
-  dir = normalizePath(getwd(), mustWork = FALSE)
-  repeat {
-    candidate = file.path(dir, "tests", "vectors", "negative_pairs.json")
-    if (file.exists(candidate)) return(candidate)
-    parent = dirname(dir)
-    if (identical(parent, dir)) return(NULL)
-    dir = parent
-  }
-}
-
 test_that("golden vectors: R reproduces every case of tests/vectors/negative_pairs.json", {
-  path = find_negative_vectors()
-  if (is.null(path) || !file.exists(path)) {
-    reason = "golden vectors tests/vectors/negative_pairs.json not found"
-    if (identical(tolower(Sys.getenv("PYSTRATUM_REQUIRE_VECTORS")), "true")) fail(reason)
-    skip(reason)
-  }
-  if (!requireNamespace("jsonlite", quietly = TRUE)) {
-    skip("golden vectors need the jsonlite package")
-  }
-  vectors = jsonlite::fromJSON(path, simplifyVector = FALSE)
+  vectors = read_vectors("negative_pairs.json")
   expect_identical(vectors$index_base, 1L)
   for (case in vectors$cases) {
     input = lapply(case$input, function(v) {

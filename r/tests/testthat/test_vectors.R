@@ -1,38 +1,5 @@
-# The golden vectors in the repository's tests/vectors/batches.json, which
-# the Python suite reads too. Found via PYSTRATUM_VECTORS_DIR, or by walking
-# up from the working directory of a source checkout. When they cannot be
-# found the test skips with the reason, unless PYSTRATUM_REQUIRE_VECTORS=true
-# (set by CI), where a missing file is a failure.
-
-vectors_required = function() {
-  identical(tolower(Sys.getenv("PYSTRATUM_REQUIRE_VECTORS")), "true")
-}
-
-skip_or_fail = function(reason) {
-  if (vectors_required()) {
-    fail(paste(reason, "(PYSTRATUM_REQUIRE_VECTORS=true, so this is a failure)"))
-  }
-  skip(reason)
-}
-
-find_vectors_file = function() {
-  dir = Sys.getenv("PYSTRATUM_VECTORS_DIR")
-  if (nzchar(dir)) {
-    return(file.path(dir, "batches.json"))
-  }
-  dir = normalizePath(getwd(), mustWork = FALSE)
-  repeat {
-    candidate = file.path(dir, "tests", "vectors", "batches.json")
-    if (file.exists(candidate)) {
-      return(candidate)
-    }
-    parent = dirname(dir)
-    if (identical(parent, dir)) {
-      return(NULL)
-    }
-    dir = parent
-  }
-}
+# The golden vectors tests/vectors/batches.json (read by pytest too; see
+# helper_vectors.R for where they are found).
 
 # The inverse of the generator's strata_spec() (tests/vectors/generate_batches.R).
 strata_from_spec = function(spec) {
@@ -71,16 +38,7 @@ run_vector_case = function(case) {
 }
 
 test_that("golden vectors: R reproduces every case of tests/vectors/batches.json", {
-  path = find_vectors_file()
-  if (is.null(path) || !file.exists(path)) {
-    skip_or_fail(paste0(
-      "golden vectors not found: tests/vectors/batches.json is not above the working ",
-      "directory (", getwd(), "); set PYSTRATUM_VECTORS_DIR to the repository's tests/vectors"))
-  }
-  if (!requireNamespace("jsonlite", quietly = TRUE)) {
-    skip_or_fail("golden vectors need the jsonlite package")
-  }
-  vectors = jsonlite::fromJSON(path, simplifyVector = FALSE)
+  vectors = read_vectors("batches.json")
   expect_identical(vectors$index_base, 1L)
   expect_gte(length(vectors$cases), 40L)
   for (case in vectors$cases) {
@@ -106,14 +64,11 @@ test_that("golden vectors: R reproduces every case of tests/vectors/batches.json
 })
 
 test_that("golden vectors: the header says how they were made", {
-  path = find_vectors_file()
-  skip_if(is.null(path) || !file.exists(path) || !requireNamespace("jsonlite", quietly = TRUE),
-    "golden vectors or jsonlite not available (checked by the previous test)")
-  vectors = jsonlite::fromJSON(path, simplifyVector = FALSE)
+  vectors = read_vectors("batches.json")
   for (field in c("description", "generator", "r_version", "regenerate", "rng")) {
     expect_true(is.character(vectors[[field]]) && nzchar(vectors[[field]]), label = field)
   }
   ids = vapply(vectors$cases, function(case) case$id, "")
   expect_false(anyDuplicated(ids) > 0)
-  expect_lt(file.size(path), 1e6)
+  expect_lt(file.size(attr(vectors, "path")), 1e6)
 })
