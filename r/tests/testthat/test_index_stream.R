@@ -31,7 +31,8 @@ test_that("index stream: permutations, keys and batches equal the golden vectors
       expect_identical(lapply(batches, as.double),
         lapply(case$expected, function(b) as.double(unlist(b))), label = case$id)
       if (!is.null(case$expected_weights)) {
-        expect_equal(lapply(attr(batches, "weights"), as.double),
+        # N_s / k_s written with every digit: equal to the last bit, as pytest checks.
+        expect_identical(lapply(attr(batches, "weights"), as.double),
           lapply(case$expected_weights, function(w) as.double(unlist(w))), label = case$id)
       }
       seen[["batches"]] = seen[["batches"]] + 1
