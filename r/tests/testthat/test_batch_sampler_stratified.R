@@ -187,34 +187,22 @@ test_that("with torch: a torch_sampler class whose instances follow the contract
   expect_identical(batches, stratified_batches(task$data(cols = "y")$y, 1, seed = 2024))
 })
 
-test_that("with mlr3torch: training works and predictions keep the row order", {
+test_that("with mlr3torch: every policy trains; predictions keep every row in order", {
   skip_if_not_installed("mlr3torch")
   skip_if_not(torch::torch_is_installed(), "libtorch is not installed")
   task = mlr3::tsk("sonar")
   task$col_roles$stratum = "Class"
-  learner = mlr3::lrn("classif.mlp", epochs = 2, batch_size = 10, seed = 1,
-    batch_sampler = batch_sampler_stratified(2))
-  learner$train(task)
-  reference = learner$clone(deep = TRUE)
-  prediction = learner$predict(task)
-  expect_identical(prediction$row_ids, task$row_ids)
-  # The same network predicting with the default sampler gives the same rows.
-  reference$param_set$values$batch_sampler = NULL
-  expect_equal(reference$predict(task)$prob, prediction$prob)
-})
-
-test_that("with mlr3torch: Targets and Downsample train; predictions keep every row in order", {
-  skip_if_not_installed("mlr3torch")
-  skip_if_not(torch::torch_is_installed(), "libtorch is not installed")
-  task = mlr3::tsk("sonar")
-  task$col_roles$stratum = "Class"
-  for (policy in list(policy_targets("balanced", 10), policy_downsample(c(M = 0.5), 2))) {
+  samplers = list(batch_sampler_stratified(2),
+    batch_sampler_stratified(policy_targets("balanced", 10), seed = 1, rng = "R"),
+    batch_sampler_stratified(policy_downsample(c(M = 0.5), 2), seed = 1, rng = "R"))
+  for (sampler in samplers) {
     learner = mlr3::lrn("classif.mlp", epochs = 2, batch_size = 10, seed = 1,
-      batch_sampler = batch_sampler_stratified(policy, seed = 1, rng = "R"))
+      batch_sampler = sampler)
     learner$train(task)
     reference = learner$clone(deep = TRUE)
     prediction = learner$predict(task)
     expect_identical(prediction$row_ids, task$row_ids)
+    # The same network predicting with the default sampler gives the same rows.
     reference$param_set$values$batch_sampler = NULL
     expect_equal(reference$predict(task)$prob, prediction$prob)
   }
