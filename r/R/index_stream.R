@@ -107,6 +107,7 @@ assert_index_seed = function(seed) {
 # (perm_s keyed by seed, epoch and the stratum's turn). Pooled and recycled
 # strata (Targets, Downsample): rank r is pool rank r %% pool of pass
 # r %/% pool, pass p >= 1 a further bijection of the pool (stream turn + S p).
+# Row weights as assemble_epoch() attaches them.
 index_batches = function(encoded, allocation, seed, epoch) {
   cuts = allocation$cuts
   sizes = as.double(encoded$sizes)
@@ -127,11 +128,12 @@ index_batches = function(encoded, allocation, seed, epoch) {
     }
     members[[s]][index_permute_ranks(within, sizes[s], keys[, s]) + 1]
   }
-  lapply(seq_len(ncol(cuts) - 1L), function(b) {
+  batches = lapply(seq_len(ncol(cuts) - 1L), function(b) {
     unlist(lapply(turn_order, function(s) {
       lo = cuts[s, b]
       hi = cuts[s, b + 1L]
       if (hi > lo) rows_of(s, seq(lo, hi - 1)) else integer(0)
     }), use.names = FALSE)
   })
+  with_row_weights(batches, allocation, encoded$codes)
 }

@@ -401,11 +401,16 @@ pass_draw_order = function(extra, turn) {
   list(strata = strata, sizes = extra$pool[strata])
 }
 
-# Sizes of the extra draws epoch `epoch` makes after its main permutation.
-epoch_pass_sizes = function(policy, encoded, epoch) {
-  allocation = suppressWarnings(checked_allocation(policy, encoded, epoch),
-    classes = "pystratum_stratum_too_small")
+# Sizes of the extra draws an epoch of `allocation` makes after its main
+# permutation, in draw order.
+extra_pass_sizes = function(allocation, encoded) {
   pass_draw_order(extra_passes(allocation, encoded$sizes), first_appearance_turn(encoded))$sizes
+}
+
+# The same for epoch `epoch` of `policy` (an epoch skipped over).
+epoch_pass_sizes = function(policy, encoded, epoch) {
+  extra_pass_sizes(suppressWarnings(checked_allocation(policy, encoded, epoch),
+    classes = "pystratum_stratum_too_small"), encoded)
 }
 
 # The batches of one epoch for any policy: the main permutation (NULL for row
@@ -418,8 +423,7 @@ epoch_pass_sizes = function(policy, encoded, epoch) {
 # b lists the strata in order of first appearance in the data (independent
 # of how labels sort), stratum s giving ranks cuts[s, b] + 1 ..
 # cuts[s, b + 1] of its sequence. Mirrors pystratum._assemble.assemble_by_stratum.
-# With row_weights, the result carries attr(, "weights"): a list parallel to
-# the batches.
+# With row_weights, the result carries attr(, "weights") (with_row_weights()).
 assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE) {
   codes = encoded$codes
   batches = if (by_stratum) {
@@ -433,6 +437,12 @@ assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE) {
       all_batches[-length(all_batches)]
     }
   }
+  with_row_weights(batches, allocation, codes)
+}
+
+# The batches with attr(, "weights") (each row's weight, a list parallel to
+# the batches) when the allocation has row_weights; unchanged otherwise.
+with_row_weights = function(batches, allocation, codes) {
   if (!is.null(allocation$row_weights)) {
     attr(batches, "weights") = lapply(batches, function(rows) allocation$row_weights[codes[rows]])
   }

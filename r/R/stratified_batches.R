@@ -137,16 +137,9 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
   if (shuffle && rng == "index") {
     # Keyed bijections per stratum: no permutation of the rows is drawn.
     seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
-    batches = index_batches(encoded, allocation, seed, epoch)
-    if (!is.null(allocation$row_weights)) {
-      attr(batches, "weights") = lapply(batches, function(rows) {
-        allocation$row_weights[encoded$codes[rows]]
-      })
-    }
-    return(batches)
+    return(index_batches(encoded, allocation, seed, epoch))
   }
-  pass_sizes = pass_draw_order(extra_passes(allocation, encoded$sizes),
-    first_appearance_turn(encoded))$sizes
+  pass_sizes = extra_pass_sizes(allocation, encoded)
   draws = if (!shuffle) c(list(NULL), lapply(pass_sizes, seq_len)) else {
     assert_epoch_cost(epoch, encoded$n_rows, rng)
     draw = permutation_stream(rng, seed)

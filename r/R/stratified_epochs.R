@@ -52,21 +52,15 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
     allocation = if (served == 0L) allocation_0 else
       suppressWarnings(checked_allocation(policy, encoded, served, n_batches = ncol(counts)),
         classes = "pystratum_stratum_too_small")
-    pass_sizes = pass_draw_order(extra_passes(allocation, encoded$sizes),
-      first_appearance_turn(encoded))$sizes
-    draws = c(list(NULL), lapply(pass_sizes, seq_len))
     if (shuffle && rng == "index") {
       # Keyed bijections: epoch k is computed directly, no stream to keep.
       if (is.null(self$seed)) self$seed = sample.int(.Machine$integer.max, 1L) - 1
       batches = index_batches(encoded, allocation, self$seed, served)
-      if (!is.null(allocation$row_weights)) {
-        attr(batches, "weights") = lapply(batches, function(rows) {
-          allocation$row_weights[encoded$codes[rows]]
-        })
-      }
       served <<- served + 1L
       return(batches)
     }
+    pass_sizes = extra_pass_sizes(allocation, encoded)
+    draws = c(list(NULL), lapply(pass_sizes, seq_len))
     if (shuffle) {
       if (is.null(draw)) {
         draw <<- permutation_stream(rng, seed, torch_backend)
