@@ -21,11 +21,6 @@ EPOCH_COST_MAX = 1e8
 # are exact up to 2^53.
 TORCH_SEED_MAX = 2^53
 
-is_whole_number = function(x) {
-  (is.integer(x) || is.double(x)) && length(x) == 1L && !is.na(x) &&
-    is.finite(x) && x == trunc(x)
-}
-
 assert_whole_number = function(x, name, minimum = NULL, fix = "", maximum = NULL) {
   fail = function(kind, what) {
     text = sprintf("%s must be %s, got %s=%s", name, what, name, show_value(x))
