@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import pystratum
+import pystratum.r as pr
+from _r_helpers import r_session  # noqa: F401 (fixture)
 from _vectors import load_cases
 from pystratum._index_stream import index_permutation, round_keys
 from pystratum.policies import policy_from_params
@@ -54,17 +56,6 @@ def test_batches_match_r(case):
         weights = [plan.weights[plan.bounds[b]:plan.bounds[b + 1]].tolist()
                    for b in range(plan.num_batches)]
         assert weights == case["expected_weights"]
-
-
-@pytest.fixture(scope="module")
-def r_session():
-    import pystratum.r as pr
-
-    try:
-        return pr._session.session()
-    except (ImportError, RuntimeError) as error:
-        pytest.fail(f"cross-language tests need R, rpy2 and the R package: {error}",
-                    pytrace=False)
 
 
 def _live_configs(count=25, seed=20251123):
