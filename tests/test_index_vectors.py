@@ -1,4 +1,5 @@
-"""rng="index" across languages: golden vectors written by R, and live R runs.
+"""rng="index" across languages: golden vectors written by R, and live R runs of every
+policy (batches and importance weights).
 
 tests/vectors/index_stream.json is written by
 tests/vectors/generate_index_stream.R (the R package's stream) and read here
@@ -69,11 +70,17 @@ def _live_configs(count=25, seed=20251123):
         if k % 3 == 0:
             labels = np.sort(labels)  # grouped rows: members are ranges
         n_min = int(sizes.min())
-        if k % 2:
+        n_rows = int(sizes.sum())
+        if k % 4 == 1:
             policy = pystratum.MinPerStratum(int(gen.integers(1, n_min + 1)))
-        else:
-            n_rows = int(sizes.sum())
+        elif k % 4 == 3:
             policy = pystratum.FixedSize(max(n_rows // max(1, n_min), 2 * n_rows // 3))
+        elif k % 8 == 0:  # recycled small strata
+            batch_size = int(gen.integers(n_strata, 4 * n_strata))
+            policy = pystratum.policies.Targets("balanced", batch_size)
+        else:  # a pooled stratum and importance weights
+            policy = pystratum.policies.Downsample({str(labels[0]): float(gen.uniform(0.05, 1))},
+                                                   pystratum.MinPerStratum(1))
         configs.append((f"live-{k}", labels, policy, int(gen.integers(0, 2**52)),
                         int(gen.integers(0, 2**31 - 1))))
     return configs
@@ -81,19 +88,26 @@ def _live_configs(count=25, seed=20251123):
 
 @pytest.mark.parametrize("config", _live_configs(), ids=lambda c: c[0])
 def test_same_batches_as_r_live(r_session, config):
-    import pystratum.r as pr
-
     _, labels, policy, seed, epoch = config
-    python = pystratum.stratified_batches(labels, policy, seed=seed, rng="index", epoch=epoch)
-    r_side = pr.stratified_batches(labels, policy, seed=seed, rng="index", epoch=epoch)
-    assert [b.tolist() for b in r_side] == [b.tolist() for b in python]
+    plan = pystratum.plan_batches(labels, policy, seed=seed, rng="index", epoch=epoch)
+    r_batches, r_weights = pr.stratified_batches(labels, policy, seed=seed, rng="index",
+                                                 epoch=epoch, return_weights=True)
+    assert [b.tolist() for b in r_batches] == [b.tolist() for b in plan]
+    if plan.weights is None:
+        assert r_weights is None
+    else:
+        assert [w.tolist() for w in r_weights] == [plan.batch_weights(b).tolist()
+                                                   for b in range(len(plan))]
+
+
+def test_live_configurations_cover_every_policy():
+    names = {type(config[2]).__name__ for config in _live_configs()}
+    assert names == {"MinPerStratum", "FixedSize", "Targets", "Downsample"}
 
 
 def test_same_seed_error_as_r(r_session):
-    import pystratum.r as pr
-
-    for call in (pystratum.stratified_batches, pr.stratified_batches):
-        with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*52\)") as info:
-            call([0, 1, 0, 1], 1, seed=-5, rng="index")
-        assert str(info.value).startswith("seed") or getattr(info.value, "argument", "seed") \
-            == "seed"
+    with pytest.raises(ValueError, match=r"^seed must be an integer in \[0, 2\*\*52\)"):
+        pystratum.stratified_batches([0, 1, 0, 1], 1, seed=-5, rng="index")
+    with pytest.raises(ValueError, match=r"^seed must be an integer in \[0, 2\*\*52\)") as info:
+        pr.stratified_batches([0, 1, 0, 1], 1, seed=-5, rng="index")
+    assert info.value.argument == "seed"
