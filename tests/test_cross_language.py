@@ -34,20 +34,11 @@ import pytest
 
 import pystratum
 import pystratum.r as pr
+from _r_helpers import r_session  # noqa: F401 (fixture)
 
 CONFIG_SEED = 20250906
 N_RANDOM_CONFIGS = 400
 INT32_MAX = 2**31 - 1
-
-
-@pytest.fixture(scope="module")
-def r_session():
-    """Embedded R with the R package loaded, or a failure naming what to install."""
-    try:
-        return pr._session.session()
-    except (ImportError, RuntimeError) as error:
-        pytest.fail(f"cross-language tests need R, rpy2 and the R package: {error}",
-                    pytrace=False)
 
 
 # ---------------------------------------------------------------------------
@@ -613,6 +604,20 @@ def test_same_errors_as_r(r_session, config):
     assert_same(config, r_side, py_side)
 
 
+def assert_same_constructor_error(r_session, r_call, py_error):
+    """The R call ``policy_x(arguments)`` fails with ``py_error``'s class, blaming its argument."""
+    from pystratum.r._conditions import raise_r_conditions
+
+    function, arguments = r_call.split("(", 1)
+    with r_session.calling():
+        outcome = r_session.ro.r(
+            f"pystratum:::bridge_call_capturing(pystratum::{function}, list({arguments[:-1]}))")
+        with pytest.raises((TypeError, ValueError)) as r_error:
+            raise_r_conditions(outcome, stacklevel=1)
+    assert type(r_error.value) is type(py_error), (r_error.value, py_error)
+    assert r_error.value.argument == _leading_name(str(py_error)), (r_error.value, py_error)
+
+
 # Bad policy parameters: the Python constructor and the R constructor refuse
 # them with the same error class blaming the same argument. (A whole float such
 # as 2.0 is left out: R has no int/float distinction, so R's 2 is valid.)
@@ -633,22 +638,13 @@ POLICY_CONSTRUCTORS = [  # (Python class, R constructor, parameter, other argume
                          ids=[f"{c[1]}-{c[2]}" for c in POLICY_CONSTRUCTORS])
 @pytest.mark.parametrize("case", POLICY_BAD_VALUES, ids=[c[0] for c in POLICY_BAD_VALUES])
 def test_same_errors_as_r_for_bad_policy_parameters(r_session, constructor, case):
-    from pystratum.r._conditions import raise_r_conditions
-
     py_class, r_name, parameter, others = constructor
     _, value, r_literal = case
     with pytest.raises((TypeError, ValueError)) as py_error:
         py_class(**others, **{parameter: value})
     r_arguments = ", ".join([f"{k} = {v}" for k, v in others.items()]
                             + [f"{parameter} = {r_literal}"])
-    with r_session.calling():
-        outcome = r_session.ro.r(
-            f"pystratum:::bridge_call_capturing(pystratum::{r_name}, list({r_arguments}))")
-        with pytest.raises((TypeError, ValueError)) as r_error:
-            raise_r_conditions(outcome, stacklevel=1)
-    assert type(r_error.value) is type(py_error.value), (r_error.value, py_error.value)
-    assert r_error.value.argument == _leading_name(str(py_error.value)), (r_error.value,
-                                                                          py_error.value)
+    assert_same_constructor_error(r_session, f"{r_name}({r_arguments})", py_error.value)
 
 
 # Bad Targets/Downsample parameters (refused by the constructors): (id, Python
@@ -691,20 +687,10 @@ SAMPLING_BAD_PARAMETERS = [
 @pytest.mark.parametrize("case", SAMPLING_BAD_PARAMETERS,
                          ids=[c[0] for c in SAMPLING_BAD_PARAMETERS])
 def test_same_errors_as_r_for_bad_sampling_parameters(r_session, case):
-    from pystratum.r._conditions import raise_r_conditions
-
     _, python_call, r_call = case
     with pytest.raises((TypeError, ValueError)) as py_error:
         python_call(pystratum.policies.Targets, pystratum.policies.Downsample)
-    function, arguments = r_call.split("(", 1)
-    with r_session.calling():
-        outcome = r_session.ro.r(
-            f"pystratum:::bridge_call_capturing(pystratum::{function}, list({arguments[:-1]}))")
-        with pytest.raises((TypeError, ValueError)) as r_error:
-            raise_r_conditions(outcome, stacklevel=1)
-    assert type(r_error.value) is type(py_error.value), (r_error.value, py_error.value)
-    assert r_error.value.argument == _leading_name(str(py_error.value)), (r_error.value,
-                                                                          py_error.value)
+    assert_same_constructor_error(r_session, r_call, py_error.value)
 
 
 def test_configurations_cover_the_brief():
