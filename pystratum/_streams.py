@@ -223,7 +223,6 @@ class NumpyStream(StatelessStream):
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         return self.generator_for_epoch(epoch).permutation(n)
 
-
     def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
         """The epoch's draws: ``permutation(n)``, then one permutation per extra size."""
         generator = self.generator_for_epoch(epoch)
@@ -340,7 +339,8 @@ class SequentialStream(EpochStream):
         self.advance_to(n, epoch)
         self._next_epoch += 1
         permutation = self._draw(n, compact=True)
-        return permutation.astype(np.int32) if n <= _INT32_MAX else permutation
+        # R's draws are int32 already: no copy of the epoch's permutation.
+        return permutation.astype(np.int32, copy=False) if n <= _INT32_MAX else permutation
 
     def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
         """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra size."""
