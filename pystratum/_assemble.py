@@ -86,7 +86,7 @@ def assemble_batches(codes, permutation, rank_cuts, *, sizes=None,
     if method is None:
         method = "running_count" if n_strata <= _RUNNING_COUNT_MAX_STRATA else "chunked_sort"
     if method == "running_count":
-        order = _by_running_counts(codes, permutation, lookup, bounds)
+        order = _by_running_counts(codes, permutation, lookup)
     elif method == "chunked_sort":
         order = _by_chunked_sorts(codes, permutation, lookup, bounds)
     else:
@@ -207,7 +207,7 @@ def _chunk_rows(permutation, start):
     return permutation[start:start + _CHUNK_ROWS].astype(np.intp, copy=False)
 
 
-def _by_running_counts(row_codes, permutation, lookup, bounds):
+def _by_running_counts(row_codes, permutation, lookup):
     n = permutation.shape[0]
     sizes = lookup.sizes
     n_strata = sizes.shape[0]
