@@ -125,13 +125,17 @@ class LazyPlan:
         """The given batches as ``(order, bounds)``: batch ``batch_ids[i]`` is
         ``order[bounds[i]:bounds[i + 1]]``. O(total rows + len(batch_ids) x S)."""
         batch_ids = np.asarray(batch_ids, dtype=np.int64).reshape(-1)
-        lo, hi = self.cuts(batch_ids)
+        return self._batches_of_cuts(*self.cuts(batch_ids))
+
+    def _batches_of_cuts(self, lo, hi):
+        """:meth:`batches_of` for the batches whose rank ranges are ``lo, hi`` (rows x S)."""
+        n_batches = lo.shape[0]
         lo = lo[:, self.turn_order]
         counts = hi[:, self.turn_order] - lo
         # Where each (batch, stratum) segment starts in the output.
         seg_out = np.zeros(counts.shape, dtype=np.int64)
         np.cumsum(counts[:, :-1], axis=1, out=seg_out[:, 1:])
-        bounds = np.zeros(batch_ids.shape[0] + 1, dtype=np.int64)
+        bounds = np.zeros(n_batches + 1, dtype=np.int64)
         np.cumsum(counts.sum(axis=1), out=bounds[1:])
         seg_out += bounds[:-1, None]
         order = np.empty(int(bounds[-1]), dtype=np.int64)
@@ -144,7 +148,7 @@ class LazyPlan:
                     order[places] = self._rows_of_stratum(stratum, ranks)
             return order, bounds
         # Many strata: one pass with per-row parameters, segments in output order.
-        stratum = np.repeat(np.tile(self.turn_order, batch_ids.shape[0]), counts.ravel())
+        stratum = np.repeat(np.tile(self.turn_order, n_batches), counts.ravel())
         ranks, _ = _segments(lo.ravel(), counts.ravel(), seg_out.ravel())
         order[:] = self.members.member(stratum, self._positions(stratum, ranks))
         return order, bounds
@@ -235,8 +239,9 @@ class LazyPlan:
         """The whole epoch as a :class:`pystratum.BatchPlan` (the same batches)."""
         from ._plan import BatchPlan
 
-        order, bounds = self.batches_of(np.arange(self.num_batches))
+        # The cuts once: they give the batches and the counts alike.
         lo, hi = self.cuts(np.arange(self.num_batches))
+        order, bounds = self._batches_of_cuts(lo, hi)
         weights = None
         if self.row_weights is not None:
             per_segment = np.tile(self.row_weights[self.turn_order], self.num_batches)
