@@ -172,11 +172,9 @@ def row_values(members: StratumMembers, per_stratum) -> np.ndarray:
     """``(N,)`` array: every row gets its stratum's entry of ``per_stratum``."""
     per_stratum = np.asarray(per_stratum)
     if members.rows is None:
-        values = np.empty(members.n_rows, dtype=per_stratum.dtype)
-        for s in range(members.n_strata):
-            start = int(members.starts[s])
-            values[start:start + int(members.sizes[s])] = per_stratum[s]
-        return values
+        # The runs tile 0..N-1: in order of their starts they are the rows in order.
+        turn = np.argsort(members.starts, kind="stable")
+        return np.repeat(per_stratum[turn], members.sizes[turn])
     values = np.empty(members.n_rows, dtype=per_stratum.dtype)
     for s in range(members.n_strata):
         values[members.rows[members.offsets[s]:members.offsets[s + 1]]] = per_stratum[s]
