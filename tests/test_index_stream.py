@@ -69,26 +69,17 @@ def test_any_subset_of_positions_matches_the_whole_permutation():
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 6])
-def test_all_orders_equally_likely_across_epochs(n):
-    """Chi-square against all n! orders: 100 permutations per order, epochs 0.."""
+@pytest.mark.parametrize("seed, across", [(2024, "epochs"), (77, "streams")])
+def test_all_orders_equally_likely_across_epochs_and_strata(n, seed, across):
+    """Chi-square against all n! orders: 100 permutations per order, epochs (or
+    stream numbers, one per stratum) 0.."""
     orders = {order: i for i, order in enumerate(itertools.permutations(range(n)))}
     count = 100 * len(orders)
-    perms = _permutations(n, seed=2024, epochs=range(count))
+    perms = _permutations(n, seed=seed, **{across: range(count)})
     tally = np.zeros(len(orders))
     for row in perms.tolist():
         tally[orders[tuple(row)]] += 1
     assert stats.chisquare(tally).pvalue > ALPHA / 10  # 5 sizes x 2 families
-
-
-@pytest.mark.parametrize("n", [2, 3, 4, 5, 6])
-def test_all_orders_equally_likely_across_strata(n):
-    orders = {order: i for i, order in enumerate(itertools.permutations(range(n)))}
-    count = 100 * len(orders)
-    perms = _permutations(n, seed=77, streams=range(count))
-    tally = np.zeros(len(orders))
-    for row in perms.tolist():
-        tally[orders[tuple(row)]] += 1
-    assert stats.chisquare(tally).pvalue > ALPHA / 10
 
 
 def _chi2_pvalue(table, df):
