@@ -254,11 +254,7 @@ def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> 
     labels = strata.labels
     pools = allocation.pool_sizes
     if pools is not None:
-        pools = np.asarray(pools)
-        if pools.shape != (n_strata,) or pools.dtype.kind not in "iu":
-            raise TypeError(f"{where} returned pool_sizes of shape {pools.shape} and dtype "
-                            f"{pools.dtype}; they must be None or {n_strata} integers, one per "
-                            f"stratum.")
+        pools = _per_stratum(pools, "pool_sizes", "iu", "integers", n_strata, where)
         pools = pools.astype(np.int64)
         bad = np.flatnonzero((pools < 1) | (pools > sizes))
         if bad.size:
@@ -302,14 +298,11 @@ def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> 
                          f"(len(sampler) relies on it); only the counts may vary.")
     weights = allocation.row_weights
     if weights is not None:
-        weights = np.asarray(weights)
-        if weights.shape != (n_strata,) or weights.dtype.kind not in "iuf":
-            raise TypeError(f"{where} returned row_weights of shape {weights.shape} and dtype "
-                            f"{weights.dtype}; they must be None or {n_strata} floats, one "
-                            f"per stratum.")
+        weights = _per_stratum(weights, "row_weights", "iuf", "floats", n_strata, where)
         weights = weights.astype(np.float64, copy=False)
-        if not (np.isfinite(weights) & (weights >= 0)).all():
-            fail_at = int(np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))[0])
+        bad = np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))
+        if bad.size:
+            fail_at = int(bad[0])
             raise ValueError(f"{where} returned row_weights[{fail_at}]={float(weights[fail_at])} for "
                              f"stratum {_show(labels[fail_at])}; weights must be finite and "
                              f">= 0.")
@@ -318,6 +311,16 @@ def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> 
     return Allocation(small_cuts(wide, np.maximum(sizes, wide[:, -1]))
                       if cuts.dtype not in (np.int32, np.int64) else cuts, weights,
                       allocation.pool_sizes)
+
+
+def _per_stratum(values, name, kinds, what, n_strata, where) -> np.ndarray:
+    """An allocation's per-stratum array (pool_sizes, row_weights) checked for shape and dtype."""
+    values = np.asarray(values)
+    if values.shape != (n_strata,) or values.dtype.kind not in kinds:
+        raise TypeError(f"{where} returned {name} of shape {values.shape} and dtype "
+                        f"{values.dtype}; they must be None or {n_strata} {what}, one per "
+                        f"stratum.")
+    return values
 
 
 def _is_abstract(cls) -> bool:
