@@ -15,6 +15,9 @@ sampler, the negative-pair sampler) follows the same rule:
 The pass that started last holds the position inside its epoch. A pass is any
 object with ``epoch``, ``batches_yielded``, ``in_progress``, ``exhausted`` and
 ``stream_state`` (the stream's state before its epoch).
+
+:class:`EpochServed` gives such a sampler its public face of the rule
+(``epoch``, ``len()``, ``set_epoch``) and its copy/pickle checkpoint, once.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from __future__ import annotations
 import warnings
 from typing import Callable
 
-__all__ = ["EpochProgress"]
+from ._sharding import rank_batch_count
+from ._validation import check_epoch
+
+__all__ = ["EpochProgress", "EpochServed"]
 
 
 class EpochProgress:
@@ -122,3 +128,43 @@ class EpochProgress:
             UserWarning,
             stacklevel=5,
         )
+
+
+class EpochServed:
+    """Base of a sampler driven by an :class:`EpochProgress` (torch-free).
+
+    The sampler sets ``_progress``, ``_stream`` (None when unshuffled),
+    ``num_batches``, ``num_replicas``, ``rank`` and ``drop_last``.
+    """
+
+    @property
+    def epoch(self) -> int:
+        """The epoch being served, or (between epochs) the one the next ``iter()`` serves."""
+        return self._progress.epoch
+
+    def __len__(self) -> int:
+        """Batches one ``iter()`` yields on this rank (every epoch, every rank)."""
+        return rank_batch_count(self.num_batches, self.num_replicas, self.drop_last)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` serve epoch ``epoch`` (as ``DistributedSampler.set_epoch``).
+
+        One replica: optional (each ``iter()`` moves to the next epoch).
+        Several replicas: the only way the epoch changes; call it before every
+        epoch. After ``load_state_dict``, ``set_epoch`` with the restored
+        epoch keeps the mid-epoch position; any other epoch starts it fresh.
+        """
+        self._progress.set_epoch(check_epoch(epoch))
+
+    def __getstate__(self) -> dict:
+        # A copy or pickle is a checkpoint: an epoch in progress is continued
+        # from the same batch by the copy (the live pass is not copied).
+        state = self.__dict__.copy()
+        state["_progress"], state["_resume_stream_state"] = self._progress.checkpoint()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        stream_state = state.pop("_resume_stream_state", None)
+        self.__dict__.update(state)
+        if stream_state is not None and self._stream is not None:
+            self._stream.load_state_dict(stream_state)

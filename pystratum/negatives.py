@@ -128,9 +128,9 @@ from typing import Iterator
 import numpy as np
 
 from ._pairset import PairSet
-from ._progress import EpochProgress
+from ._progress import EpochProgress, EpochServed
 from ._state_record import check_envelope, same_seed, seed_from_record, seed_to_record
-from ._sharding import rank_batch_count, rank_batch_indices
+from ._sharding import rank_batch_indices
 from ._streams import PERMUTATION_RNG_CHOICES, make_stream
 from ._validation import _show, check_bool, check_choice, check_epoch, check_int
 
@@ -206,7 +206,7 @@ class NegativeBatch:
                 f"positives={self.num_positives}, negatives_per_positive={self.negatives})")
 
 
-class NegativePairSampler:
+class NegativePairSampler(EpochServed):
     """Batches of observed (user, item) pairs, each with exactly k generated negatives.
 
     Parameters
@@ -363,25 +363,6 @@ class NegativePairSampler:
         """The seed in use: pass it as ``seed=`` to get the same batches again."""
         return self._stream.seed
 
-    @property
-    def epoch(self) -> int:
-        """The epoch being served, or (between epochs) the one the next ``iter()`` serves."""
-        return self._progress.epoch
-
-    def __len__(self) -> int:
-        """Batches one ``iter()`` yields on this rank."""
-        return rank_batch_count(self.num_batches, self.num_replicas, self.drop_last)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Make the next ``iter()`` serve epoch ``epoch`` (as ``DistributedSampler.set_epoch``).
-
-        One replica: optional (each ``iter()`` moves to the next epoch).
-        Several replicas: the only way the epoch changes; call it before every
-        epoch. After ``load_state_dict``, ``set_epoch`` with the restored
-        epoch keeps the mid-epoch position; any other epoch starts it fresh.
-        """
-        self._progress.set_epoch(check_epoch(epoch))
-
     def __iter__(self) -> Iterator[NegativeBatch]:
         """One epoch's batches for this rank (which epoch: see the class docstring)."""
         return _EpochPass(self._begin_epoch)
@@ -480,18 +461,9 @@ class NegativePairSampler:
         self._progress.restore(epoch, yielded)
 
     def __getstate__(self) -> dict:
-        # A copy or pickle is a checkpoint: an epoch in progress is continued
-        # from the same batch by the copy (the live pass is not copied).
-        state = self.__dict__.copy()
-        state["_progress"], state["_resume_stream_state"] = self._progress.checkpoint()
+        state = super().__getstate__()
         state["_epoch_cache"] = (None, None, None)  # recomputed on demand
         return state
-
-    def __setstate__(self, state: dict) -> None:
-        stream_state = state.pop("_resume_stream_state", None)
-        self.__dict__.update(state)
-        if stream_state is not None:
-            self._stream.load_state_dict(stream_state)
 
     def __repr__(self) -> str:
         return (f"NegativePairSampler(num_pairs={self.num_pairs}, num_users={self.num_users}, "

@@ -23,8 +23,8 @@ from .._plan import (BatchPlan, advance_stream, check_strata_are_groups, plan_fr
                      resolve_policy)
 from .._lazy import LazyPlan
 from .._members import StratumMembers, members_digest, members_of_codes, members_of_labels
-from .._progress import EpochProgress
-from .._sharding import rank_batch_count, rank_batch_indices
+from .._progress import EpochProgress, EpochServed
+from .._sharding import rank_batch_indices
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
 from .._validation import check_bool, check_choice, check_epoch
@@ -40,7 +40,7 @@ __all__ = ["StratifiedBatchSampler"]
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
-class StratifiedBatchSampler(Sampler[list[int]]):
+class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
     """Mini-batches whose stratum composition a policy guarantees, on every rank.
 
     Use it as ``DataLoader(dataset, batch_sampler=sampler)`` (not ``sampler=``,
@@ -221,11 +221,6 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         return None if self._stream is None else self._stream.seed
 
     @property
-    def epoch(self) -> int:
-        """The epoch being served, or (between epochs) the one the next ``iter()`` serves."""
-        return self._progress.epoch
-
-    @property
     def sampler(self) -> EpochSetter:
         """A ``set_epoch`` hook where Lightning and accelerate look for one.
 
@@ -233,20 +228,6 @@ class StratifiedBatchSampler(Sampler[list[int]]):
         epoch start; this forwards it to :meth:`set_epoch`.
         """
         return EpochSetter(self)
-
-    def __len__(self) -> int:
-        """Batches one ``iter()`` yields on this rank (every epoch, every rank)."""
-        return rank_batch_count(self.num_batches, self.num_replicas, self.drop_last)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Make the next ``iter()`` serve epoch ``epoch`` (as ``DistributedSampler.set_epoch``).
-
-        One replica: optional (each ``iter()`` moves to the next epoch).
-        Several replicas: the only way the epoch changes; call it before every
-        epoch. After ``load_state_dict``, ``set_epoch`` with the restored
-        epoch keeps the mid-epoch position; any other epoch starts it fresh.
-        """
-        self._progress.set_epoch(check_epoch(epoch))
 
     def __iter__(self) -> Iterator[list[int]]:
         # The frame that called iter() tells whether DataLoader uses us as a
@@ -306,19 +287,6 @@ class StratifiedBatchSampler(Sampler[list[int]]):
                 ) from None
         self._stream = stream
         self._progress.restore(saved.epoch, saved.batches_yielded)
-
-    def __getstate__(self) -> dict:
-        # A copy or pickle is a checkpoint: an epoch in progress is continued
-        # from the same batch by the copy (the live iterator is not copied).
-        state = self.__dict__.copy()
-        state["_progress"], state["_resume_stream_state"] = self._progress.checkpoint()
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        stream_state = state.pop("_resume_stream_state", None)
-        self.__dict__.update(state)
-        if stream_state is not None and self._stream is not None:
-            self._stream.load_state_dict(stream_state)
 
     def __repr__(self) -> str:
         return (
