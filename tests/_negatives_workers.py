@@ -33,12 +33,7 @@ def ddp_negatives_worker(config):
             sampler.set_epoch(epoch)  # several replicas: the epoch moves only through set_epoch
             served = []
             for batch in loader:
-                score = model(torch.stack([batch["user"], batch["item"] + 64], 1)).sum(1)
-                loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                    score, batch["label"], weight=batch["weight"])
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+                _train_step(model, optimizer, batch)
                 served.append({"positive": batch["positive"].tolist(),
                                "user": batch["user"].tolist(), "item": batch["item"].tolist()})
             epochs.append(served)
@@ -83,12 +78,7 @@ def ddp_negatives_peek_worker(config):
                     peeked = next(iter(loader))["positive"].tolist()
                 served = []
                 for batch in loader:
-                    score = model(torch.stack([batch["user"], batch["item"] + 64], 1)).sum(1)
-                    loss = torch.nn.functional.binary_cross_entropy_with_logits(
-                        score, batch["label"], weight=batch["weight"])
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
+                    _train_step(model, optimizer, batch)
                     served.append({"positive": batch["positive"].tolist(),
                                    "item": batch["item"].tolist()})
                 epochs.append(served)
@@ -99,3 +89,16 @@ def ddp_negatives_peek_worker(config):
                 "warnings": [str(w.message) for w in caught if "set_epoch" in str(w.message)]}
     finally:
         dist.destroy_process_group()
+
+
+def _train_step(model, optimizer, batch):
+    """One DDP step of a tiny user/item embedding model on a batch of pair_loader (a DDP
+    step all-reduces, so ranks serving different numbers of batches would hang)."""
+    import torch
+
+    score = model(torch.stack([batch["user"], batch["item"] + 64], 1)).sum(1)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(
+        score, batch["label"], weight=batch["weight"])
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()

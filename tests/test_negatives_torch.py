@@ -29,6 +29,17 @@ def as_lists(batch):
     return {key: value.tolist() for key, value in batch.items()}
 
 
+def check_round_robin(per_rank, expected, length):
+    """Two ranks each served ``length`` batches; rank r the batches r, r + 2, ... of
+    ``expected`` (the core's epoch), the last ones padded from the epoch's start."""
+    assert len(per_rank[0]) == len(per_rank[1]) == length
+    for rank, served in enumerate(per_rank):
+        for j, batch in enumerate(served):
+            want = expected[(j * 2 + rank) % len(expected)]
+            assert batch["positive"] == want.positive.tolist()
+            assert batch["item"] == want.item.tolist()
+
+
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_dataloader_batches_equal_the_core_with_feature_tables(num_workers):
     users, items, observed = data()
@@ -135,13 +146,7 @@ def test_two_rank_gloo_group(tmp_path):
         for epoch in range(2):
             expected = core.epoch_batches(epoch)
             per_rank = [r["epochs"][epoch] for r in ranks]
-            assert len(per_rank[0]) == len(per_rank[1]) == ranks[0]["len"]
-            # Rank r serves batches r, r + 2, ... (the last one padded from the start).
-            for rank, served in enumerate(per_rank):
-                for j, batch in enumerate(served):
-                    want = expected[(j * 2 + rank) % len(expected)]
-                    assert batch["positive"] == want.positive.tolist()
-                    assert batch["item"] == want.item.tolist()
+            check_round_robin(per_rank, expected, ranks[0]["len"])
             positives = [p for served in per_rank for b in served for p in b["positive"]
                          if p >= 0]
             assert set(positives) == set(range(users.size))
@@ -172,12 +177,7 @@ def test_ddp_peek_on_one_rank_keeps_ranks_in_step(tmp_path, set_epoch, num_worke
     for run, epoch in enumerate(served_epochs):
         expected = core.epoch_batches(epoch)
         per_rank = [r["epochs"][run] for r in results]
-        assert len(per_rank[0]) == len(per_rank[1]) == results[0]["len"]
-        for rank, served in enumerate(per_rank):
-            for j, batch in enumerate(served):
-                want = expected[(j * 2 + rank) % len(expected)]
-                assert batch["positive"] == want.positive.tolist()
-                assert batch["item"] == want.item.tolist()
+        check_round_robin(per_rank, expected, results[0]["len"])
     peek_epoch = config["peek_epoch"]
     assert results[1]["peeked"] == results[1]["epochs"][peek_epoch][0]["positive"]
     assert results[0]["peeked"] is None
