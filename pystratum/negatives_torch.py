@@ -25,7 +25,7 @@ try:
     from torch.utils.data import DataLoader, Dataset, Sampler
 except ImportError as error:  # pragma: no cover - exercised without torch installed
     raise ImportError(
-        "pystratum.negatives_torch needs PyTorch: pip install 'pystratum[torch]' (or torch)."
+        "pystratum.negatives_torch needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
     ) from error
 
 from .negatives import NegativeBatch, NegativePairSampler
