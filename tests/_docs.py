@@ -112,8 +112,11 @@ def _python_driver(blocks) -> str:
 
 
 def run_document(path: Path, root: Path, scratch: Path, *, standalone: bool,
-                 timeout: float = 600) -> dict:
-    """Run every runnable block of ``path``; raise DocError naming the failing block."""
+                 timeout: float = 600, output: list | None = None) -> dict:
+    """Run every runnable block of ``path``; raise DocError naming the failing block.
+
+    ``output``: a list that receives the standard output of each run, in order.
+    """
     doc = str(path.relative_to(root))
     blocks = [b for b in parse_blocks(path.read_text(encoding="utf-8"), doc)
               if not b.not_run and b.language in RUN_LANGUAGES]
@@ -130,6 +133,8 @@ def run_document(path: Path, root: Path, scratch: Path, *, standalone: bool,
         if done.returncode:
             raise DocError(f"{doc}: block(s) at line(s) {[b.line for b in group]} failed:\n"
                            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        if output is not None:
+            output.append(done.stdout)
     r_groups = [[b] for b in r_blocks] if standalone else ([r_blocks] if r_blocks else [])
     for group in r_groups:
         script = scratch / "doc_blocks.R"

@@ -12,11 +12,35 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "vignettes").glob("*.md"))
 
 
+# What a document's prose says its printed output shows.
+CLAIMS = {
+    "tree.md": [
+        "effective", "0.4200", "0.2800",
+        "True\n",  # each active once per epoch; resume equals the run
+        "root.children[0][protein='P10']",
+        "root.children[1].weight is used only under a parent with mode 'replacement'",
+        "16 [64, 40]",
+    ],
+}
+# Documents whose python blocks must not dwindle (the claims above come from them).
+MIN_PYTHON_BLOCKS = {"tree.md": 9}
+
+
 @pytest.mark.parametrize("path", DOCUMENTS, ids=[p.name for p in DOCUMENTS])
 def test_document_blocks_run(path, tmp_path):
-    counts = run_document(path, ROOT, tmp_path, standalone=path.name == "README.md")
+    output = []
+    counts = run_document(path, ROOT, tmp_path, standalone=path.name == "README.md",
+                          output=output)
     # A document whose blocks all got marked "not run" would test nothing.
     assert sum(counts.values()) > 0, f"{path.name} has no block that runs"
+    assert counts["python"] >= MIN_PYTHON_BLOCKS.get(path.name, 0)
+    printed = "".join(output)
+    for claim in CLAIMS.get(path.name, []):
+        assert claim in printed, f"{path.name}: the output shows no {claim!r}"
+
+
+def test_claims_name_documents_that_exist():
+    assert set(CLAIMS) | set(MIN_PYTHON_BLOCKS) <= {p.name for p in DOCUMENTS}
 
 
 def _write(tmp_path, text):
