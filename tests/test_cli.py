@@ -209,3 +209,9 @@ def test_a_sampling_policy_by_name_reports_its_weights(data, tmp_path):
     kept_labels = label[plan.order]
     assert np.all(rows["weight"][kept_labels == "pos"] == 1.0)
     assert np.all(rows["weight"][kept_labels == "neg"] > 1.9)  # about 1 / keep
+    record = json.loads(run("plan", folder / "d.csv", "--stratum", "label", "--policy",
+                            "downsample", "--param", 'keep={"neg": 0.5}', "--param", "base=2",
+                            "--seed", "3", "--batches", "--format", "json",
+                            check_code=0).stdout)
+    assert record["batches"] == [b.tolist() for b in plan.batches]
+    assert record["weights"] == [plan.batch_weights(b).tolist() for b in range(plan.num_batches)]
