@@ -55,7 +55,7 @@ def parquet_strata(source, columns, *, format="parquet", filesystem=None,
         import pyarrow.dataset as ds
     except ImportError:  # pragma: no cover - exercised only without pyarrow
         raise ImportError(
-            "parquet_strata needs pyarrow: pip install 'pystratum[parquet]'."
+            "parquet_strata needs pyarrow: pip install 'stratabatch[parquet]'."
         ) from None
     names = [columns] if isinstance(columns, str) else list(columns) \
         if isinstance(columns, (list, tuple)) else None
