@@ -316,12 +316,15 @@ def _stable_argsort_radix(keys):
 
 
 def extra_passes(allocation, sizes, first_rows) -> list:
-    """``[(stratum, pool_size), ...]``: the extra passes an epoch draws, in draw order.
+    """``[(stratum, pool_size, take), ...]``: the extra passes an epoch draws, in draw order.
 
     A stratum whose cuts reach beyond its pool is recycled: it needs
-    ``ceil(used / pool) - 1`` extra passes, each a fresh permutation of
-    ``range(pool)`` (the last one drawn whole even if cut short). Strata come
-    in order of first appearance in the data (``first_rows``), passes in order.
+    ``ceil(used / pool) - 1`` extra passes. Each is a uniformly random order
+    of ``take`` distinct values of ``range(pool)``: the whole pool
+    (``take == pool``, a fresh permutation), except that the last pass is
+    cut short to the ``used - p * pool`` ranks it serves, and its draw is a
+    partial shuffle costing O(take) random draws, not O(pool). Strata come in
+    order of first appearance in the data (``first_rows``), passes in order.
     """
     pool = sizes if allocation.pool_sizes is None else allocation.pool_sizes
     used = allocation.cuts[:, -1].astype(np.int64)
@@ -331,7 +334,8 @@ def extra_passes(allocation, sizes, first_rows) -> list:
     if recycled.shape[0] == 0:
         return []
     recycled = recycled[np.argsort(first_rows[recycled], kind="stable")]
-    return [(int(s), int(pool[s])) for s in recycled for _ in range(int(passes[s]))]
+    return [(int(s), int(pool[s]), int(min(pool[s], used[s] - p * pool[s])))
+            for s in recycled for p in range(1, int(passes[s]) + 1)]
 
 
 # Up to this many strata, each stratum's members are picked out of the
@@ -405,7 +409,7 @@ def assemble_by_stratum(codes, main, pass_orders, allocation, sizes, passes,
     start = bounds[None, :-1] + offset - cuts[:, :-1]
     members = _members_in_order(codes, main, sizes, np.minimum(pool, used))
     orders_of = [[] for _ in range(n_strata)]
-    for (s, _), pass_order in zip(passes, pass_orders):
+    for (s, _, _), pass_order in zip(passes, pass_orders):
         orders_of[s].append(pass_order)
     order = np.empty(int(bounds[-1]), dtype=np.int64)
     for s in range(n_strata):

@@ -235,8 +235,9 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
 
     Draws of an epoch, in this order: the main ``permutation(N)``, then, for
     every recycled stratum (order of first appearance in the data), one
-    permutation of its pool per extra pass (see
-    :func:`pystratum._assemble.extra_passes`). With the numpy stream they
+    random order of its pool per extra pass, the last pass a partial shuffle
+    of just the ranks it serves (see :func:`pystratum._assemble.extra_passes`
+    and :meth:`pystratum._streams.EpochStream.epoch_draws`). With the numpy stream they
     come from the epoch's own generator; with the R and torch streams the
     epoch is the (k+1)-th such group of draws. Policies that never recycle
     draw exactly one permutation per epoch. ``stream=None`` (no shuffle)
@@ -261,12 +262,12 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
                                   num_batches=num_batches)
     passes = extra_passes(allocation, encoded.sizes, encoded.first_rows) \
         if policy.may_recycle() else []
-    pass_sizes = [size for _, size in passes]
+    pass_draws = [(size, take) for _, size, take in passes]
     if stream is None:
-        draws = [np.arange(n, dtype=np.int64)] + [np.arange(k, dtype=np.int64)
-                                                   for k in pass_sizes]
+        draws = [np.arange(n, dtype=np.int64)] + [np.arange(take, dtype=np.int64)
+                                                   for _, take in pass_draws]
     elif policy.may_recycle():
-        draws = stream.epoch_draws(n, pass_sizes, epoch,
+        draws = stream.epoch_draws(n, pass_draws, epoch,
                                    extras_of=lambda k: epoch_pass_sizes(encoded, policy, k))
     else:
         # int32 when N < 2**31: the same values in half the memory, read only here.
@@ -330,9 +331,10 @@ def advance_stream(stream, encoded: EncodedStrata, policy: Policy, epoch: int) -
 
 
 def epoch_pass_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list:
-    """Sizes of the extra draws epoch ``epoch`` makes after its main permutation."""
+    """``[(pool_size, take), ...]``: the extra draws epoch ``epoch`` makes after its main permutation."""
     allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch)
-    return [size for _, size in extra_passes(allocation, encoded.sizes, encoded.first_rows)]
+    return [(size, take)
+            for _, size, take in extra_passes(allocation, encoded.sizes, encoded.first_rows)]
 
 
 def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,

@@ -233,6 +233,18 @@ class RStream:
         n = check_int(n, "n", minimum=0, fix="Pass the number of items to permute.")
         return self._sample0(n, n, False, compact=True)
 
+    def partial_permutation(self, n, size) -> np.ndarray:
+        """0-based int64 values: R's ``sample.int(n, size) - 1`` (distinct, random order).
+
+        The first ``size`` values of a uniformly random permutation, drawn
+        with R's own algorithm for ``sample.int(n, size)`` (``size`` draws;
+        the hash path for ``n > 1e7`` and ``size <= n / 2``), so the stream
+        moves exactly as in R.
+        """
+        n = check_int(n, "n", minimum=0, fix="sample.int() draws from 1..n.")
+        size = check_int(size, "size", minimum=0, fix="size is the number of values to draw.")
+        return self._sample0(n, size, False)
+
     def sample(self, n, size=None, replace=False) -> np.ndarray:
         """R's ``sample.int(n, size, replace)``: int64 values in ``1..n``.
 

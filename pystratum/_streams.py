@@ -91,10 +91,10 @@ class EpochStream(abc.ABC):
     ``name`` is the ``rng`` value; ``seed`` what to pass again for the same
     batches. ``permutation(n, epoch)`` is epoch ``epoch``'s 0-based
     permutation of ``range(n)``; ``epoch_draws`` the epoch's whole group of
-    draws (the main permutation, then one permutation per extra size, for
-    recycling policies). ``advance_to`` prepares an epoch (sequential
+    draws (the main permutation, then one partial shuffle per extra pass,
+    for recycling policies). ``advance_to`` prepares an epoch (sequential
     streams draw the epochs before it; ``extras_of(k)`` gives epoch ``k``'s
-    extra sizes); ``state_dict``/``load_state_dict`` save and restore where
+    extra passes); ``state_dict``/``load_state_dict`` save and restore where
     the stream stands, as plain values.
     """
 
@@ -116,8 +116,17 @@ class EpochStream(abc.ABC):
         return permutation.astype(np.int32) if n <= _INT32_MAX else permutation
 
     @abc.abstractmethod
-    def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
-        """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra size."""
+    def epoch_draws(self, n: int, extra_draws, epoch: int, extras_of=None) -> list:
+        """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra pass.
+
+        ``extra_draws``: ``[(size, take), ...]``, ``take <= size``; each gives
+        ``take`` distinct values of ``range(size)`` in uniformly random order
+        (all of them, a permutation, when ``take == size``). How a stream
+        draws a short pass (``take < size``) is part of its contract:
+        numpy ``Generator.choice(size, take, replace=False)``, R
+        ``sample.int(size, take)``, torch the first ``take`` values of
+        ``randperm(size)`` (libtorch has no cheaper draw R torch shares).
+        """
 
     @abc.abstractmethod
     def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
@@ -223,10 +232,14 @@ class NumpyStream(StatelessStream):
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         return self.generator_for_epoch(epoch).permutation(n)
 
-    def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
-        """The epoch's draws: ``permutation(n)``, then one permutation per extra size."""
+    def epoch_draws(self, n: int, extra_draws, epoch: int, extras_of=None) -> list:
+        """The epoch's draws: ``permutation(n)``, then one partial shuffle per extra pass."""
         generator = self.generator_for_epoch(epoch)
-        return [generator.permutation(n)] + [generator.permutation(k) for k in extra_sizes]
+        # choice(): Floyd's sampling for a short take, O(take) draws.
+        return [generator.permutation(n)] + [
+            generator.permutation(size) if take == size
+            else generator.choice(size, take, replace=False)
+            for size, take in extra_draws]
 
 
 def check_state_keys(state, keys, rng: str) -> None:
@@ -267,6 +280,11 @@ class SequentialStream(EpochStream):
         """One permutation of ``range(n)``; ``compact``: int32 allowed (when it fits)."""
         raise NotImplementedError
 
+    def _draw_part(self, n: int, take: int) -> np.ndarray:
+        """``take`` distinct values of ``range(n)`` in random order (default: a cut permutation)."""
+        permutation = self._draw(n)
+        return permutation if take == n else permutation[:take]
+
     def _get_position(self):
         raise NotImplementedError
 
@@ -299,8 +317,8 @@ class SequentialStream(EpochStream):
     def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
         """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one.
 
-        ``extras_of(k)``: sizes of the extra draws epoch ``k`` makes after its
-        main permutation (recycling policies); None means none.
+        ``extras_of(k)``: the ``(size, take)`` extra draws epoch ``k`` makes
+        after its main permutation (recycling policies); None means none.
 
         Raises ValueError (before drawing anything) when the epochs to skip,
         counted from the current position, would cost more than
@@ -326,8 +344,8 @@ class SequentialStream(EpochStream):
             self._next_epoch = 0
         while self._next_epoch < epoch:
             self._draw(n)
-            for size in extras_of(self._next_epoch) if extras_of is not None else ():
-                self._draw(size)
+            for size, take in extras_of(self._next_epoch) if extras_of is not None else ():
+                self._draw_part(size, take)
             self._next_epoch += 1
 
     def permutation(self, n: int, epoch: int) -> np.ndarray:
@@ -342,11 +360,11 @@ class SequentialStream(EpochStream):
         # R's draws are int32 already: no copy of the epoch's permutation.
         return permutation.astype(np.int32, copy=False) if n <= _INT32_MAX else permutation
 
-    def epoch_draws(self, n: int, extra_sizes, epoch: int, extras_of=None) -> list:
-        """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra size."""
+    def epoch_draws(self, n: int, extra_draws, epoch: int, extras_of=None) -> list:
+        """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra pass."""
         self.advance_to(n, epoch, extras_of)
         self._next_epoch += 1
-        return [self._draw(n)] + [self._draw(k) for k in extra_sizes]
+        return [self._draw(n)] + [self._draw_part(size, take) for size, take in extra_draws]
 
 
 class RSeededStream(SequentialStream):
@@ -381,6 +399,10 @@ class RSeededStream(SequentialStream):
         if compact:
             return self._stream.compact_permutation(n)
         return self._stream.permutation(n)
+
+    def _draw_part(self, n: int, take: int) -> np.ndarray:
+        # R's sample.int(n, take): `take` draws (hash path for large n), not n.
+        return self._stream.partial_permutation(n, take)
 
     # Saved as R's .Random.seed: plain Python ints, so torch.save /
     # torch.load(weights_only=True) and JSON keep it as is.

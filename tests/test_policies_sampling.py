@@ -471,3 +471,43 @@ def test_evenly_spaced_pieces_land_where_the_formula_says(width, gap, n_batches,
     ranks = np.arange(total)
     expected[first + ranks // width * stride + ranks % width] = values
     np.testing.assert_array_equal(order, expected)
+
+
+def _recycled_passes_by_loop(y, policy, epoch):
+    """(stratum, pool, take) of every extra pass, by a plain loop over the allocation."""
+    from pystratum._strata import encode_strata
+
+    encoded = encode_strata(y)
+    allocation = policy.allocate(encoded, epoch)
+    pool = encoded.sizes if allocation.pool_sizes is None else allocation.pool_sizes
+    passes = []
+    for s in sorted(range(len(encoded.sizes)), key=lambda s: encoded.first_rows[s]):
+        used, size = int(allocation.cuts[s, -1]), int(pool[s])
+        served = size  # pass 0: the pool in the main permutation's order
+        while served < used:
+            passes.append((s, size, min(size, used - served)))
+            served += size
+    return passes
+
+
+@pytest.mark.parametrize("policy", [
+    Targets("balanced", 9),                      # 700 rows need 78 batches of 3: 2 short passes
+    Targets({0: 0.5, 1: 0.3, 2: 0.2}, 10, epoch=40),
+    Downsample({0: 0.05}, Targets("balanced", 12)),
+], ids=repr)
+def test_the_last_recycled_pass_draws_only_the_ranks_it_serves(policy):
+    """Stream contract of the extra passes: full passes are permutations, the last one is
+    numpy's Generator.choice(pool, take, replace=False) (R: sample.int(pool, take)) from the
+    epoch's generator after the main permutation, so it costs O(take), not O(pool)."""
+    from pystratum._streams import NumpyStream
+
+    y = labels_of([700, 45, 130], seed=3)
+    passes = _recycled_passes_by_loop(y, policy, 1)
+    assert any(take < size for _, size, take in passes)  # the case this test is about
+    generator = NumpyStream(8).generator_for_epoch(1)
+    draws = [generator.permutation(len(y))] + [
+        generator.permutation(size) if take == size else generator.choice(size, take, replace=False)
+        for _, size, take in passes]
+    plan = plan_batches(y, policy, seed=8, epoch=1)
+    assert [b.tolist() for b in plan.batches] == _batches_by_rule(y, plan, draws)
+

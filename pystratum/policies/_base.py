@@ -51,7 +51,8 @@ class Allocation:
     Pass 0 is the pool in the epoch's permuted order; a cut beyond the pool
     (``cuts[s, -1] > pool_s``) *recycles* the stratum: pass ``p >= 1`` lists
     the pool's rows (in pass 0's order) reordered by a fresh permutation of
-    ``range(pool_s)`` drawn from the epoch's stream after the main one (see
+    ``range(pool_s)`` drawn from the epoch's stream after the main one, the
+    last pass by a partial one of just the ranks it serves (see
     ``pystratum._plan.plan_from_stream`` for the order of draws).
     """
 

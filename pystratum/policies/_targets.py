@@ -53,9 +53,12 @@ class Targets(Policy):
 
     Recycling: a stratum with ``T_s > N_s`` slots in an epoch serves its rows
     in the epoch's permuted order, then again in fresh random orders (one new
-    permutation of the stratum per extra pass, the last pass cut short), so
-    every row is used ``floor(T_s / N_s)`` or ``ceil(T_s / N_s)`` times and a
-    row can repeat within a batch only if ``T_s / num_batches`` exceeds ``N_s``.
+    permutation of the stratum per extra pass; the last pass, cut short to
+    the ``t`` ranks it serves, is a partial shuffle whose cost grows with
+    ``t``, not ``N_s``: numpy ``Generator.choice(N_s, t, replace=False)``, R
+    ``sample.int(N_s, t)``), so every row is used ``floor(T_s / N_s)`` or
+    ``ceil(T_s / N_s)`` times and a row can repeat within a batch only if
+    ``T_s / num_batches`` exceeds ``N_s``.
 
     Order inside a batch (Targets and Downsample alike): stratum by stratum,
     strata in order of first appearance in the data, each stratum's rows in

@@ -35,10 +35,13 @@ SHARE_TOLERANCE = 1e-9
 #'
 #' Recycling: a stratum with more slots than rows in an epoch serves its rows
 #' in the epoch's permuted order, then in fresh random orders, one new
-#' `sample(k)` (or `torch_randperm(k)`) per extra pass, so every row is used
-#' `floor` or `ceiling` of slots / rows times. An epoch's draws are the main
-#' permutation of all rows, then one permutation per extra pass of each
-#' recycled stratum (strata in order of first appearance, passes in order).
+#' `sample.int(k)` (or `torch_randperm(k)`) per extra pass, so every row is
+#' used `floor` or `ceiling` of slots / rows times. The last pass is cut
+#' short to the `t` ranks it serves and drawn as `sample.int(k, t)` (its
+#' cost grows with `t`, not `k`; `rng = "torch"`: `torch_randperm(k)` cut).
+#' An epoch's draws are the main permutation of all rows, then one draw per
+#' extra pass of each recycled stratum (strata in order of first appearance,
+#' passes in order).
 #'
 #' Order inside a batch: stratum by stratum, strata in order of first
 #' appearance in the data, each stratum's rows in the order of its epoch
@@ -395,21 +398,29 @@ extra_passes = function(allocation, sizes) {
   list(passes = passes, pool = pool)
 }
 
-pass_draw_order = function(extra, turn) {
+# The passes in draw order: stratum, pool size and take (the ranks the pass
+# serves: the whole pool but in the last pass, cut short to what is used).
+pass_draw_order = function(extra, turn, used) {
   recycled = turn[extra$passes[turn] > 0]
   strata = rep.int(recycled, extra$passes[recycled])
-  list(strata = strata, sizes = extra$pool[strata])
+  pass = sequence(extra$passes[recycled])  # 1, 2, ... within each stratum
+  sizes = extra$pool[strata]
+  list(strata = strata, sizes = sizes, takes = pmin(sizes, used[strata] - pass * sizes))
 }
 
-# Sizes of the extra draws an epoch of `allocation` makes after its main
-# permutation, in draw order.
-extra_pass_sizes = function(allocation, encoded) {
-  pass_draw_order(extra_passes(allocation, encoded$sizes), first_appearance_turn(encoded))$sizes
+# The extra draws an epoch of `allocation` makes after its main permutation,
+# in draw order: list(sizes = , takes = ), one draw of `takes[i]` distinct
+# values of 1..sizes[i] each (draw_epoch()).
+extra_pass_draws = function(allocation, encoded) {
+  used = allocation$cuts[, ncol(allocation$cuts)]
+  passes = pass_draw_order(extra_passes(allocation, encoded$sizes),
+    first_appearance_turn(encoded), used)
+  passes[c("sizes", "takes")]
 }
 
 # The same for epoch `epoch` of `policy` (an epoch skipped over).
-epoch_pass_sizes = function(policy, encoded, epoch) {
-  extra_pass_sizes(suppressWarnings(checked_allocation(policy, encoded, epoch),
+epoch_pass_draws = function(policy, encoded, epoch) {
+  extra_pass_draws(suppressWarnings(checked_allocation(policy, encoded, epoch),
     classes = "pystratum_stratum_too_small"), encoded)
 }
 
@@ -463,7 +474,7 @@ assemble_by_stratum = function(encoded, allocation, draws) {
   counts = counts_from_cuts(cuts)
   used = cuts[, n_batches + 1L]
   pool = if (is.null(allocation$pool_sizes)) sizes else as.double(allocation$pool_sizes)
-  passes = pass_draw_order(extra_passes(allocation, sizes), first_appearance_turn(encoded))
+  passes = pass_draw_order(extra_passes(allocation, sizes), first_appearance_turn(encoded), used)
   main = draws[[1L]]
   if (is.null(main)) main = seq_len(encoded$n_rows)
   by_stratum = main[order(codes[main], method = "radix")]
@@ -486,8 +497,10 @@ assemble_by_stratum = function(encoded, allocation, draws) {
   split_by_sizes(unlist(sequences, use.names = FALSE)[index], colSums(counts))
 }
 
-# An epoch's draws from a stream (a function(n) giving the next permutation):
-# the main permutation, then one per extra pass.
-draw_epoch = function(draw, n, pass_sizes) {
-  c(list(draw(n)), lapply(pass_sizes, draw))
+# An epoch's draws from a stream (a function(n, size) giving the next
+# `size` distinct values of 1..n in random order, see permutation_stream()):
+# the main permutation, then one draw per extra pass (`passes`, from
+# extra_pass_draws()), the last pass of a stratum only as long as it serves.
+draw_epoch = function(draw, n, passes) {
+  c(list(draw(n)), unname(Map(draw, passes$sizes, passes$takes)))
 }

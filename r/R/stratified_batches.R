@@ -139,16 +139,16 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
     seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
     return(index_batches(encoded, allocation, seed, epoch))
   }
-  pass_sizes = extra_pass_sizes(allocation, encoded)
-  draws = if (!shuffle) c(list(NULL), lapply(pass_sizes, seq_len)) else {
+  passes = extra_pass_draws(allocation, encoded)
+  draws = if (!shuffle) c(list(NULL), lapply(passes$takes, seq_len)) else {
     assert_epoch_cost(epoch, encoded$n_rows, rng)
     draw = permutation_stream(rng, seed)
     recycles = policy_may_recycle(policy)
     for (k in seq_len(epoch) - 1) {
       # Skipped epochs: their whole group of draws (main + extra passes).
-      draw_epoch(draw, encoded$n_rows, if (recycles) epoch_pass_sizes(policy, encoded, k))
+      draw_epoch(draw, encoded$n_rows, if (recycles) epoch_pass_draws(policy, encoded, k))
     }
-    draw_epoch(draw, encoded$n_rows, pass_sizes)
+    draw_epoch(draw, encoded$n_rows, passes)
   }
   assemble_epoch(encoded, allocation, draws, assembles_by_stratum(policy, allocation))
 }

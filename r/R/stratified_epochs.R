@@ -59,13 +59,13 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
       served <<- served + 1L
       return(batches)
     }
-    pass_sizes = extra_pass_sizes(allocation, encoded)
-    draws = c(list(NULL), lapply(pass_sizes, seq_len))
+    passes = extra_pass_draws(allocation, encoded)
+    draws = c(list(NULL), lapply(passes$takes, seq_len))
     if (shuffle) {
       if (is.null(draw)) {
         draw <<- permutation_stream(rng, seed, torch_backend)
       }
-      draws = draw_epoch(draw, self$n_rows, pass_sizes)
+      draws = draw_epoch(draw, self$n_rows, passes)
     }
     served <<- served + 1L
     assemble_epoch(encoded, allocation, draws, assembles_by_stratum(policy, allocation))

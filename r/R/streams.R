@@ -1,7 +1,10 @@
 # Random streams: where each epoch's permutation comes from.
 #
-# A stream is a function(n) returning the next permutation of 1..n; calling
-# it k + 1 times gives epoch k. The allocation never draws random numbers.
+# A stream is a function(n, size = n) returning the next `size` distinct
+# values of 1..n in random order (a permutation when size = n); calling it
+# k + 1 times gives epoch k. Recycling policies draw short last passes
+# (size < n): R's sample.int(n, size), torch's randperm(n) cut. The
+# allocation never draws random numbers.
 #
 # * rng = "R": with a seed, a private stream started by set.seed(seed) with
 #   R's default generators (Mersenne-Twister, Inversion, Rejection), one
@@ -29,11 +32,11 @@ permutation_stream = function(rng, seed, torch_backend = NULL) {
 
 r_stream = function(seed) {
   if (is.null(seed)) {
-    return(function(n) sample.int(n))
+    return(function(n, size = n) sample.int(n, size))
   }
   # The private stream's .Random.seed after its last draw.
   state = NULL
-  function(n) {
+  function(n, size = n) {
     restore = stash_random_seed()
     on.exit(restore())
     if (is.null(state)) {
@@ -42,7 +45,8 @@ r_stream = function(seed) {
     } else {
       assign(".Random.seed", state, envir = globalenv())
     }
-    permutation = sample.int(n)
+    # size < n: R's own partial draw (size draws, not n).
+    permutation = sample.int(n, size)
     state <<- get(".Random.seed", envir = globalenv(), inherits = FALSE)
     permutation
   }
@@ -70,11 +74,11 @@ stash_random_seed = function() {
 torch_stream = function(seed, backend) {
   force(backend)  # fail now, not at the first draw, when torch is missing
   if (is.null(seed)) {
-    return(function(n) backend$randperm(n))
+    return(function(n, size = n) backend$randperm(n)[seq_len(size)])
   }
   # The private generator's state after its last draw.
   state = NULL
-  function(n) {
+  function(n, size = n) {
     # Saves torch's global generator state (CPU and CUDA) now and restores it
     # when this function returns.
     backend$local_manual_seed(seed, environment())
@@ -83,7 +87,8 @@ torch_stream = function(seed, backend) {
     }
     permutation = backend$randperm(n)
     state <<- backend$get_state()
-    permutation
+    # A short draw is the whole randperm(n) cut (libtorch has no cheaper one).
+    permutation[seq_len(size)]
   }
 }
 

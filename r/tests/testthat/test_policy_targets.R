@@ -14,6 +14,26 @@ test_that("targets: every batch holds exactly its share, small strata recycled",
   }
 })
 
+test_that("targets: an epoch draws sample.int(N), then each extra pass, the last one short", {
+  # 45 batches of 2 + 2 + 2: stratum 1 (7 rows) needs 90 slots = 12 extra
+  # passes, the last one serving 6 ranks; stratum 2 (23 rows) 3, the last 21.
+  y = rep(c(0L, 1L, 2L), c(90L, 7L, 23L))
+  set.seed(3, kind = "Mersenne-Twister", normal.kind = "Inversion", sample.kind = "Rejection")
+  for (epoch in 0:1) {
+    main = sample.int(length(y))
+    sequences = lapply(0:2, function(s) {
+      rows = main[y[main] == s]
+      size = length(rows)
+      passes = (90 - 1) %/% size
+      takes = if (passes == 0) integer(0) else c(rep(size, passes - 1), 90 - size * passes)
+      c(rows, unlist(lapply(takes, function(take) rows[sample.int(size, take)])))[1:90]
+    })
+    expected = lapply(1:45, function(b) unlist(lapply(sequences, function(q) q[2 * b - 1:0])))
+    b = stratified_batches(y, policy_targets("balanced", 6), seed = 3, epoch = epoch)
+    expect_identical(as.vector(unclass(b), "list"), lapply(expected, as.integer))
+  }
+})
+
 test_that("targets: rotating extras keep floor/ceiling counts and exact long-run shares", {
   y = rep(c("a", "b", "c"), c(300L, 300L, 300L))
   policy = policy_targets(c(a = 0.3, b = 0.5, c = 0.2), 7, epoch = 40L)
