@@ -31,7 +31,8 @@ import numpy as np
 
 from ._strata import smallest_code_dtype
 
-__all__ = ["BatchOrder", "assemble_batches", "assemble_by_stratum", "block_weights"]
+__all__ = ["BatchOrder", "assemble_batches", "assemble_by_stratum", "block_weights",
+           "stratum_draws"]
 
 # Up to this many strata the running-count method is faster: its cost grows
 # with the number of strata, the chunked-sort method's does not.
@@ -315,88 +316,54 @@ def _stable_argsort_radix(keys):
     return low_first[np.argsort(high_in_low_order, kind="stable")]
 
 
-def extra_passes(allocation, sizes, first_rows) -> list:
-    """``[(stratum, pool_size, take), ...]``: the extra passes an epoch draws, in draw order.
+def stratum_draws(allocation, sizes, first_rows) -> list:
+    """``[(stratum, size, take), ...]``: a sampling policy's draws of one epoch, in draw order.
 
-    A stratum whose cuts reach beyond its pool is recycled: it needs
-    ``ceil(used / pool) - 1`` extra passes. Each is a uniformly random order
-    of ``take`` distinct values of ``range(pool)``: the whole pool
+    Every stratum that serves rows (strata in order of first appearance in
+    the data, ``first_rows``) draws its *pass 0*: ``take = min(pool_s,
+    used_s)`` of its ``size = N_s`` rows, which are its pool in pass 0's
+    order (a fresh uniformly random subset and order each epoch). A stratum
+    whose cuts reach beyond its pool is recycled and then draws its extra
+    passes, ``ceil(used / pool) - 1`` of them: the whole pool
     (``take == pool``, a fresh permutation), except that the last pass is
-    cut short to the ``used - p * pool`` ranks it serves, and its draw is a
-    partial shuffle costing O(take) random draws, not O(pool). Strata come in
-    order of first appearance in the data (``first_rows``), passes in order.
+    cut short to the ``used - p * pool`` ranks it serves. Each draw is a
+    partial shuffle (``EpochStream.epoch_draws``), so an epoch draws about
+    as many random numbers as it serves rows, not ``N``.
     """
     pool = sizes if allocation.pool_sizes is None else allocation.pool_sizes
     used = allocation.cuts[:, -1].astype(np.int64)
     pool = np.asarray(pool, dtype=np.int64)
-    passes = np.where(used > pool, (used - 1) // pool, 0)
-    recycled = np.flatnonzero(passes)
-    if recycled.shape[0] == 0:
-        return []
-    recycled = recycled[np.argsort(first_rows[recycled], kind="stable")]
-    return [(int(s), int(pool[s]), int(min(pool[s], used[s] - p * pool[s])))
-            for s in recycled for p in range(1, int(passes[s]) + 1)]
+    sizes = np.asarray(sizes, dtype=np.int64)
+    draws = []
+    for s in np.argsort(first_rows, kind="stable").tolist():
+        if used[s] == 0:
+            continue
+        size, kept, total = int(sizes[s]), int(pool[s]), int(used[s])
+        draws.append((s, size, min(kept, total)))
+        draws.extend((s, kept, min(kept, total - at)) for at in range(kept, total, kept))
+    return draws
 
 
-# Up to this many strata, each stratum's members are picked out of the
-# permutation by one comparison and compress each (cheaper than a sort).
-_MASK_MAX_STRATA = 16
-
-
-def _first_members(main, codes_in_order, s, needed, size):
-    """The first ``needed`` rows of stratum ``s`` in ``main``, from as short a prefix as will do.
-
-    A stratum that keeps a fraction of its rows (Downsample) has them near
-    the front of the permutation: the prefix scanned starts a quarter above
-    the expected length and doubles until it holds enough.
-    """
-    n = main.shape[0]
-    if needed == 0:
-        return main[:0]
-    if needed >= size:
-        return main[codes_in_order == s]
-    length = min(n, needed * n // size * 5 // 4 + 1024)
-    while True:
-        found = main[:length][codes_in_order[:length] == s]
-        if found.shape[0] >= needed or length == n:
-            return found[:needed]
-        length = min(n, 2 * length)
-
-
-def _members_in_order(codes, main, sizes, needed):
-    """Each stratum's first ``needed[s]`` rows in ``main`` order (list of int64 arrays)."""
-    n_strata = sizes.shape[0]
-    codes_in_order = codes.astype(smallest_code_dtype(n_strata), copy=False)[main]
-    if n_strata <= _MASK_MAX_STRATA:
-        return [_first_members(main, codes_in_order, s, int(needed[s]), int(sizes[s]))
-                for s in range(n_strata)]
-    by_stratum = main[np.argsort(codes_in_order, kind="stable")]
-    starts = np.concatenate([[0], np.cumsum(sizes)])
-    return [by_stratum[starts[s]:starts[s] + needed[s]] for s in range(n_strata)]
-
-
-def assemble_by_stratum(codes, main, pass_orders, allocation, sizes, passes,
+def assemble_by_stratum(grouped_rows, offsets, stream_draws, allocation, draws,
                         first_rows) -> BatchOrder:
     """Batches of a sampling policy's epoch (pools, recycling), each batch stratum by stratum.
 
-    Stratum ``s``'s *epoch sequence* is its pool (its first ``pool_s`` rows
-    in ``main``) in ``main`` order, then the pool reordered by each of its
-    extra passes (``pass_orders``, in the order of ``passes``), cut at
-    ``cuts[s, -1]``; ranks ``cuts[s, b]..cuts[s, b + 1] - 1`` of it fill
-    batch ``b``. Inside a batch the strata come in order of first appearance
-    in the data (``first_rows``: independent of how labels sort, so the same
-    in R), each stratum's rows in sequence order. Every row lands at its
-    output position directly
-    (``bounds[b]`` + the rows of earlier strata in batch ``b`` + its rank
-    past ``cuts[s, b]``), so the cost is linear in the rows served; rows
-    outside a pool are never touched after the grouping. R's
-    ``assemble_epoch()`` builds the same order.
+    ``grouped_rows[offsets[s]:offsets[s + 1]]`` are stratum ``s``'s rows
+    (``EncodedStrata.grouped_rows``); ``draws`` says what each of
+    ``stream_draws`` is (:func:`stratum_draws`). Stratum ``s``'s *epoch
+    sequence* is its pool (its rows picked and ordered by its pass 0), then
+    the pool reordered by each of its extra passes, cut at ``cuts[s, -1]``;
+    ranks ``cuts[s, b]..cuts[s, b + 1] - 1`` of it fill batch ``b``. Inside
+    a batch the strata come in order of first appearance in the data
+    (``first_rows``: independent of how labels sort, so the same in R), each
+    stratum's rows in sequence order. Every row lands at its output position
+    directly (``bounds[b]`` + the rows of earlier strata in batch ``b`` + its
+    rank past ``cuts[s, b]``), so the cost is linear in the rows served;
+    rows outside a pool are never touched. R's ``assemble_epoch()`` builds
+    the same order.
     """
     cuts = np.asarray(allocation.cuts, dtype=np.int64)
     n_strata, n_batches = cuts.shape[0], cuts.shape[1] - 1
-    sizes = np.asarray(sizes, dtype=np.int64)
-    pool = sizes if allocation.pool_sizes is None else np.asarray(allocation.pool_sizes,
-                                                                  dtype=np.int64)
     used = cuts[:, -1]
     counts = np.diff(cuts, axis=1)
     bounds = np.zeros(n_batches + 1, dtype=np.int64)
@@ -407,34 +374,31 @@ def assemble_by_stratum(codes, main, pass_orders, allocation, sizes, passes,
     offset = np.empty_like(counts)
     offset[turn] = np.cumsum(in_turn, axis=0) - in_turn
     start = bounds[None, :-1] + offset - cuts[:, :-1]
-    members = _members_in_order(codes, main, sizes, np.minimum(pool, used))
     orders_of = [[] for _ in range(n_strata)]
-    for (s, _, _), pass_order in zip(passes, pass_orders):
-        orders_of[s].append(pass_order)
+    for (s, _, _), drawn in zip(draws, stream_draws):
+        orders_of[s].append(drawn)
     order = np.empty(int(bounds[-1]), dtype=np.int64)
     for s in range(n_strata):
         total = int(used[s])
         if total == 0:
             continue
-        rows = members[s]
+        first_pass, *passes = orders_of[s]
+        rows = grouped_rows[offsets[s]:offsets[s + 1]][first_pass]
+        pool_size = rows.shape[0]
         even = _even_layout(start[s], counts[s])
         if even is not None:
             # Each piece of the epoch sequence goes straight to its place.
             _place_run(order, even, 0, rows)
-            pool_size = rows.shape[0]
-            for at, pass_order in zip(range(pool_size, total, pool_size), orders_of[s]):
-                take = min(pool_size, total - at)
-                _place_run(order, even, at, rows[pass_order[:take]])
+            for at, pass_order in zip(range(pool_size, total, pool_size), passes):
+                _place_run(order, even, at, rows[pass_order])
             continue
         sequence = rows
-        if orders_of[s]:
+        if passes:
             # The stratum's epoch sequence, cut at its last rank.
-            sequence = np.empty(total, dtype=np.int64)
-            pool_size = rows.shape[0]
+            sequence = np.empty(total, dtype=rows.dtype)
             sequence[:pool_size] = rows
-            for at, pass_order in zip(range(pool_size, total, pool_size), orders_of[s]):
-                take = min(pool_size, total - at)
-                np.take(rows, pass_order[:take], out=sequence[at:at + take])
+            for at, pass_order in zip(range(pool_size, total, pool_size), passes):
+                np.take(rows, pass_order, out=sequence[at:at + pass_order.shape[0]])
         _scatter_blocks(order, sequence, start[s], cuts[s])
     return BatchOrder(order=order, bounds=bounds)
 

@@ -294,7 +294,7 @@ class IndexStream(StatelessStream):
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         return index_permutation(n, self.seed, epoch)
 
-    def epoch_draws(self, n: int, extra_draws, epoch: int, extras_of=None) -> list:
+    def epoch_draws(self, n: int, draws, epoch: int, draws_of=None) -> list:
         """Not a permutation stream: its plans are computed lazily, batch by batch."""
         raise ValueError(
             "rng='index' draws no whole permutations per epoch: its plans are computed lazily "

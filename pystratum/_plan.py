@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import numbers
 import operator
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._assemble import (BatchOrder, assemble_batches, assemble_by_stratum, block_weights,
-                        extra_passes)
+                        stratum_draws)
 from ._strata import EncodedStrata, encode_strata
 from ._streams import RNG_CHOICES, stream_for
 from ._validation import check_bool, check_choice, check_epoch, check_int, show
-from .policies import MinPerStratum, Policy, as_policy, check_allocation
+from .policies import MinPerStratum, Policy, StratumTooSmallWarning, as_policy, check_allocation
 
 __all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream",
            "resolve_policy", "check_strata_are_groups"]
@@ -233,15 +234,17 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     allocation is checked (:func:`pystratum.policies.check_allocation`): a
     faulty policy is an error naming it, never wrong batches.
 
-    Draws of an epoch, in this order: the main ``permutation(N)``, then, for
-    every recycled stratum (order of first appearance in the data), one
-    random order of its pool per extra pass, the last pass a partial shuffle
-    of just the ranks it serves (see :func:`pystratum._assemble.extra_passes`
-    and :meth:`pystratum._streams.EpochStream.epoch_draws`). With the numpy stream they
-    come from the epoch's own generator; with the R and torch streams the
-    epoch is the (k+1)-th such group of draws. Policies that never recycle
-    draw exactly one permutation per epoch. ``stream=None`` (no shuffle)
-    uses row order and the identity for every pass.
+    Draws of an epoch: one ``permutation(N)`` (``compact_permutation``),
+    except for sampling policies (``policy.may_recycle()`` or an allocation
+    with ``pool_sizes``: Targets, Downsample), which draw stratum by stratum
+    (order of first appearance in the data) just the rows they serve: a
+    partial shuffle of the stratum picking its pool (pass 0), then one per
+    extra pass of a recycled stratum, the last one cut short (see
+    :func:`pystratum._assemble.stratum_draws` and
+    :meth:`pystratum._streams.EpochStream.epoch_draws`). With the numpy
+    stream they come from the epoch's own generator; with the R and torch
+    streams the epoch is the (k+1)-th such group of draws. ``stream=None``
+    (no shuffle) uses row order and the identity for every draw.
 
     Order inside a batch: the permutation's order, except for sampling
     policies (``policy.may_recycle()`` or an allocation with
@@ -260,25 +263,23 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     n = encoded.n_rows
     allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
                                   num_batches=num_batches)
-    passes = extra_passes(allocation, encoded.sizes, encoded.first_rows) \
-        if policy.may_recycle() else []
-    pass_draws = [(size, take) for _, size, take in passes]
-    if stream is None:
-        draws = [np.arange(n, dtype=np.int64)] + [np.arange(take, dtype=np.int64)
-                                                   for _, take in pass_draws]
-    elif policy.may_recycle():
-        draws = stream.epoch_draws(n, pass_draws, epoch,
-                                   extras_of=lambda k: epoch_pass_sizes(encoded, policy, k))
+    if draws_by_stratum(policy, allocation):
+        planned = stratum_draws(allocation, encoded.sizes, encoded.first_rows)
+        sizes = [(size, take) for _, size, take in planned]
+        if stream is None:
+            draws = [np.arange(take, dtype=np.int64) for _, take in sizes]
+        else:
+            draws = stream.epoch_draws(n, sizes, epoch,
+                                       draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
+        batches = assemble_by_stratum(encoded.grouped_rows, encoded.offsets, draws, allocation,
+                                      planned, encoded.first_rows)
+        by_stratum = True
     else:
         # int32 when N < 2**31: the same values in half the memory, read only here.
-        draws = [stream.compact_permutation(n, epoch)]
-    by_stratum = policy.may_recycle() or allocation.pool_sizes is not None
-    if by_stratum:
-        batches = assemble_by_stratum(encoded.codes, draws[0], draws[1:], allocation,
-                                      encoded.sizes, passes, encoded.first_rows)
-    else:
-        batches = assemble_batches(encoded.codes, draws[0], allocation.cuts,
-                                   sizes=encoded.sizes)
+        draws = np.arange(n, dtype=np.int64) if stream is None \
+            else stream.compact_permutation(n, epoch)
+        batches = assemble_batches(encoded.codes, draws, allocation.cuts, sizes=encoded.sizes)
+        by_stratum = False
     del draws  # before the counts table is built: never both at once
     weights = None
     if allocation.row_weights is not None and with_weights:
@@ -321,20 +322,28 @@ def row_weights(encoded: EncodedStrata, policy: Policy) -> np.ndarray:
     return weights[encoded.codes]
 
 
+def draws_by_stratum(policy: Policy, allocation) -> bool:
+    """Whether an epoch draws stratum by stratum (sampling policies: pools or recycling)."""
+    return policy.may_recycle() or allocation.pool_sizes is not None
+
+
 def advance_stream(stream, encoded: EncodedStrata, policy: Policy, epoch: int) -> None:
     """Move ``stream`` to the start of ``epoch``, replaying skipped epochs' groups of draws."""
-    extras_of = None
-    if policy.may_recycle():
-        def extras_of(k):
-            return epoch_pass_sizes(encoded, policy, k)
-    stream.advance_to(encoded.n_rows, epoch, extras_of)
+    stream.advance_to(encoded.n_rows, epoch, lambda k: epoch_draw_sizes(encoded, policy, k))
 
 
-def epoch_pass_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list:
-    """``[(pool_size, take), ...]``: the extra draws epoch ``epoch`` makes after its main permutation."""
-    allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch)
+def epoch_draw_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list:
+    """``[(size, take), ...]``: the draws of epoch ``epoch`` (an epoch skipped over).
+
+    ``[(N, N)]`` (one permutation) unless the policy draws stratum by stratum.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StratumTooSmallWarning)  # said for the epoch served
+        allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch)
+    if not draws_by_stratum(policy, allocation):
+        return [(encoded.n_rows, encoded.n_rows)]
     return [(size, take)
-            for _, size, take in extra_passes(allocation, encoded.sizes, encoded.first_rows)]
+            for _, size, take in stratum_draws(allocation, encoded.sizes, encoded.first_rows)]
 
 
 def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,

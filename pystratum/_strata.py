@@ -69,6 +69,24 @@ class EncodedStrata:
         """
         return first_rows_of_codes(self.codes, self.n_strata)
 
+    @cached_property
+    def grouped_rows(self) -> np.ndarray:
+        """Row positions grouped by stratum, each stratum's rows increasing.
+
+        Stratum ``s`` is ``grouped_rows[offsets[s]:offsets[s + 1]]``; int32
+        when the rows fit (kept for the object's life: a sampler groups its
+        rows once, not every epoch).
+        """
+        rows = np.argsort(self.codes, kind="stable")
+        return rows.astype(np.int32) if self.n_rows <= np.iinfo(np.int32).max else rows
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """int64 ``(n_strata + 1,)``: where each stratum starts in :attr:`grouped_rows`."""
+        offsets = np.zeros(self.n_strata + 1, dtype=np.int64)
+        np.cumsum(self.sizes, out=offsets[1:])
+        return offsets
+
 
 def encode_strata(strata, *, name: str = "strata") -> EncodedStrata:
     """Encode one or several stratum columns into per-row integer codes.

@@ -90,12 +90,13 @@ class EpochStream(abc.ABC):
 
     ``name`` is the ``rng`` value; ``seed`` what to pass again for the same
     batches. ``permutation(n, epoch)`` is epoch ``epoch``'s 0-based
-    permutation of ``range(n)``; ``epoch_draws`` the epoch's whole group of
-    draws (the main permutation, then one partial shuffle per extra pass,
-    for recycling policies). ``advance_to`` prepares an epoch (sequential
-    streams draw the epochs before it; ``extras_of(k)`` gives epoch ``k``'s
-    extra passes); ``state_dict``/``load_state_dict`` save and restore where
-    the stream stands, as plain values.
+    permutation of ``range(n)``; ``epoch_draws`` the epoch's group of
+    partial shuffles (sampling policies draw stratum by stratum instead of
+    one permutation). ``advance_to`` prepares an epoch (sequential streams
+    draw the epochs before it; ``draws_of(k)`` gives epoch ``k``'s group of
+    draws, by default one permutation of ``n``); ``state_dict``/
+    ``load_state_dict`` save and restore where the stream stands, as plain
+    values.
     """
 
     name: ClassVar[str]
@@ -116,20 +117,21 @@ class EpochStream(abc.ABC):
         return permutation.astype(np.int32) if n <= _INT32_MAX else permutation
 
     @abc.abstractmethod
-    def epoch_draws(self, n: int, extra_draws, epoch: int, extras_of=None) -> list:
-        """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra pass.
+    def epoch_draws(self, n: int, draws, epoch: int, draws_of=None) -> list:
+        """Epoch ``epoch``'s group of draws, one array per ``(size, take)`` in ``draws``.
 
-        ``extra_draws``: ``[(size, take), ...]``, ``take <= size``; each gives
-        ``take`` distinct values of ``range(size)`` in uniformly random order
-        (all of them, a permutation, when ``take == size``). How a stream
-        draws a short pass (``take < size``) is part of its contract:
-        numpy ``Generator.choice(size, take, replace=False)``, R
-        ``sample.int(size, take)``, torch the first ``take`` values of
-        ``randperm(size)`` (libtorch has no cheaper draw R torch shares).
+        Each gives ``take <= size`` distinct values of ``range(size)`` in
+        uniformly random order (a permutation when ``take == size``). How a
+        stream draws a short one (``take < size``) is part of its contract:
+        numpy ``Generator.choice(size, take, replace=False)`` (O(take) draws
+        for a short take), R ``sample.int(size, take)``, torch the first
+        ``take`` values of ``randperm(size)`` (libtorch has no cheaper draw
+        that R torch shares). ``n`` (the rows) and ``draws_of`` are for
+        sequential streams' :meth:`advance_to`.
         """
 
     @abc.abstractmethod
-    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
+    def advance_to(self, n: int, epoch: int, draws_of=None) -> None:
         """Make epoch ``epoch`` the next one to draw."""
 
     @abc.abstractmethod
@@ -144,7 +146,7 @@ class EpochStream(abc.ABC):
 class StatelessStream(EpochStream):
     """Streams whose epochs depend on (seed, epoch) alone: no position to keep."""
 
-    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
+    def advance_to(self, n: int, epoch: int, draws_of=None) -> None:
         """Nothing to do: any epoch is computed directly."""
 
     def state_dict(self) -> dict:
@@ -232,14 +234,12 @@ class NumpyStream(StatelessStream):
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         return self.generator_for_epoch(epoch).permutation(n)
 
-    def epoch_draws(self, n: int, extra_draws, epoch: int, extras_of=None) -> list:
-        """The epoch's draws: ``permutation(n)``, then one partial shuffle per extra pass."""
+    def epoch_draws(self, n: int, draws, epoch: int, draws_of=None) -> list:
+        """The epoch's partial shuffles, all from the epoch's own generator."""
         generator = self.generator_for_epoch(epoch)
         # choice(): Floyd's sampling for a short take, O(take) draws.
-        return [generator.permutation(n)] + [
-            generator.permutation(size) if take == size
-            else generator.choice(size, take, replace=False)
-            for size, take in extra_draws]
+        return [generator.permutation(size) if take == size
+                else generator.choice(size, take, replace=False) for size, take in draws]
 
 
 def check_state_keys(state, keys, rng: str) -> None:
@@ -314,11 +314,11 @@ class SequentialStream(EpochStream):
         self._n = n
         self._next_epoch = epoch
 
-    def advance_to(self, n: int, epoch: int, extras_of=None) -> None:
+    def advance_to(self, n: int, epoch: int, draws_of=None) -> None:
         """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one.
 
-        ``extras_of(k)``: the ``(size, take)`` extra draws epoch ``k`` makes
-        after its main permutation (recycling policies); None means none.
+        ``draws_of(k)``: the ``(size, take)`` draws epoch ``k`` makes (see
+        :meth:`epoch_draws`); None means one permutation of ``n``.
 
         Raises ValueError (before drawing anything) when the epochs to skip,
         counted from the current position, would cost more than
@@ -343,8 +343,7 @@ class SequentialStream(EpochStream):
             self._n = n
             self._next_epoch = 0
         while self._next_epoch < epoch:
-            self._draw(n)
-            for size, take in extras_of(self._next_epoch) if extras_of is not None else ():
+            for size, take in [(n, n)] if draws_of is None else draws_of(self._next_epoch):
                 self._draw_part(size, take)
             self._next_epoch += 1
 
@@ -360,11 +359,11 @@ class SequentialStream(EpochStream):
         # R's draws are int32 already: no copy of the epoch's permutation.
         return permutation.astype(np.int32, copy=False) if n <= _INT32_MAX else permutation
 
-    def epoch_draws(self, n: int, extra_draws, epoch: int, extras_of=None) -> list:
-        """Epoch ``epoch``'s group of draws: ``permutation(n)``, then one per extra pass."""
-        self.advance_to(n, epoch, extras_of)
+    def epoch_draws(self, n: int, draws, epoch: int, draws_of=None) -> list:
+        """Epoch ``epoch``'s group of draws, one per ``(size, take)``."""
+        self.advance_to(n, epoch, draws_of)
         self._next_epoch += 1
-        return [self._draw(n)] + [self._draw_part(size, take) for size, take in extra_draws]
+        return [self._draw_part(size, take) for size, take in draws]
 
 
 class RSeededStream(SequentialStream):

@@ -304,17 +304,20 @@ def test_epochs_are_reached_directly_or_in_sequence_alike(rng):
         assert np.array_equal(direct.weights, walked[k].weights)
 
 
-def test_policies_without_recycling_draw_one_permutation_per_epoch():
-    y = np.array([0] * 30 + [1] * 9)
-    with_pool = plan_batches(y, Downsample({0: 0.5}, FixedSize(6)), seed=8, rng="R", epoch=2)
+def test_downsample_epochs_are_groups_of_r_sample_int_draws_stratum_by_stratum():
+    """rng='R': epoch k is the (k+1)-th group of draws, here sample.int(30, 15) picking the
+    kept rows of stratum 0 (first in the data), then sample.int(9) ordering stratum 1."""
     from pystratum import RStream
 
+    y = np.array([0] * 30 + [1] * 9)
+    with_pool = plan_batches(y, Downsample({0: 0.5}, FixedSize(6)), seed=8, rng="R", epoch=2)
     stream = RStream(8)
-    stream.permutation(39)
-    stream.permutation(39)
-    third = stream.permutation(39)
-    kept = [row for row in third if y[row] == 0][:15] + [row for row in third if y[row] == 1]
-    assert sorted(with_pool.order.tolist()) == sorted(int(r) for r in kept)
+    for _ in range(3):
+        kept = stream.sample(30, 15) - 1
+        ordered = 30 + stream.sample(9) - 1
+    assert sorted(with_pool.order.tolist()) == sorted(kept.tolist() + ordered.tolist())
+    c0, c1 = (int(c) for c in with_pool.counts[0])
+    assert with_pool.batches[0].tolist() == kept[:c0].tolist() + ordered[:c1].tolist()
 
 
 # ------------------------------------------------------------------ bad input
@@ -358,25 +361,29 @@ def test_data_dependent_errors_name_the_argument(policy, message):
 
 
 def _batches_by_rule(y, plan, stream_draws):
-    """The documented order, by a plain loop: per stratum its epoch sequence, per batch the
-    strata in order of first appearance, each giving its ranks cuts[s, b]..cuts[s, b+1]."""
+    """The documented order, by a plain loop: per stratum (in order of first appearance) its
+    rows in row order picked by its first draw (its pool, in pass 0's order), then the pool
+    reordered by each further draw of the stratum (its extra passes); per batch the strata in
+    order of first appearance, each giving its ranks cuts[s, b]..cuts[s, b+1]."""
     from pystratum._strata import encode_strata
 
     encoded = encode_strata(y)
     allocation = plan.policy.allocate(encoded, plan.epoch)
     cuts = allocation.cuts
-    pool = encoded.sizes if allocation.pool_sizes is None else allocation.pool_sizes
-    main, extra = stream_draws[0], list(stream_draws[1:])
-    codes = encoded.codes
+    draws = list(stream_draws)
+    turn = sorted(range(len(encoded.sizes)), key=lambda s: encoded.first_rows[s])
     sequences = {}
-    for s in sorted(range(len(encoded.sizes)), key=lambda s: encoded.first_rows[s]):
-        rows = [int(r) for r in main if codes[r] == s][:int(pool[s])]
-        sequence = list(rows)
+    for s in turn:
+        if cuts[s, -1] == 0:
+            sequences[s] = []
+            continue
+        members = [r for r in range(len(y)) if encoded.codes[r] == s]
+        pool = [members[int(k)] for k in draws.pop(0)]
+        sequence = list(pool)
         while len(sequence) < cuts[s, -1]:
-            order = extra.pop(0)  # passes: strata by first appearance, passes in order
-            sequence += [rows[int(k)] for k in order]
+            sequence += [pool[int(k)] for k in draws.pop(0)]
         sequences[s] = sequence[:int(cuts[s, -1])]
-    turn = sorted(sequences, key=lambda s: encoded.first_rows[s])
+    assert draws == []
     return [[r for s in turn for r in sequences[s][cuts[s, b]:cuts[s, b + 1]]]
             for b in range(cuts.shape[1] - 1)]
 
@@ -386,7 +393,7 @@ def _batches_by_rule(y, plan, stream_draws):
 def test_sampling_batches_list_strata_in_first_appearance_order_by_their_sequences(
         sizes, data, epoch):
     from pystratum._streams import NumpyStream
-    from pystratum._plan import epoch_pass_sizes
+    from pystratum._plan import epoch_draw_sizes
     from pystratum._strata import encode_strata
 
     y = labels_of(sizes, seed=data.draw(st.integers(0, 5)))
@@ -403,8 +410,7 @@ def test_sampling_batches_list_strata_in_first_appearance_order_by_their_sequenc
     except ValueError:
         return  # an infeasible combination (e.g. epoch='smallest' leaving no batch)
     stream = NumpyStream(11)
-    extras = epoch_pass_sizes(encode_strata(y), policy, epoch) if policy.may_recycle() else []
-    draws = stream.epoch_draws(len(y), extras, epoch)
+    draws = stream.epoch_draws(len(y), epoch_draw_sizes(encode_strata(y), policy, epoch), epoch)
     expected = _batches_by_rule(y, plan, draws)
     assert [b.tolist() for b in plan.batches] == expected
     if plan.weights is not None:
@@ -426,29 +432,16 @@ def test_sampling_batches_list_strata_in_first_appearance_order_by_their_sequenc
 def test_evenly_spaced_and_prefix_placements_follow_the_rule(policy):
     """The assembly's shortcuts (a strided copy when a stratum's blocks are evenly spaced,
     a downsampled stratum's rows found in a prefix of the permutation) give the rule's order."""
-    from pystratum._plan import epoch_pass_sizes
+    from pystratum._plan import epoch_draw_sizes
     from pystratum._streams import NumpyStream
     from pystratum._strata import encode_strata
 
     y = labels_of([700, 45, 130], seed=3)
     for epoch in (0, 2):
         plan = plan_batches(y, policy, seed=4, epoch=epoch)
-        extras = epoch_pass_sizes(encode_strata(y), policy, epoch) if policy.may_recycle() else []
-        draws = NumpyStream(4).epoch_draws(len(y), extras, epoch)
+        draws = NumpyStream(4).epoch_draws(
+            len(y), epoch_draw_sizes(encode_strata(y), policy, epoch), epoch)
         assert [b.tolist() for b in plan.batches] == _batches_by_rule(y, plan, draws)
-
-
-def test_first_members_widen_the_prefix_until_it_holds_enough():
-    from pystratum._assemble import _first_members
-
-    main = np.random.default_rng(0).permutation(5000)
-    codes_in_order = np.zeros(5000, dtype=np.uint8)
-    codes_in_order[-40:] = 1  # stratum 1 only at the very end: the first guess is too short
-    expected = main[codes_in_order == 1]
-    for needed in (1, 13, 39, 40):
-        np.testing.assert_array_equal(_first_members(main, codes_in_order, 1, needed, 40),
-                                      expected[:needed])
-    assert _first_members(main, codes_in_order, 0, 0, 4960).shape == (0,)
 
 
 @settings(max_examples=60, deadline=None)
@@ -473,41 +466,45 @@ def test_evenly_spaced_pieces_land_where_the_formula_says(width, gap, n_batches,
     np.testing.assert_array_equal(order, expected)
 
 
-def _recycled_passes_by_loop(y, policy, epoch):
-    """(stratum, pool, take) of every extra pass, by a plain loop over the allocation."""
+def _draws_by_loop(y, policy, epoch):
+    """(stratum, size, take) of every draw of a sampling policy's epoch, by a plain loop."""
     from pystratum._strata import encode_strata
 
     encoded = encode_strata(y)
     allocation = policy.allocate(encoded, epoch)
     pool = encoded.sizes if allocation.pool_sizes is None else allocation.pool_sizes
-    passes = []
+    draws = []
     for s in sorted(range(len(encoded.sizes)), key=lambda s: encoded.first_rows[s]):
         used, size = int(allocation.cuts[s, -1]), int(pool[s])
-        served = size  # pass 0: the pool in the main permutation's order
+        if used == 0:
+            continue
+        draws.append((s, int(encoded.sizes[s]), min(size, used)))  # pass 0 picks the pool
+        served = size
         while served < used:
-            passes.append((s, size, min(size, used - served)))
+            draws.append((s, size, min(size, used - served)))
             served += size
-    return passes
+    return draws
 
 
 @pytest.mark.parametrize("policy", [
     Targets("balanced", 9),                      # 700 rows need 78 batches of 3: 2 short passes
     Targets({0: 0.5, 1: 0.3, 2: 0.2}, 10, epoch=40),
+    Targets("balanced", 9, epoch="smallest"),    # pass 0 of the 700 and 130 rows is short
     Downsample({0: 0.05}, Targets("balanced", 12)),
+    Downsample({0: 0.3, 2: 0.5}, FixedSize(12)),
 ], ids=repr)
-def test_the_last_recycled_pass_draws_only_the_ranks_it_serves(policy):
-    """Stream contract of the extra passes: full passes are permutations, the last one is
-    numpy's Generator.choice(pool, take, replace=False) (R: sample.int(pool, take)) from the
-    epoch's generator after the main permutation, so it costs O(take), not O(pool)."""
+def test_sampling_epochs_draw_only_the_rows_they_serve(policy):
+    """Stream contract of sampling policies: stratum by stratum, a draw picking the pool, then
+    one per extra pass; whole ones are numpy permutations, short ones
+    Generator.choice(size, take, replace=False) (R: sample.int(size, take)), all from the
+    epoch's generator, so an epoch costs O(rows served) draws, not O(N)."""
     from pystratum._streams import NumpyStream
 
     y = labels_of([700, 45, 130], seed=3)
-    passes = _recycled_passes_by_loop(y, policy, 1)
-    assert any(take < size for _, size, take in passes)  # the case this test is about
+    planned = _draws_by_loop(y, policy, 1)
+    assert any(take < size for _, size, take in planned)  # the case this test is about
     generator = NumpyStream(8).generator_for_epoch(1)
-    draws = [generator.permutation(len(y))] + [
-        generator.permutation(size) if take == size else generator.choice(size, take, replace=False)
-        for _, size, take in passes]
+    draws = [generator.permutation(size) if take == size
+             else generator.choice(size, take, replace=False) for _, size, take in planned]
     plan = plan_batches(y, policy, seed=8, epoch=1)
     assert [b.tolist() for b in plan.batches] == _batches_by_rule(y, plan, draws)
-

@@ -43,17 +43,19 @@ class Allocation:
     row_weights: None, or float64 ``(n_strata,)``: the weight every served row
                  of stratum ``s`` carries (importance weights of sampling
                  policies; None means 1 for every row).
-    pool_sizes:  None (every row), or int ``(n_strata,)``: stratum ``s`` draws
-                 from its first ``pool_s <= size_s`` rows in the epoch's
-                 permutation (its ranks ``pool_s..size_s - 1`` go to no batch).
+    pool_sizes:  None (every row), or int ``(n_strata,)``: stratum ``s``
+                 serves ``pool_s <= size_s`` of its rows, a fresh uniformly
+                 random subset each epoch (the others go to no batch).
 
     Rank ``r`` of stratum ``s`` is row ``r % pool_s`` of pass ``r // pool_s``.
-    Pass 0 is the pool in the epoch's permuted order; a cut beyond the pool
-    (``cuts[s, -1] > pool_s``) *recycles* the stratum: pass ``p >= 1`` lists
-    the pool's rows (in pass 0's order) reordered by a fresh permutation of
-    ``range(pool_s)`` drawn from the epoch's stream after the main one, the
+    Pass 0 is the pool in a fresh random order (drawn as a partial shuffle
+    of the stratum's rows); a cut beyond the pool (``cuts[s, -1] > pool_s``)
+    *recycles* the stratum: pass ``p >= 1`` lists the pool's rows (in pass
+    0's order) reordered by a fresh permutation of ``range(pool_s)``, the
     last pass by a partial one of just the ranks it serves (see
-    ``pystratum._plan.plan_from_stream`` for the order of draws).
+    ``pystratum._assemble.stratum_draws`` for the order of draws). Such
+    policies' epochs draw stratum by stratum; the others draw one
+    permutation of all rows.
     """
 
     cuts: np.ndarray

@@ -35,9 +35,11 @@ class Downsample(Policy):
           ``MinPerStratum(m)``, or a ``{"name", "params"}`` record).
 
     Stratum ``s`` named in ``keep`` keeps ``k_s = max(1, floor(keep_s * N_s +
-    0.5))`` rows (halves up, one double rounding, as in R): the first ``k_s``
-    rows of the stratum in the epoch's permutation, so each epoch keeps a
-    fresh uniformly random subset. ``base`` allocates over the kept sizes
+    0.5))`` rows (halves up, one double rounding, as in R): a fresh uniformly
+    random subset each epoch, in random order, drawn as a partial shuffle of
+    the stratum's rows (numpy ``Generator.choice(N_s, k_s, replace=False)``,
+    R ``sample.int(N_s, k_s)``), so an epoch costs about one random draw per
+    kept row, not a permutation of all rows. ``base`` allocates over the kept sizes
     (if it recycles a stratum, the extra passes reuse the kept rows). Every
     kept row of a downsampled stratum carries the importance weight ``N_s /
     k_s`` (times the base's weight), every other row 1: the weighted sum of

@@ -47,25 +47,29 @@ class Targets(Policy):
       stratum with more slots than rows is recycled (see below).
     * ``"smallest"``: the most batches in which no stratum gets more than
       ``N_s`` slots whatever the phase. No row appears twice in an epoch;
-      strata with fewer slots than rows are undersampled (each epoch's
-      permutation picks a fresh uniformly random subset).
+      strata with fewer slots than rows are undersampled (each epoch draws a
+      fresh uniformly random subset of just the rows it serves).
     * an int: that many batches; strata are recycled or undersampled as needed.
 
-    Recycling: a stratum with ``T_s > N_s`` slots in an epoch serves its rows
-    in the epoch's permuted order, then again in fresh random orders (one new
-    permutation of the stratum per extra pass; the last pass, cut short to
-    the ``t`` ranks it serves, is a partial shuffle whose cost grows with
-    ``t``, not ``N_s``: numpy ``Generator.choice(N_s, t, replace=False)``, R
-    ``sample.int(N_s, t)``), so every row is used ``floor(T_s / N_s)`` or
+    Draws: an epoch draws stratum by stratum (order of first appearance in
+    the data), and only the rows it serves: stratum ``s`` first draws its
+    pass 0, ``min(N_s, T_s)`` of its rows in uniformly random order (a
+    partial shuffle: numpy ``Generator.choice(N_s, t, replace=False)``, R
+    ``sample.int(N_s, t)``; a permutation when ``t == N_s``). Recycling: a
+    stratum with ``T_s > N_s`` slots then serves its rows again in fresh
+    random orders, one new permutation per extra pass, the last pass, cut
+    short to the ``t`` ranks it serves, again a partial shuffle whose cost
+    grows with ``t``, not ``N_s``. Every row is used ``floor(T_s / N_s)`` or
     ``ceil(T_s / N_s)`` times and a row can repeat within a batch only if
-    ``T_s / num_batches`` exceeds ``N_s``.
+    ``T_s / num_batches`` exceeds ``N_s``. An epoch thus costs about one
+    random draw per row served, never a permutation of all ``N`` rows.
 
     Order inside a batch (Targets and Downsample alike): stratum by stratum,
     strata in order of first appearance in the data, each stratum's rows in
-    the order of its epoch sequence (its rows in the epoch's permutation,
-    then the extra passes). Unlike ``MinPerStratum``/``FixedSize`` (rows in
-    permuted order) this places every row directly, in time linear in the
-    rows served; R's batches are identical.
+    the order of its epoch sequence (its pass 0, then the extra passes).
+    Unlike ``MinPerStratum``/``FixedSize`` (rows in permuted order) this
+    places every row directly, in time linear in the rows served; R's
+    batches are identical.
     """
 
     name = "targets"

@@ -29,23 +29,26 @@ SHARE_TOLERANCE = 1e-9
 #'   batches.
 #' * `policy_downsample(keep, base)`: `keep` a named numeric vector of
 #'   fractions in (0, 1]; stratum `s` keeps `max(1, floor(keep_s * N_s +
-#'   0.5))` rows, the first ones in the epoch's permutation (a fresh subset
-#'   each epoch); `base` (any policy, or a number `m`) batches the kept rows;
+#'   0.5))` rows, a fresh random subset each epoch, drawn as
+#'   `sample.int(N_s, k_s)` of its rows; `base` (any policy, or a number `m`)
+#'   batches the kept rows;
 #'   kept rows of downsampled strata carry the weight `N_s / k_s`, others 1.
 #'
-#' Recycling: a stratum with more slots than rows in an epoch serves its rows
-#' in the epoch's permuted order, then in fresh random orders, one new
-#' `sample.int(k)` (or `torch_randperm(k)`) per extra pass, so every row is
-#' used `floor` or `ceiling` of slots / rows times. The last pass is cut
-#' short to the `t` ranks it serves and drawn as `sample.int(k, t)` (its
-#' cost grows with `t`, not `k`; `rng = "torch"`: `torch_randperm(k)` cut).
-#' An epoch's draws are the main permutation of all rows, then one draw per
-#' extra pass of each recycled stratum (strata in order of first appearance,
-#' passes in order).
+#' Draws: an epoch of these policies draws stratum by stratum (strata in
+#' order of first appearance in the data), only the rows it serves. Stratum
+#' `s` first draws its pass 0, `sample.int(N_s, t)` with `t` the rows it
+#' serves (at most `N_s`, or `k_s` when downsampled): a fresh random subset
+#' in random order. Recycling: a stratum with more slots than rows then
+#' serves them again in fresh random orders, one new `sample.int(k)` per
+#' extra pass (`k` its rows), the last pass cut short to the `t` ranks it
+#' serves and drawn as `sample.int(k, t)`; every row is used `floor` or
+#' `ceiling` of slots / rows times. An epoch thus costs about one random
+#' draw per row served. With `rng = "torch"` every draw is a
+#' `torch_randperm(k)`, cut to its length.
 #'
 #' Order inside a batch: stratum by stratum, strata in order of first
 #' appearance in the data, each stratum's rows in the order of its epoch
-#' sequence (its rows in the epoch's permutation, then the extra passes);
+#' sequence (its pass 0, then the extra passes);
 #' [policy_min_per_stratum()] and [policy_fixed_size()] keep permuted order
 #' instead. Every row is placed directly (linear time); Python's batches
 #' are identical.
@@ -390,50 +393,55 @@ policy_may_recycle = function(policy) {
     downsample = policy_may_recycle(policy$params$base), FALSE)
 }
 
-# Extra passes of an epoch in draw order: list(stratum = , size = ) vectors.
-extra_passes = function(allocation, sizes) {
-  pool = if (is.null(allocation$pool_sizes)) as.double(sizes) else allocation$pool_sizes
+# The draws of a sampling policy's epoch, in draw order (the twin of
+# pystratum._assemble.stratum_draws): every stratum that serves rows, in order
+# of first appearance, draws its pass 0, `takes = min(pool, used)` of its N_s
+# rows (its pool: a fresh random subset, in random order), then, when
+# recycled, one draw per extra pass: the whole pool (a fresh permutation),
+# the last pass cut short to the ranks it serves. list(strata, sizes, takes).
+stratum_draws = function(allocation, encoded) {
+  sizes = as.double(encoded$sizes)
   used = allocation$cuts[, ncol(allocation$cuts)]
-  passes = ifelse(used > pool, (used - 1) %/% pool, 0)
-  list(passes = passes, pool = pool)
+  pool = if (is.null(allocation$pool_sizes)) sizes else as.double(allocation$pool_sizes)
+  turn = first_appearance_turn(encoded)
+  turn = turn[used[turn] > 0]
+  n_draws = 1 + ifelse(used[turn] > pool[turn], (used[turn] - 1) %/% pool[turn], 0)
+  strata = rep.int(turn, n_draws)
+  pass = sequence(n_draws) - 1  # 0, 1, ... within each stratum
+  list(strata = strata, sizes = ifelse(pass == 0, sizes[strata], pool[strata]),
+    takes = pmin(pool[strata], used[strata] - pass * pool[strata]))
 }
 
-# The passes in draw order: stratum, pool size and take (the ranks the pass
-# serves: the whole pool but in the last pass, cut short to what is used).
-pass_draw_order = function(extra, turn, used) {
-  recycled = turn[extra$passes[turn] > 0]
-  strata = rep.int(recycled, extra$passes[recycled])
-  pass = sequence(extra$passes[recycled])  # 1, 2, ... within each stratum
-  sizes = extra$pool[strata]
-  list(strata = strata, sizes = sizes, takes = pmin(sizes, used[strata] - pass * sizes))
-}
-
-# The extra draws an epoch of `allocation` makes after its main permutation,
-# in draw order: list(sizes = , takes = ), one draw of `takes[i]` distinct
-# values of 1..sizes[i] each (draw_epoch()).
-extra_pass_draws = function(allocation, encoded) {
-  used = allocation$cuts[, ncol(allocation$cuts)]
-  passes = pass_draw_order(extra_passes(allocation, encoded$sizes),
-    first_appearance_turn(encoded), used)
-  passes[c("sizes", "takes")]
+# What an epoch draws: list(sizes, takes), one draw of `takes[i]` distinct
+# values of 1..sizes[i] each (draw_group()): stratum by stratum for sampling
+# policies (by_stratum), else one permutation of all rows.
+epoch_draw_group = function(allocation, encoded, by_stratum) {
+  if (!by_stratum) {
+    return(list(sizes = encoded$n_rows, takes = encoded$n_rows))
+  }
+  stratum_draws(allocation, encoded)[c("sizes", "takes")]
 }
 
 # The same for epoch `epoch` of `policy` (an epoch skipped over).
-epoch_pass_draws = function(policy, encoded, epoch) {
-  extra_pass_draws(suppressWarnings(checked_allocation(policy, encoded, epoch),
-    classes = "pystratum_stratum_too_small"), encoded)
+skipped_epoch_draw_group = function(policy, encoded, epoch, by_stratum) {
+  if (!by_stratum) {
+    return(epoch_draw_group(NULL, encoded, FALSE))
+  }
+  epoch_draw_group(suppressWarnings(checked_allocation(policy, encoded, epoch),
+    classes = "pystratum_stratum_too_small"), encoded, TRUE)
 }
 
-# The batches of one epoch for any policy: the main permutation (NULL for row
-# order) and one order per extra pass (`draws[-1]`, in pass_draw_order()).
-# Policies that never pool or recycle (by_stratum = FALSE): the shared
-# allocate_batches(), rows inside a batch in permuted order. Sampling policies
-# (by_stratum = TRUE, see assembles_by_stratum()): each stratum's epoch
-# sequence is its pool (its first pool_s rows in the main permutation), then
-# the pool reordered by each of its extra passes, cut at its last rank; batch
-# b lists the strata in order of first appearance in the data (independent
-# of how labels sort), stratum s giving ranks cuts[s, b] + 1 ..
-# cuts[s, b + 1] of its sequence. Mirrors pystratum._assemble.assemble_by_stratum.
+# The batches of one epoch for any policy, from the epoch's draws (row order:
+# NULL, resp. seq_len(take) per draw). Policies that never pool or recycle
+# (by_stratum = FALSE): `draws[[1]]` is the permutation, and the shared
+# allocate_batches() keeps rows inside a batch in permuted order. Sampling
+# policies (by_stratum = TRUE, see assembles_by_stratum()): `draws` as
+# stratum_draws() lists them; each stratum's epoch sequence is its pool (its
+# rows, in row order, picked by its pass 0), then the pool reordered by each
+# of its extra passes, cut at its last rank; batch b lists the strata in
+# order of first appearance in the data (independent of how labels sort),
+# stratum s giving ranks cuts[s, b] + 1 .. cuts[s, b + 1] of its sequence.
+# Mirrors pystratum._assemble.assemble_by_stratum.
 # With row_weights, the result carries attr(, "weights") (with_row_weights()).
 assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE) {
   codes = encoded$codes
@@ -467,22 +475,19 @@ assembles_by_stratum = function(policy, allocation) {
 }
 
 assemble_by_stratum = function(encoded, allocation, draws) {
-  codes = encoded$codes
   sizes = as.double(encoded$sizes)
   cuts = allocation$cuts
   n_batches = ncol(cuts) - 1L
   counts = counts_from_cuts(cuts)
   used = cuts[, n_batches + 1L]
-  pool = if (is.null(allocation$pool_sizes)) sizes else as.double(allocation$pool_sizes)
-  passes = pass_draw_order(extra_passes(allocation, sizes), first_appearance_turn(encoded), used)
-  main = draws[[1L]]
-  if (is.null(main)) main = seq_len(encoded$n_rows)
-  by_stratum = main[order(codes[main], method = "radix")]
+  planned = stratum_draws(allocation, encoded)
+  grouped = order(encoded$codes, method = "radix")  # each stratum's rows, increasing
   starts = c(0, cumsum(sizes))
   sequences = lapply(seq_along(sizes), function(s) {
-    rows = by_stratum[starts[[s]] + seq_len(min(pool[[s]], used[[s]]))]
-    extra = draws[1L + which(passes$strata == s)]
-    sequence = c(rows, unlist(lapply(extra, function(o) rows[o]), use.names = FALSE))
+    mine = draws[planned$strata == s]
+    if (length(mine) == 0L) return(integer(0))
+    pool = grouped[starts[[s]] + mine[[1L]]]
+    sequence = c(pool, unlist(lapply(mine[-1L], function(o) pool[o]), use.names = FALSE))
     sequence[seq_len(used[[s]])]
   })
   # Block (s, b) in batch-major order, strata in order of first appearance
@@ -498,9 +503,8 @@ assemble_by_stratum = function(encoded, allocation, draws) {
 }
 
 # An epoch's draws from a stream (a function(n, size) giving the next
-# `size` distinct values of 1..n in random order, see permutation_stream()):
-# the main permutation, then one draw per extra pass (`passes`, from
-# extra_pass_draws()), the last pass of a stratum only as long as it serves.
-draw_epoch = function(draw, n, passes) {
-  c(list(draw(n)), unname(Map(draw, passes$sizes, passes$takes)))
+# `size` distinct values of 1..n in random order, see permutation_stream()),
+# one per entry of `group` (epoch_draw_group()).
+draw_group = function(draw, group) {
+  unname(Map(draw, group$sizes, group$takes))
 }

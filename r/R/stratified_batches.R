@@ -139,16 +139,18 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
     seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
     return(index_batches(encoded, allocation, seed, epoch))
   }
-  passes = extra_pass_draws(allocation, encoded)
-  draws = if (!shuffle) c(list(NULL), lapply(passes$takes, seq_len)) else {
+  by_stratum = assembles_by_stratum(policy, allocation)
+  group = epoch_draw_group(allocation, encoded, by_stratum)
+  draws = if (!shuffle) {
+    if (by_stratum) lapply(group$takes, seq_len) else list(NULL)
+  } else {
     assert_epoch_cost(epoch, encoded$n_rows, rng)
     draw = permutation_stream(rng, seed)
-    recycles = policy_may_recycle(policy)
     for (k in seq_len(epoch) - 1) {
-      # Skipped epochs: their whole group of draws (main + extra passes).
-      draw_epoch(draw, encoded$n_rows, if (recycles) epoch_pass_draws(policy, encoded, k))
+      # Skipped epochs: their whole group of draws.
+      draw_group(draw, skipped_epoch_draw_group(policy, encoded, k, by_stratum))
     }
-    draw_epoch(draw, encoded$n_rows, passes)
+    draw_group(draw, group)
   }
-  assemble_epoch(encoded, allocation, draws, assembles_by_stratum(policy, allocation))
+  assemble_epoch(encoded, allocation, draws, by_stratum)
 }

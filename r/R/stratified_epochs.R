@@ -11,8 +11,9 @@
 #   $length()                     number of batches of every epoch
 #   $epochs_served()              how many epochs $next_epoch() has returned
 #   $next_epoch()                 the next epoch's batches (a new shuffle; its
-#                                 group of draws: main permutation, then one
-#                                 per extra pass of a recycled stratum)
+#                                 group of draws: one permutation, or for
+#                                 sampling policies the draws of
+#                                 stratum_draws())
 #   $in_order()                   every row once, in row order, in batches of
 #                                 $prediction_sizes (for prediction loaders)
 #   $prediction_sizes             $batch_sizes when an epoch serves every row
@@ -59,16 +60,17 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
       served <<- served + 1L
       return(batches)
     }
-    passes = extra_pass_draws(allocation, encoded)
-    draws = c(list(NULL), lapply(passes$takes, seq_len))
+    by_stratum = assembles_by_stratum(policy, allocation)
+    group = epoch_draw_group(allocation, encoded, by_stratum)
+    draws = if (by_stratum) lapply(group$takes, seq_len) else list(NULL)
     if (shuffle) {
       if (is.null(draw)) {
         draw <<- permutation_stream(rng, seed, torch_backend)
       }
-      draws = draw_epoch(draw, self$n_rows, passes)
+      draws = draw_group(draw, group)
     }
     served <<- served + 1L
-    assemble_epoch(encoded, allocation, draws, assembles_by_stratum(policy, allocation))
+    assemble_epoch(encoded, allocation, draws, by_stratum)
   }
   self$in_order = function() consecutive_batches(self$prediction_sizes)
   class(self) = "pystratum_epochs"

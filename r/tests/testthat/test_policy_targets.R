@@ -14,23 +14,36 @@ test_that("targets: every batch holds exactly its share, small strata recycled",
   }
 })
 
-test_that("targets: an epoch draws sample.int(N), then each extra pass, the last one short", {
+test_that("targets: an epoch draws stratum by stratum, the last extra pass short", {
   # 45 batches of 2 + 2 + 2: stratum 1 (7 rows) needs 90 slots = 12 extra
   # passes, the last one serving 6 ranks; stratum 2 (23 rows) 3, the last 21.
   y = rep(c(0L, 1L, 2L), c(90L, 7L, 23L))
   set.seed(3, kind = "Mersenne-Twister", normal.kind = "Inversion", sample.kind = "Rejection")
   for (epoch in 0:1) {
-    main = sample.int(length(y))
     sequences = lapply(0:2, function(s) {
-      rows = main[y[main] == s]
+      rows = which(y == s)
       size = length(rows)
+      pool = rows[sample.int(size, min(size, 90))]  # pass 0
       passes = (90 - 1) %/% size
       takes = if (passes == 0) integer(0) else c(rep(size, passes - 1), 90 - size * passes)
-      c(rows, unlist(lapply(takes, function(take) rows[sample.int(size, take)])))[1:90]
+      c(pool, unlist(lapply(takes, function(take) pool[sample.int(size, take)])))
     })
     expected = lapply(1:45, function(b) unlist(lapply(sequences, function(q) q[2 * b - 1:0])))
     b = stratified_batches(y, policy_targets("balanced", 6), seed = 3, epoch = epoch)
     expect_identical(as.vector(unclass(b), "list"), lapply(expected, as.integer))
+  }
+})
+
+test_that("downsample: an epoch's kept rows are sample.int(N_s, k_s) of each stratum", {
+  y = rep(c("b", "a"), c(10L, 40L))  # "b" first in the data: drawn first
+  policy = policy_downsample(c(a = 0.25), policy_fixed_size(5))
+  set.seed(9, kind = "Mersenne-Twister", normal.kind = "Inversion", sample.kind = "Rejection")
+  for (epoch in 0:2) {
+    b_rows = which(y == "b")[sample.int(10L, 10L)]
+    a_rows = which(y == "a")[sample.int(40L, 10L)]
+    batches = stratified_batches(y, policy, seed = 9, epoch = epoch)
+    expect_identical(unlist(lapply(batches, function(rows) rows[y[rows] == "b"])), b_rows)
+    expect_identical(unlist(lapply(batches, function(rows) rows[y[rows] == "a"])), a_rows)
   }
 })
 
