@@ -17,6 +17,12 @@ and read each rank's batch off the cuts with :class:`_BatchLookup`, so
 memory beyond the int64 result is O(chunk + S). Both are exact integer
 computations; tests compare them with a plain loop.
 
+From ``2**17`` rows on, with numba installed (the ``fast`` extra), the plan
+uses :func:`assemble_in_place` instead: the same batches, computed inside
+the one int64 array that becomes the result (the epoch's shuffle included;
+``pystratum._assemble_numba``), which is several times faster and needs no
+memory beyond the result but O(S + B).
+
 Policies with pools or recycling (``Targets``, ``Downsample``) use
 :func:`assemble_by_stratum` instead: batches stratum by stratum, each row
 placed at its output position directly (an evenly spaced stratum through a
@@ -25,18 +31,59 @@ strided 2-D view).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._strata import smallest_code_dtype
 
-__all__ = ["BatchOrder", "assemble_batches", "assemble_by_stratum", "block_weights",
-           "stratum_draws"]
+__all__ = ["BatchOrder", "assemble_batches", "assemble_in_place", "assemble_by_stratum",
+           "block_weights", "compiled_kernels", "in_place_kernels", "stratum_draws"]
 
 # Up to this many strata the running-count method is faster: its cost grows
 # with the number of strata, the chunked-sort method's does not.
 _RUNNING_COUNT_MAX_STRATA = 3
+
+# The in-place assembly packs a row and a code (later an output position)
+# into one int64: 31 bits each.
+_PACKED_MAX_ROWS = 2**31 - 1
+# Below this many rows numpy's path takes a few milliseconds (numba's import
+# alone about half a second).
+_IN_PLACE_MIN_ROWS = 1 << 17
+
+_COMPILED = None  # the numba kernels, or False when unavailable or switched off
+
+
+def compiled_kernels():
+    """The compiled assembly kernels (``pystratum._assemble_numba``), or None.
+
+    Used when numba is installed (the ``fast`` extra) unless the environment
+    sets ``PYSTRATUM_NUMBA=0``. Both paths give the same batches.
+    """
+    global _COMPILED
+    if _COMPILED is None:
+        _COMPILED = False
+        if os.environ.get("PYSTRATUM_NUMBA", "1") != "0":
+            try:
+                from . import _assemble_numba
+            except ImportError:
+                pass
+            else:
+                _COMPILED = _assemble_numba
+    return _COMPILED or None
+
+
+def in_place_kernels(n_rows: int, n_strata: int):
+    """The kernels :func:`assemble_in_place` should use for this epoch, or None (numpy's path).
+
+    None below ``_IN_PLACE_MIN_ROWS`` rows, where numpy's path takes a few
+    milliseconds and importing numba would cost more than it saves, and
+    beyond 31 bits of rows or strata.
+    """
+    if not _IN_PLACE_MIN_ROWS <= n_rows <= _PACKED_MAX_ROWS or n_strata > _PACKED_MAX_ROWS:
+        return None
+    return compiled_kernels()
 
 
 @dataclass(frozen=True)
@@ -94,6 +141,40 @@ def assemble_batches(codes, permutation, rank_cuts, *, sizes=None,
         raise ValueError(f"unknown method {method!r}")
     used = int(bounds[n_batches])
     return BatchOrder(order=order[:used], bounds=bounds[: n_batches + 1])
+
+
+def assemble_in_place(codes, rank_cuts, stream, epoch: int, kernels) -> BatchOrder:
+    """:func:`assemble_batches` of the epoch's permutation, built in one int64 array.
+
+    The same batches as ``assemble_batches(codes, stream.permutation(n,
+    epoch), rank_cuts)`` (``stream=None``: row order), through the compiled
+    ``kernels`` (:func:`compiled_kernels`; see ``pystratum._assemble_numba``
+    for the steps). The array that holds row and code during the shuffle
+    becomes the result, so memory beyond the int64 result is O(S + B)
+    (streams without an in-place shuffle add their int32 permutation while
+    it is read). See :func:`in_place_kernels` for when it is used.
+    """
+    n = codes.shape[0]
+    n_batches = rank_cuts.shape[1] - 1
+    # Batch starts (rows of every stratum before batch b), then the
+    # pseudo-batch B of rows the policy leaves out, up to N.
+    starts = np.empty(n_batches + 2, dtype=np.int64)
+    rank_cuts.sum(axis=0, dtype=np.int64, out=starts[:-1])
+    starts[-1] = n
+    if stream is not None and not stream.shuffles_in_place:
+        # Drawn first: the stream's own temporaries are gone before the result exists.
+        permutation = stream.compact_permutation(n, epoch)
+        packed = np.empty(n, dtype=np.int64)
+        kernels.pack_permuted(permutation, codes, packed)
+        del permutation
+    else:
+        packed = np.empty(n, dtype=np.int64)
+        kernels.pack_rows(codes, packed)
+        if stream is not None:
+            stream.shuffle_in_place(packed, epoch)
+    kernels.place_ranks(packed, np.ascontiguousarray(rank_cuts), starts)
+    kernels.move_to_places(packed)
+    return BatchOrder(order=packed[:int(starts[n_batches])], bounds=starts[:n_batches + 1])
 
 
 class _BatchLookup:

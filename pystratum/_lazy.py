@@ -246,8 +246,9 @@ class LazyPlan:
         if self.row_weights is not None:
             per_segment = np.tile(self.row_weights[self.turn_order], self.num_batches)
             weights = np.repeat(per_segment, (hi - lo)[:, self.turn_order].ravel())
+        cuts = np.concatenate([lo, hi[-1:]]).T  # (S, B + 1): its differences are hi - lo
         return BatchPlan(order=order, bounds=bounds, strata=self.members.labels,
-                         counts=hi - lo, seed=self.seed, rng="index", epoch=self.epoch,
+                         cuts=cuts, seed=self.seed, rng="index", epoch=self.epoch,
                          shuffle=True, policy=self.policy, weights=weights)
 
     def __repr__(self) -> str:

@@ -33,6 +33,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ._assemble import compiled_kernels
 from ._validation import check_epoch, check_int
 
 __all__ = ["PERMUTATION_RNG_CHOICES", "RNG_CHOICES", "MAX_SKIPPED_DRAWS", "SKIP_FLOOR_ROWS",
@@ -60,6 +61,8 @@ MAX_SKIPPED_DRAWS = 10**8
 SKIP_FLOOR_ROWS = 1000
 
 _INT32_MAX = 2**31 - 1
+# numpy draws a Fisher-Yates partner from 32-bit words up to this bound.
+_UINT32_MAX = 2**32 - 1
 
 
 def stream_for(rng: str, seed, shuffle: bool):
@@ -101,10 +104,23 @@ class EpochStream(abc.ABC):
 
     name: ClassVar[str]
     seed: object
+    # Whether shuffle_in_place reorders an array without drawing the
+    # permutation as an array of its own (the plan's leaner path).
+    shuffles_in_place: ClassVar[bool] = False
 
     @abc.abstractmethod
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         """Epoch ``epoch``'s permutation of ``range(n)``."""
+
+    def shuffle_in_place(self, values: np.ndarray, epoch: int) -> None:
+        """Reorder ``values`` (1-D) as epoch ``epoch``'s permutation orders ``range(n)``.
+
+        Afterwards ``values[k]`` is the old ``values[permutation(n, epoch)[k]]``,
+        with the same draws from the stream. This default draws the
+        permutation and gathers; streams with ``shuffles_in_place`` do it
+        without the copy.
+        """
+        values[:] = values[self.compact_permutation(values.shape[0], epoch)]
 
     def compact_permutation(self, n: int, epoch: int) -> np.ndarray:
         """:meth:`permutation`'s values, as int32 when ``n < 2**31`` (else int64).
@@ -184,6 +200,7 @@ class NumpyStream(StatelessStream):
     """
 
     name = "numpy"
+    shuffles_in_place = True
 
     def __init__(self, seed=None):
         _reject_bool(seed)
@@ -233,6 +250,28 @@ class NumpyStream(StatelessStream):
 
     def permutation(self, n: int, epoch: int) -> np.ndarray:
         return self.generator_for_epoch(epoch).permutation(n)
+
+    def shuffle_in_place(self, values: np.ndarray, epoch: int) -> None:
+        """``Generator.shuffle(values)`` with the epoch's generator: ``permutation(n)``'s order.
+
+        ``permutation(n)`` is ``arange(n)`` shuffled, and a 1-D shuffle makes
+        the same swaps whatever the values, so any array is reordered as
+        ``arange(n)`` would be. With numba (the ``fast`` extra) the swaps are
+        made by a compiled loop that prefetches each swap's partner
+        (``pystratum._assemble_numba.shuffle_like_numpy``): the same draws
+        and swaps, several times faster than numpy's loop on large arrays.
+        """
+        generator = self.generator_for_epoch(epoch)
+        # The kernel is compiled for what the plan shuffles: 1-D int64 arrays.
+        kernels = compiled_kernels() if values.dtype == np.int64 and values.ndim == 1 and \
+            values.shape[0] - 1 <= _UINT32_MAX else None
+        if kernels is None:
+            generator.shuffle(values)
+            return
+        bit_generator = generator.bit_generator
+        interface = bit_generator.ctypes
+        with bit_generator.lock:
+            kernels.shuffle_like_numpy(values, interface.next_uint32, interface.state_address)
 
     def epoch_draws(self, n: int, draws, epoch: int, draws_of=None) -> list:
         """The epoch's partial shuffles, all from the epoch's own generator."""
