@@ -74,6 +74,11 @@ def compiled_kernels():
     return _COMPILED or None
 
 
+def in_place_min_rows() -> int:
+    """Rows from which the compiled kernels are worth importing numba for."""
+    return _IN_PLACE_MIN_ROWS
+
+
 def in_place_kernels(n_rows: int, n_strata: int):
     """The kernels :func:`assemble_in_place` should use for this epoch, or None (numpy's path).
 
@@ -425,17 +430,16 @@ def stratum_draws(allocation, sizes, first_rows) -> list:
     return draws
 
 
-def assemble_by_stratum(grouped_rows, offsets, stream_draws, allocation, draws,
-                        first_rows) -> BatchOrder:
+def assemble_by_stratum(stream_draws, allocation, draws, first_rows) -> BatchOrder:
     """Batches of a sampling policy's epoch (pools, recycling), each batch stratum by stratum.
 
-    ``grouped_rows[offsets[s]:offsets[s + 1]]`` are stratum ``s``'s rows
-    (``EncodedStrata.grouped_rows``); ``draws`` says what each of
-    ``stream_draws`` is (:func:`stratum_draws`). Stratum ``s``'s *epoch
-    sequence* is its pool (its rows picked and ordered by its pass 0), then
-    the pool reordered by each of its extra passes, cut at ``cuts[s, -1]``;
-    ranks ``cuts[s, b]..cuts[s, b + 1] - 1`` of it fill batch ``b``. Inside
-    a batch the strata come in order of first appearance in the data
+    ``draws`` says what each of ``stream_draws`` is (:func:`stratum_draws`):
+    a stratum's first one holds its pool's rows in pass 0's order (its rows
+    picked by the draw, ``EpochStream.epoch_orders``), the others index the
+    pool (its extra passes). Stratum ``s``'s *epoch sequence* is its pool,
+    then the pool reordered by each of its extra passes, cut at ``cuts[s,
+    -1]``; ranks ``cuts[s, b]..cuts[s, b + 1] - 1`` of it fill batch ``b``.
+    Inside a batch the strata come in order of first appearance in the data
     (``first_rows``: independent of how labels sort, so the same in R), each
     stratum's rows in sequence order. Every row lands at its output position
     directly (``bounds[b]`` + the rows of earlier strata in batch ``b`` + its
@@ -463,8 +467,7 @@ def assemble_by_stratum(grouped_rows, offsets, stream_draws, allocation, draws,
         total = int(used[s])
         if total == 0:
             continue
-        first_pass, *passes = orders_of[s]
-        rows = grouped_rows[offsets[s]:offsets[s + 1]][first_pass]
+        rows, *passes = orders_of[s]
         pool_size = rows.shape[0]
         even = _even_layout(start[s], counts[s])
         if even is not None:

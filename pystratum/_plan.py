@@ -282,13 +282,18 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     if draws_by_stratum(policy, allocation):
         planned = stratum_draws(allocation, encoded.sizes, encoded.first_rows)
         sizes = [(size, take) for _, size, take in planned]
+        # A stratum's first draw picks its rows (its pool), the others index the pool.
+        grouped, offsets = encoded.grouped_rows, encoded.offsets
+        sources = [grouped[offsets[s]:offsets[s + 1]] if i == 0 or planned[i - 1][0] != s
+                   else None for i, (s, _, _) in enumerate(planned)]
         if stream is None:
-            draws = [np.arange(take, dtype=np.int64) for _, take in sizes]
+            draws = [np.arange(take, dtype=np.int64) if source is None else source[:take]
+                     for (_, take), source in zip(sizes, sources)]
         else:
-            draws = stream.epoch_draws(n, sizes, epoch,
-                                       draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
-        batches = assemble_by_stratum(encoded.grouped_rows, encoded.offsets, draws, allocation,
-                                      planned, encoded.first_rows)
+            draws = stream.epoch_orders(n, sizes, epoch, sources,
+                                        draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
+        del sources
+        batches = assemble_by_stratum(draws, allocation, planned, encoded.first_rows)
         del draws
         by_stratum = True
     else:

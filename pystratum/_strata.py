@@ -77,8 +77,15 @@ class EncodedStrata:
         when the rows fit (kept for the object's life: a sampler groups its
         rows once, not every epoch).
         """
-        rows = np.argsort(self.codes, kind="stable")
-        return rows.astype(np.int32) if self.n_rows <= np.iinfo(np.int32).max else rows
+        from ._assemble import compiled_kernels, in_place_min_rows
+
+        dtype = np.int32 if self.n_rows <= np.iinfo(np.int32).max else np.int64
+        kernels = compiled_kernels() if self.n_rows >= in_place_min_rows() else None
+        if kernels is None:
+            return np.argsort(self.codes, kind="stable").astype(dtype, copy=False)
+        rows = np.empty(self.n_rows, dtype=dtype)
+        kernels.group_rows(self.codes, self.offsets, rows)
+        return rows
 
     @cached_property
     def offsets(self) -> np.ndarray:

@@ -33,7 +33,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ._assemble import compiled_kernels
+from ._assemble import compiled_kernels, in_place_min_rows
 from ._validation import check_epoch, check_int
 
 __all__ = ["PERMUTATION_RNG_CHOICES", "RNG_CHOICES", "MAX_SKIPPED_DRAWS", "SKIP_FLOOR_ROWS",
@@ -145,6 +145,18 @@ class EpochStream(abc.ABC):
         that R torch shares). ``n`` (the rows) and ``draws_of`` are for
         sequential streams' :meth:`advance_to`.
         """
+
+    def epoch_orders(self, n: int, draws, epoch: int, sources, draws_of=None) -> list:
+        """:meth:`epoch_draws`, each draw with a source applied: ``source[draw]``.
+
+        ``sources``: one 1-D array of ``size`` values per ``(size, take)`` in
+        ``draws``, or None (the draw itself, indices). The same draws from
+        the stream; streams that can shuffle the values themselves (numpy,
+        for a whole draw) skip the gather.
+        """
+        drawn = self.epoch_draws(n, draws, epoch, draws_of)
+        return [order if source is None else source[order]
+                for order, source in zip(drawn, sources)]
 
     @abc.abstractmethod
     def advance_to(self, n: int, epoch: int, draws_of=None) -> None:
@@ -261,24 +273,61 @@ class NumpyStream(StatelessStream):
         (``pystratum._assemble_numba.shuffle_like_numpy``): the same draws
         and swaps, several times faster than numpy's loop on large arrays.
         """
-        generator = self.generator_for_epoch(epoch)
-        # The kernel is compiled for what the plan shuffles: 1-D int64 arrays.
-        kernels = compiled_kernels() if values.dtype == np.int64 and values.ndim == 1 and \
-            values.shape[0] - 1 <= _UINT32_MAX else None
-        if kernels is None:
-            generator.shuffle(values)
-            return
-        bit_generator = generator.bit_generator
-        interface = bit_generator.ctypes
-        with bit_generator.lock:
-            kernels.shuffle_like_numpy(values, interface.next_uint32, interface.state_address)
+        _shuffle(self.generator_for_epoch(epoch), values)
 
     def epoch_draws(self, n: int, draws, epoch: int, draws_of=None) -> list:
         """The epoch's partial shuffles, all from the epoch's own generator."""
         generator = self.generator_for_epoch(epoch)
         # choice(): Floyd's sampling for a short take, O(take) draws.
-        return [generator.permutation(size) if take == size
+        return [_permutation(generator, size) if take == size
                 else generator.choice(size, take, replace=False) for size, take in draws]
+
+    def epoch_orders(self, n: int, draws, epoch: int, sources, draws_of=None) -> list:
+        """:meth:`epoch_draws` applied to ``sources``: a whole draw shuffles a copy of its
+        source (``permutation(size)``'s swaps reorder any values alike), no gather."""
+        generator = self.generator_for_epoch(epoch)
+        orders = []
+        for (size, take), source in zip(draws, sources):
+            if source is None:
+                orders.append(_permutation(generator, size) if take == size
+                              else generator.choice(size, take, replace=False))
+            elif take == size:
+                values = source.astype(np.int64)  # a copy: the source is left as it is
+                if size < in_place_min_rows():
+                    generator.shuffle(values)
+                else:
+                    _shuffle(generator, values)
+                orders.append(values)
+            else:
+                orders.append(source[generator.choice(size, take, replace=False)])
+        return orders
+
+
+def _shuffle(generator: np.random.Generator, values: np.ndarray) -> None:
+    """``generator.shuffle(values)``, by the compiled loop when numba is there (same swaps)."""
+    # The kernel is compiled for what the plan shuffles: 1-D int64 arrays.
+    kernels = compiled_kernels() if values.dtype == np.int64 and values.ndim == 1 and \
+        values.shape[0] - 1 <= _UINT32_MAX else None
+    if kernels is None:
+        generator.shuffle(values)
+        return
+    bit_generator = generator.bit_generator
+    interface = bit_generator.ctypes
+    with bit_generator.lock:
+        kernels.shuffle_like_numpy(values, interface.next_uint32, interface.state_address)
+
+
+def _permutation(generator: np.random.Generator, n: int) -> np.ndarray:
+    """``generator.permutation(n)``: the same values and draws, compiled from ``2**17`` rows.
+
+    (``permutation(n)`` is ``arange(n)`` shuffled.) Below that numpy's loop
+    takes a few milliseconds, less than importing numba would cost.
+    """
+    if n < in_place_min_rows():
+        return generator.permutation(n)
+    values = np.arange(n, dtype=np.int64)
+    _shuffle(generator, values)
+    return values
 
 
 def check_state_keys(state, keys, rng: str) -> None:

@@ -215,3 +215,38 @@ def test_large_epochs_take_the_compiled_path_unless_switched_off(monkeypatch):
     monkeypatch.setenv("PYSTRATUM_NUMBA", "0")
     monkeypatch.setattr(assemble, "_COMPILED", None)
     assert assemble.in_place_kernels(10**6, 2) is None
+
+
+@pytest.mark.parametrize("size", [1, 2, 1000, 70_001])
+def test_numpy_stream_whole_draws_are_numpys_permutations_compiled_or_not(compiled, size):
+    """A sampling policy's whole draw (a permutation of a stratum or of a pool) is
+    Generator.permutation(size) on both paths, and leaves the generator where numpy does."""
+    from pystratum._streams import _permutation
+
+    ours, numpys = np.random.default_rng(size), np.random.default_rng(size)
+    np.testing.assert_array_equal(_permutation(ours, size), numpys.permutation(size))
+    assert ours.bit_generator.state == numpys.bit_generator.state
+
+
+def test_sampling_plans_are_the_same_with_and_without_the_compiled_path(monkeypatch, compiled):
+    from pystratum.policies import Downsample, Targets
+
+    strata = np.random.default_rng(2).choice([0, 1, 2, 7], p=[0.6, 0.3, 0.07, 0.03], size=30_001)
+    for policy in (Targets("balanced", 40), Downsample({0: 0.2}, Targets("balanced", 8)),
+                   Downsample({1: 0.5}, FixedSize(50))):
+        monkeypatch.setattr(assemble, "_COMPILED", kernels)
+        compiled_plan = pystratum.plan_batches(strata, policy, seed=5, epoch=2)
+        monkeypatch.setattr(assemble, "_COMPILED", False)
+        plain = pystratum.plan_batches(strata, policy, seed=5, epoch=2)
+        np.testing.assert_array_equal(compiled_plan.order, plain.order)
+        if plain.weights is not None:
+            np.testing.assert_array_equal(compiled_plan.weights, plain.weights)
+
+
+@pytest.mark.parametrize("n_strata", [1, 3, 300, 70_000])
+def test_compiled_grouping_is_the_stable_sort(compiled, n_strata):
+    codes = np.random.default_rng(n_strata).integers(0, n_strata, 200_001)
+    encoded = encode_strata(codes)
+    rows = encoded.grouped_rows
+    assert rows.dtype == np.int32
+    np.testing.assert_array_equal(rows, np.argsort(encoded.codes, kind="stable"))
