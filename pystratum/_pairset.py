@@ -179,18 +179,25 @@ class PairSet:
                 self._filter[word[(mask & bit) != 0]] |= bit
 
     def _build_user_words(self, keys: np.ndarray) -> None:
-        """One 64-bit word per user (hashed), two bits per key chosen by its item's hash.
+        """One 64-bit word per user, two bits per key chosen by its item's hash.
 
         A grouped query reads its user's word once for all its items (one
         uncached read per user instead of one per item); an item whose bit
-        is clear is certainly not observed by that user.
+        is clear is certainly not observed by that user. Users index the
+        words directly when the table has room for every user (no two users
+        share a word: 7.5% of draws pass instead of 11% with users hashed
+        into the same number of words); otherwise users are hashed.
         """
         num_items = self._num_items
         num_users = int(keys.max()) // num_items + 1 if keys.size else 1
         words = min(int(_USER_WORDS_PER_USER * num_users), max(1, keys.size // _KEYS_PER_USER_WORD))
         word_bits = max(1, (max(words, 2) - 1).bit_length())
-        self._user_shift = np.uint64(64 - word_bits)
-        self._user_words = np.zeros(1 << word_bits, dtype=np.uint64)
+        if num_users <= 1 << word_bits:
+            self._user_shift = np.uint64(0)  # 0: the user is the word's index
+            self._user_words = np.zeros(num_users, dtype=np.uint64)
+        else:
+            self._user_shift = np.uint64(64 - word_bits)
+            self._user_words = np.zeros(1 << word_bits, dtype=np.uint64)
         for start in range(0, keys.size, _BUILD_CHUNK):
             chunk = keys[start:start + _BUILD_CHUNK]
             word = self._user_word_index(chunk // num_items)
@@ -201,6 +208,10 @@ class PairSet:
                 self._user_words[word[(mask & bit) != 0]] |= bit
 
     def _user_word_index(self, users: np.ndarray) -> np.ndarray:
+        if not self._user_shift:
+            # Users past the table observed nothing: reading the last word may pass
+            # their absent pairs to the exact levels, never miss a present one.
+            return np.minimum(users, self._user_words.shape[0] - 1)
         hashed = np.multiply(users.view(np.uint64), _MULTIPLIER)
         np.right_shift(hashed, self._user_shift, out=hashed)
         return hashed.view(np.int64)

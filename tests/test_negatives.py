@@ -514,6 +514,34 @@ def test_pair_set_grouped_members_equal_a_python_set_in_numpy_and_compiled(
         np.testing.assert_array_equal(np.flatnonzero(contained), expected)
 
 
+@pytest.mark.parametrize("num_users, direct", [(50, True), (5000, False)])
+def test_pair_set_user_words_indexed_by_user_or_hashed_answer_exactly(num_users, direct):
+    """Users index their words directly when the table has room for all of them, else are
+    hashed; either way (and for users past the table, who observed nothing) the grouped
+    answer is exact, in numpy and compiled."""
+    import numba  # noqa: F401  (the dev extra installs it: the compiled path is tested)
+
+    from pystratum._pairset import PairSet
+
+    gen = np.random.default_rng(7)
+    num_items, k = 40, 3
+    users = gen.integers(0, num_users, 2000)
+    items = gen.integers(0, num_items, 2000)
+    keys = users * num_items + items
+    pairs = PairSet(keys, num_items=num_items)
+    assert (int(pairs._user_shift) == 0) == direct
+    query_users = np.r_[users[:300], num_users + np.arange(50)]  # the last 50 observed nothing
+    query_items = gen.integers(0, num_items, query_users.size * k)
+    query_items[::k][:300] = items[:300]
+    members = set(keys.tolist())
+    query_keys = np.repeat(query_users, k) * num_items + query_items
+    expected = np.flatnonzero([q in members for q in query_keys.tolist()])
+    assert expected.size >= 300
+    for accelerated in (False, True):
+        np.testing.assert_array_equal(
+            pairs.members_grouped(query_users, query_items, accelerated=accelerated), expected)
+
+
 @pytest.mark.parametrize("pair_with", ["user", "random"])
 @pytest.mark.parametrize("rng", ["numpy", "R"])
 def test_compiled_and_numpy_membership_give_the_same_batches(monkeypatch, pair_with, rng):
