@@ -601,3 +601,54 @@ def test_the_core_does_not_import_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+def _numpy_batch_generator(parent, prefix, index):
+    return np.random.default_rng(np.random.SeedSequence(
+        parent.entropy, spawn_key=(*parent.spawn_key, *prefix, index), pool_size=parent.pool_size))
+
+
+@settings(max_examples=40)
+@given(entropy=st.one_of(st.integers(0, 2**130), st.lists(st.integers(0, 2**70), min_size=1,
+                                                          max_size=9)),
+       parent_key=st.lists(st.integers(0, 2**40), max_size=3),
+       pool_size=st.integers(4, 9), prefix=st.lists(st.integers(0, 2**34), max_size=2),
+       indices=st.lists(st.one_of(st.integers(0, 3000), st.integers(2**32 - 2, 2**33)),
+                        min_size=1, max_size=6))
+def test_spawned_generators_are_numpys_spawned_streams(entropy, parent_key, pool_size, prefix,
+                                                      indices):
+    """The per-batch Generators (seeded a block of indices at a time) draw exactly what
+    default_rng(SeedSequence(entropy, spawn_key=(*key, *prefix, index))) draws, for any
+    entropy, key, pool size and index (in any order, across blocks, past 2^32)."""
+    from pystratum._spawned_pcg64 import spawned_generators
+
+    parent = np.random.SeedSequence(entropy, spawn_key=tuple(parent_key), pool_size=pool_size)
+    generator_of = spawned_generators(parent, tuple(prefix))
+    for index in indices:
+        ours = generator_of(index)
+        assert ours.bit_generator.state == \
+            _numpy_batch_generator(parent, prefix, index).bit_generator.state
+        np.testing.assert_array_equal(
+            ours.integers(0, 1000, 9),
+            _numpy_batch_generator(parent, prefix, index).integers(0, 1000, 9))
+
+
+def test_spawned_generators_fall_back_to_numpy_when_the_seeding_differs(monkeypatch):
+    """Set-up compares index 0 with numpy's own construction; if they ever differ (numpy
+    changed its seeding), every batch gets numpy's own Generator, so streams stay numpy's."""
+    import pystratum._spawned_pcg64 as spawned
+
+    parent = np.random.SeedSequence(5)
+    wrong = spawned._pcg64_state
+
+    def off_by_one(*seeds):
+        state = wrong(*seeds)
+        state["state"]["state"] ^= 1
+        return state
+
+    monkeypatch.setattr(spawned, "_pcg64_state", off_by_one)
+    generator_of = spawned.spawned_generators(parent, (2,))
+    for index in (0, 1, 5000):
+        np.testing.assert_array_equal(
+            generator_of(index).integers(0, 10**6, 20),
+            _numpy_batch_generator(parent, (2,), index).integers(0, 10**6, 20))
