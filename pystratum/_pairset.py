@@ -265,7 +265,7 @@ class PairSet:
         return out
 
     def members_grouped(self, users: np.ndarray, items: np.ndarray,
-                        accelerated=None) -> np.ndarray:
+                        accelerated=None, out=None) -> np.ndarray:
         """Slots ``r = j*k + t`` (ascending, int64) where ``(users[j], items[r])`` is in the set.
 
         ``items`` holds k items per entry of ``users`` (``k = items.size //
@@ -275,11 +275,23 @@ class PairSet:
         two bits are set in it (about (1 - exp(-2 n_u / 64))^2 of them for a
         user with n_u observed items, more for users sharing its word) go on
         to the filter and the buckets.
+
+        ``out`` (optional, a contiguous int64 array of ``items``' length)
+        receives a copy of ``items``, which may then be of any integer dtype:
+        the compiled check writes it as it reads them, so the batch's column
+        costs no pass of its own.
         """
         if self._num_items is None:
             raise ValueError("members_grouped needs a PairSet built with num_items.")
         users = np.ascontiguousarray(users, dtype=np.int64)
-        items = np.ascontiguousarray(items, dtype=np.int64)
+        if out is None:
+            items = out = np.ascontiguousarray(items, dtype=np.int64)
+        else:
+            items = np.ascontiguousarray(items)
+            if items.dtype.kind not in "iu" or out.dtype != np.int64 or \
+                    not out.flags.c_contiguous or out.shape != items.shape:
+                raise ValueError("out must be a contiguous int64 array of items' shape, and "
+                                 "items integers.")
         n = users.shape[0]
         k = items.shape[0] // n if n else 0
         if n * k != items.shape[0]:
@@ -291,10 +303,13 @@ class PairSet:
             found = 0
             if n:
                 found = kernels.members_grouped(
-                    users, items, k, self._num_items, self._user_words, self._user_shift,
+                    users, items, out, k, self._num_items, self._user_words, self._user_shift,
                     _MASKS_64, _ITEM_MASK_SHIFT, hits, self._filter, self._filter_shift, _MASKS,
                     self._hashes, self._offsets, self._bucket_shift)
             return hits[:found].copy()
+        if out is not items:
+            np.copyto(out, items)
+            items = out
         out = np.empty(n * k, dtype=bool)
         width = min(n, _GROUP_CHUNK)
         mask = np.empty((width, k), dtype=np.uint64)

@@ -78,10 +78,11 @@ def members(keys, hits, filt, filter_shift, masks16, hashes, offsets, bucket_shi
 
 
 @numba.njit(nogil=True, boundscheck=False, cache=True)
-def members_grouped(users, items, k, num_items, user_words, user_shift, masks64, mask_shift,
+def members_grouped(users, items, out, k, num_items, user_words, user_shift, masks64, mask_shift,
                     hits, filt, filter_shift, masks16, hashes, offsets, bucket_shift):
     """Writes the slots r = j*k + t with (users[j], items[r]) in the set to ``hits``
-    (ascending); returns their count."""
+    (ascending); returns their count. Copies ``items`` (any integer dtype) to ``out``
+    (int64) on the way: the batch's column, without a pass of its own."""
     n = users.shape[0]
     chunk = max(1, _CHUNK // k)
     queries = np.empty(chunk * k, np.int64)
@@ -101,7 +102,8 @@ def members_grouped(users, items, k, num_items, user_words, user_shift, masks64,
                 _prefetch(user_words, _word_index(users[j + _AHEAD], user_shift, last))
             word = user_words[_word_index(users[j], user_shift, last)]
             for r in range(j * k, j * k + k):
-                item = items[r]
+                item = np.int64(items[r])
+                out[r] = item
                 mask = masks64[np.int64((np.uint64(item) * _MULTIPLIER) >> mask_shift)]
                 if (word & mask) == mask:
                     queries[count] = r

@@ -631,8 +631,12 @@ class NegativePairSampler(EpochServed):
             return generator.integers(0, self.num_users, m)
 
         if self._weights is None:
+            # Below 2^32 numpy draws int64 and uint32 by the same 32-bit method (the same
+            # stream); uint32 writes half the bytes, and the check widens them as it reads.
+            dtype = np.uint32 if self.num_items <= 2**32 else np.int64
+
             def draw_items(m):
-                return generator.integers(0, self.num_items, m)
+                return generator.integers(0, self.num_items, m, dtype=dtype)
         else:
             def draw_items(m):
                 return self._weighted_items(generator.random(m))
@@ -707,18 +711,22 @@ class NegativePairSampler(EpochServed):
         draw_users, draw_items = self._batch_draws(epoch, index)
         if self.pair_with == "random":
             users[:] = draw_users(users.shape[0])
+        if self.reject_observed and self.pair_with == "user":
+            # The k negatives of a positive share its user: its word is read once for
+            # all k, and the check copies the draws into the batch's column as it reads.
+            pending = self._pairs.members_grouped(users[::self.negatives],
+                                                  draw_items(items.shape[0]), out=items)
+            self._reject(pending, users, items, draw_users, draw_items, epoch, index)
+            return
         items[:] = draw_items(items.shape[0])
         if self.reject_observed:
-            self._reject(users, items, draw_users, draw_items, epoch, index)
+            pending = self._pairs.members(users * self.num_items + items)
+            self._reject(pending, users, items, draw_users, draw_items, epoch, index)
 
-    def _reject(self, users, items, draw_users, draw_items, epoch, index):
-        """Redraw observed pairs in place: pending slots in slot order, round after round."""
+    def _reject(self, pending, users, items, draw_users, draw_items, epoch, index):
+        """Redraw the observed pairs at ``pending`` in place: pending slots in slot order,
+        round after round."""
         num_items = self.num_items
-        if self.pair_with == "user":
-            # The k negatives of a positive share its user: its word is read once for all k.
-            pending = self._pairs.members_grouped(users[::self.negatives], items)
-        else:
-            pending = self._pairs.members(users * num_items + items)
         rounds = 1
         while pending.size:
             if rounds >= self.max_rounds:

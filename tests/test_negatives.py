@@ -540,6 +540,12 @@ def test_pair_set_user_words_indexed_by_user_or_hashed_answer_exactly(num_users,
     for accelerated in (False, True):
         np.testing.assert_array_equal(
             pairs.members_grouped(query_users, query_items, accelerated=accelerated), expected)
+        # out=: the items (any integer dtype) are copied into the int64 column on the way
+        out = np.full(query_items.size, -1, dtype=np.int64)
+        np.testing.assert_array_equal(pairs.members_grouped(
+            query_users, query_items.astype(np.uint32), accelerated=accelerated, out=out),
+            expected)
+        np.testing.assert_array_equal(out, query_items)
 
 
 @pytest.mark.parametrize("pair_with", ["user", "random"])
