@@ -89,6 +89,8 @@ def members_grouped(users, items, out, k, num_items, user_words, user_shift, mas
     hashed = np.empty(chunk * k, np.uint64)
     words = np.empty(chunk * k, np.uint16)
     last = user_words.shape[0] - 1
+    for j in range(min(n, _AHEAD)):  # the loop prefetches _AHEAD on: start it warm
+        _prefetch(user_words, _word_index(users[j], user_shift, last))
     found = 0
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
