@@ -6,17 +6,20 @@ negative and almost always answers "absent". All levels hash with
 Fibonacci hashing, ``h = x * 2^64/phi`` (mod 2^64), and use its top bits:
 
 0. (Grouped queries, built when ``num_items`` is given.) One 64-bit word per
-   user, by a hash of the user into a table of about one word per user
-   (8 MiB for 10^6 users, at most one word per 4 keys): each
-   observed pair sets two bits of its user's word, chosen by its item's
-   hash. A batch's negatives come k per positive with the positive's user,
-   so the word is read once for k items; an item whose two bits are not
-   both set is certainly not observed by that user (about 91% of draws
-   for users with 10 items). This matters because a read at a random place
-   of a structure larger than the cache costs about as much as three
-   ``Generator.integers`` draws here; one read per user instead of one
-   per draw is most of what took an epoch's negatives (draws and checks)
-   from 6.4x a bare draw to 4.7x-5.4x in numpy (3.3x-3.8x compiled).
+   user (8 MiB for 10^6 users; at most about one word per 4 keys): indexed
+   by the user itself when the table has room for every user, else by a
+   hash of the user. Each observed pair sets two bits of its user's word,
+   chosen by its item's hash. A batch's negatives come k per positive with
+   the positive's user, so the word is read once for k items; an item
+   whose two bits are not both set is certainly not observed by that user
+   (about 92.5% of draws for users with 10 items; 89% when users are
+   hashed, since some share a word). This matters because a read at a
+   random place of a structure larger than the cache costs about as much
+   as three ``Generator.integers`` draws here; one read per user instead
+   of one per draw is most of what took an epoch's negatives (draws and
+   checks) from 6.4x a bare draw to 4.7x-5.4x in numpy (3.3x-3.8x
+   compiled, 2.7x since the words are indexed by user and the compiled
+   check copies the draws into the batch).
 1. A filter of 16-bit words with about 24 bits per key (2^24 words, 32
    MiB, for 10^7 keys): the top bits of ``h`` choose a word, the next 8 bits
    one of 256 masks with two bits set, and a key sets its mask's bits in its
