@@ -18,7 +18,7 @@ Fibonacci hashing, ``h = x * 2^64/phi`` (mod 2^64), and use its top bits:
    as three ``Generator.integers`` draws here; one read per user instead
    of one per draw is most of what took an epoch's negatives (draws and
    checks) from 6.4x a bare draw to 4.7x-5.4x in numpy (3.3x-3.8x
-   compiled, 2.7x since the words are indexed by user and the compiled
+   compiled, about 2.6x since the words are indexed by user and the compiled
    check copies the draws into the batch).
 1. A filter of 16-bit words with about 24 bits per key (2^24 words, 32
    MiB, for 10^7 keys): the top bits of ``h`` choose a word, the next 8 bits

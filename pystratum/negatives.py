@@ -36,7 +36,7 @@ Each draw is looked up among the observed pairs' keys
 so the draws, the accepted pairs and the streams (Python and R alike) are
 those of any exact membership test. With ``pair_with="user"`` the k draws
 of a positive share its user, so the first check reads one 64-bit word per
-user (two bits per observed pair of that user) for all k items: about 91%
+user (two bits per observed pair of that user) for all k items: about 92%
 of draws (users with 10 items) are "certainly not observed" there. The
 rest go through a filter of 16-bit words (two bits per observed pair,
 about 99% of the remaining absent keys cleared) and then the few sorted
@@ -56,10 +56,11 @@ numpy: ``Generator.integers`` with a bound per element costs several times
 the scalar-bound draw, and a search per draw (even with the queries sorted
 by user) costs more than a filter read (``benchmarks/results_focused.md``). It is not
 used. For 10^7 pairs and k = 4 the epoch's negatives (draws and rejection)
-cost 3.3x-3.8x a bare ``Generator.integers`` draw of the same count with the
-compiled check and 4.7x-5.4x in numpy, with large batches (small batches
-pay a stream per batch); see the results file for the figures and the
-whole epoch.
+cost about 2.6x a bare ``Generator.integers`` draw of the same count with
+the compiled check and 4.2x-4.6x in numpy, with large batches (batches of
+1,024 pairs: 4.6x-5.7x compiled, each batch paying its own stream and a
+few numpy calls); see the results file for the figures and the whole
+epoch.
 
 Sampling probabilities (``log_q``) and importance weights (``weight``)
 ---------------------------------------------------------------------
