@@ -31,11 +31,11 @@ strided 2-D view).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from ._optional_kernels import load_kernels
 from ._strata import smallest_code_dtype
 
 __all__ = ["BatchOrder", "assemble_batches", "assemble_in_place", "assemble_by_stratum",
@@ -63,14 +63,7 @@ def compiled_kernels():
     """
     global _COMPILED
     if _COMPILED is None:
-        _COMPILED = False
-        if os.environ.get("PYSTRATUM_NUMBA", "1") != "0":
-            try:
-                from . import _assemble_numba
-            except ImportError:
-                pass
-            else:
-                _COMPILED = _assemble_numba
+        _COMPILED = load_kernels("_assemble_numba") or False
     return _COMPILED or None
 
 

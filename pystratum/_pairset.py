@@ -39,9 +39,9 @@ tables; ``PYSTRATUM_NUMBA=0`` keeps numpy. Figures:
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
+
+from ._optional_kernels import load_kernels
 
 __all__ = ["PairSet"]
 
@@ -101,14 +101,7 @@ def compiled():
     """
     global _COMPILED
     if _COMPILED is None:
-        _COMPILED = False
-        if os.environ.get("PYSTRATUM_NUMBA", "1") != "0":
-            try:
-                from . import _pairset_numba
-            except ImportError:
-                pass
-            else:
-                _COMPILED = _pairset_numba
+        _COMPILED = load_kernels("_pairset_numba") or False
     return _COMPILED or None
 
 

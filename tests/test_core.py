@@ -16,6 +16,8 @@ from pystratum.policies import MinPerStratum, strata_of_sizes
 from pystratum._assemble import assemble_batches
 from pystratum._streams import NumpyStream
 
+from tests._strategies import draw_any_cuts
+
 
 def reference_batches(codes, permutation, m):
     """REFERENCE.md section 1, written as plainly as possible (a loop per row)."""
@@ -370,13 +372,7 @@ def test_batch_lookup_matches_a_search_per_rank(sizes, n_batches, data):
     rows a policy leaves out), whatever the chunks and however uneven the cuts."""
     import pystratum._assemble as assemble
 
-    cuts = np.zeros((len(sizes), n_batches + 1), dtype=data.draw(st.sampled_from([np.int32,
-                                                                                  np.int64])))
-    for s, size in enumerate(sizes):
-        used = data.draw(st.integers(0, size))
-        inner = sorted(data.draw(st.lists(st.integers(0, used), min_size=n_batches - 1,
-                                          max_size=n_batches - 1)))
-        cuts[s] = [0, *inner, used]
+    cuts = draw_any_cuts(data, sizes, n_batches)
     sizes = np.asarray(sizes, dtype=np.int64)
     lookup = assemble._BatchLookup(cuts, sizes)
     seen = np.zeros(len(sizes), dtype=np.int64)

@@ -16,6 +16,8 @@ from pystratum._strata import encode_strata
 from pystratum._streams import NumpyStream, StatelessStream, make_stream
 from pystratum.policies import Allocation, FixedSize, Policy
 
+from tests._strategies import draw_any_cuts
+
 BIT_GENERATORS = [np.random.PCG64, np.random.PCG64DXSM, np.random.MT19937, np.random.Philox,
                   np.random.SFC64]
 
@@ -121,13 +123,7 @@ def test_in_place_assembly_matches_a_loop_for_any_cuts(sizes, n_batches, data):
     or row order."""
     codes = np.repeat(np.arange(len(sizes)), sizes).astype(np.int16)
     codes = codes[np.random.default_rng(data.draw(st.integers(0, 2**32))).permutation(codes.size)]
-    cuts = np.zeros((len(sizes), n_batches + 1), dtype=data.draw(st.sampled_from([np.int32,
-                                                                                   np.int64])))
-    for s, size in enumerate(sizes):
-        used = data.draw(st.integers(0, size))
-        inner = sorted(data.draw(st.lists(st.integers(0, used), min_size=n_batches - 1,
-                                          max_size=n_batches - 1)))
-        cuts[s] = [0, *inner, used]
+    cuts = draw_any_cuts(data, sizes, n_batches)
     seed = data.draw(st.integers(0, 2**32))
     numpy_stream = NumpyStream(seed)
     permutation = numpy_stream.permutation(codes.size, 2)
