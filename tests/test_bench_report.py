@@ -50,3 +50,13 @@ def test_markdown_names_the_command_and_the_peers_not_run():
     assert "`python benchmarks/report.py`" in text
     assert "| floor: numpy default_rng().permutation(N), cut into batches | 0.2000 |" in text
     assert "LibAUC DualSampler" in text and "catalyst" in text
+
+
+def test_the_report_carries_the_focused_figures_one_level_down():
+    section = report.focused_section()
+    assert section.startswith("\n## Focused benchmarks")
+    headings = [line for line in section.splitlines() if line.startswith("### ")]
+    for part in ("bench_negatives.py", "bench_lazy.py", "bench_core.py", "bench_policies.py"):
+        assert any(part in heading for heading in headings), part
+    assert not any(line.startswith("# ") for line in section.splitlines())
+    assert "is [results.md](results.md)" not in section
