@@ -47,14 +47,16 @@ all-orders chi-square tests it passes.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
+from ._assemble import in_place_min_rows
 from ._streams import StatelessStream
 from ._validation import check_int
 
-__all__ = ["MAX_INDEX", "ROUNDS", "SMALL_DOMAIN", "IndexStream", "index_permutation", "permute_ranks",
-           "round_keys"]
+__all__ = ["MAX_INDEX", "ROUNDS", "SMALL_DOMAIN", "IndexStream", "compiled_index_kernels",
+           "index_permutation", "kernels_for", "permute_ranks", "round_keys"]
 
 ROUNDS = 6
 # Largest n, seed, epoch and stream number: R holds every value exactly as a double.
@@ -73,6 +75,37 @@ _FIXED_KEYS = (4156040, 27461843, 52005422, 57701188, 604194, 27210192)
 SMALL_DOMAIN = 64
 # Values handled per step: keeps the temporaries of the rounds in cache.
 _CHUNK = 1 << 16
+
+_COMPILED = None  # pystratum._index_numba, or False when unavailable or switched off
+
+
+def compiled_index_kernels():
+    """The compiled stream kernels (``pystratum._index_numba``), or None.
+
+    Used when numba is installed (the ``fast`` extra) unless the environment
+    sets ``PYSTRATUM_NUMBA=0``. Both paths give the same values, bit for bit
+    (the stream is shared with R).
+    """
+    global _COMPILED
+    if _COMPILED is None:
+        _COMPILED = False
+        if os.environ.get("PYSTRATUM_NUMBA", "1") != "0":
+            try:
+                from . import _index_numba
+            except ImportError:
+                pass
+            else:
+                _COMPILED = _index_numba
+    return _COMPILED or None
+
+
+def kernels_for(count: int):
+    """The compiled kernels for work on ``count`` values (or rows), or None (numpy's path).
+
+    None below ``in_place_min_rows()`` values (the materialised plan's rule):
+    there numpy takes a few milliseconds and importing numba would cost more.
+    """
+    return compiled_index_kernels() if count >= in_place_min_rows() else None
 
 
 def _widths(n):
@@ -178,6 +211,17 @@ def _walk(ranks, n, keys):
     """Feistel network plus cycle-walking, in cache-sized chunks."""
     out = np.empty(ranks.shape[0], dtype=np.int64)
     scalar_n = np.ndim(n) == 0
+    kernels = kernels_for(ranks.shape[0])
+    if kernels is not None:
+        ranks = np.ascontiguousarray(ranks, dtype=np.int64)
+        if scalar_n:
+            kernels.walk(ranks, n, np.ascontiguousarray(keys, dtype=np.uint64), out)
+        else:
+            if keys.ndim == 1:
+                keys = np.broadcast_to(keys[:, None], (ROUNDS, ranks.shape[0]))
+            kernels.walk_each(ranks, np.ascontiguousarray(n, dtype=np.int64),
+                              np.ascontiguousarray(keys, dtype=np.uint64), out)
+        return out
     for start in range(0, ranks.shape[0], _CHUNK):
         stop = min(start + _CHUNK, ranks.shape[0])
         x = ranks[start:stop].astype(np.uint64)

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._index_stream import MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks
+from ._assemble import in_place_min_rows
+from ._index_stream import MAX_INDEX, SMALL_DOMAIN, IndexStream, compiled_index_kernels, permute_ranks
 from ._members import StratumMembers, members_of_codes, members_of_labels
 from ._validation import check_epoch, check_int
 
@@ -43,6 +44,10 @@ _BLOCK_ROWS = 1 << 17
 # Up to this many strata, each stratum's ranks go through the cipher with
 # scalar parameters (faster); beyond it, one call with per-row parameters.
 _PER_STRATUM_MAX = 8
+# Rows asked for at once from which the compiled kernels fill them (plans of
+# at least in_place_min_rows() rows): one batch stays on numpy's path, so
+# the first batch never waits for numba's import.
+_COMPILED_MIN_ROWS = 1 << 12
 
 
 class LazyPlan:
@@ -139,6 +144,18 @@ class LazyPlan:
         np.cumsum(counts.sum(axis=1), out=bounds[1:])
         seg_out += bounds[:-1, None]
         order = np.empty(int(bounds[-1]), dtype=np.int64)
+        kernels = self._kernels(order.shape[0])
+        if kernels is not None:
+            # Ranks, cipher, cycle-walk and member lookup fused: no temporaries.
+            members = self.members
+            table, offsets = self._small
+            grouped = members.rows is None
+            kernels.fill_segments(
+                order, np.ascontiguousarray(lo), np.ascontiguousarray(counts), seg_out,
+                self.turn_order, members.sizes, self.keys, table, offsets,
+                np.empty(0, dtype=np.int64) if grouped else np.asarray(members.rows),
+                members.starts if grouped else members.offsets, grouped)
+            return order, bounds
         if self.members.n_strata <= _PER_STRATUM_MAX:
             # Few strata: each stratum's ranks go through the cipher with scalar
             # parameters and land straight in their places.
@@ -152,6 +169,18 @@ class LazyPlan:
         ranks, _ = _segments(lo.ravel(), counts.ravel(), seg_out.ravel())
         order[:] = self.members.member(stratum, self._positions(stratum, ranks))
         return order, bounds
+
+    def _kernels(self, rows: int):
+        """The compiled kernels for a call filling ``rows`` rows, or None (numpy's path).
+
+        Both give the same rows. Pooled or recycled strata (``Targets``,
+        ``Downsample``) stay on numpy's path, whose bijections on the pools
+        are compiled in turn (``permute_ranks``).
+        """
+        if self._pools is not None or rows < _COMPILED_MIN_ROWS or \
+                self.members.n_rows < in_place_min_rows():
+            return None
+        return compiled_index_kernels()
 
     def _pool_ranks(self, stratum, ranks):
         """Pooled/recycled strata: rank ``r`` is pool rank ``r % pool`` of pass ``r // pool``.

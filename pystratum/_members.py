@@ -365,9 +365,20 @@ class MemberWriter:
             self.rows = np.empty(n_rows, dtype=dtype)
         self._write = np.zeros(self.sizes.shape[0], dtype=np.int64)
         np.cumsum(self.sizes[:-1], out=self._write[1:])
+        self._kernels = None
+        if self.sizes.shape[0] > _FEW_STRATA:
+            # Few strata: numpy's scans are as fast, and need no numba import.
+            from ._index_stream import kernels_for  # here: _index_stream imports this module
+
+            self._kernels = kernels_for(n_rows)
 
     def add(self, chunk, start: int) -> None:
         n_strata = self.sizes.shape[0]
+        if self._kernels is not None and chunk.dtype.kind in "iu":
+            # Many strata: one pass appending each row to its stratum (a
+            # counting sort), half the time of the sort below; the same array.
+            self._kernels.write_members(chunk, start, self._write, np.asarray(self.rows))
+            return
         if n_strata <= _FEW_STRATA:
             # Few strata: one scan per stratum, sequential writes.
             for s in range(n_strata):
