@@ -14,6 +14,11 @@ torch's DistributedSampler (one rank of 8) and the plain keyed shuffle.
 and not grouped (int8 codes, member array), against
 ``default_rng().permutation(N / 8)``. Inputs are built compactly in memory
 (int8 codes, or the two run lengths); nothing is written to disk.
+
+With numba installed (the ``fast`` extra) the materialised plan and the
+lazy plan's epochs go through compiled kernels; their one-off import and
+load is measured apart ("warm-up"). ``PYSTRATUM_NUMBA=0`` measures the
+numpy paths.
 """
 
 import argparse
@@ -74,11 +79,20 @@ def case(name, n):
         out["epoch"] = clock.lap()
     elif name in ("lazy_grouped_rank", "lazy_codes_rank", "lazy_codes", "lazy_grouped"):
         grouped = "grouped" in name
-        if grouped:
-            positives = int(round(n * POSITIVES))
-            strata = pystratum.grouped_strata([n - positives, positives])
-        else:
-            strata = _codes(n)
+
+        def strata_of(size):
+            if grouped:
+                positives = int(round(size * POSITIVES))
+                return pystratum.grouped_strata([size - positives, positives])
+            return _codes(size)
+
+        # Once per process, as for "materialised": numba's import and the
+        # compiled kernels' load (the fast extra), measured apart.
+        clock = Clock()
+        small = pystratum.lazy_plan(strata_of(1 << 17), policy, seed=2)
+        small.batches_of(np.arange(small.num_batches))
+        out["warm_up"] = clock.lap()
+        strata = strata_of(n)
         out["input_mb"] = _rss_mb()
         clock = Clock()
         plan = pystratum.lazy_plan(strata, policy, seed=1)
@@ -113,6 +127,8 @@ def case(name, n):
         from pystratum._index_stream import permute_ranks, round_keys
 
         clock = Clock()
+        permute_ranks(np.arange(1 << 17), 1 << 20, round_keys(2, 0, [0])[:, 0])
+        out["warm_up"] = clock.lap()
         keys = round_keys(1, 0, [0])[:, 0]
         step = 1 << 20
         # rank 0's share of a plain keyed shuffle of N rows, no strata

@@ -8,7 +8,7 @@ lookup while it is in a register.
 
 Exactness: every operation is the numpy code's uint64 operation on the same
 operands (halves below 2**26, products below 2**52, so nothing wraps); the
-only addition is a mask ``& (2**26 - 1)`` on the first round input
+only addition is a mask ``& (2**26 - 1)`` on each round's input
 ``right xor key``, which is below 2**26 anyway (it tells the compiler the
 product fits 26 x 26 bits, so the multiplies vectorise). Tests compare both
 paths value by value.
@@ -121,9 +121,10 @@ def _walk_block(first, count, n, p, q, k0, k1, k2, k3, k4, k5, buffer, pending, 
 
 @numba.njit(nogil=True, boundscheck=False, cache=True)
 def walk(ranks, n, keys, out):
-    """``out[i] = perm(ranks[i])`` on ``[0, n)``, ``n > SMALL_DOMAIN`` (``_index_stream._walk``).
+    """``out[i] = perm(ranks[i])`` on ``[0, n)`` (``_index_stream._walk``), ``1 <= n <= 2**52``.
 
-    keys: uint64 ``(ROUNDS,)``.
+    keys: uint64 ``(ROUNDS,)``. (The stream walks only domains above
+    ``SMALL_DOMAIN``; smaller ones are ranked whole.)
     """
     n = np.uint64(n)
     p, q = _widths(n)

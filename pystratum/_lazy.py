@@ -26,6 +26,12 @@ of stratum ``s`` goes to batch ``b`` exactly when
 ``cuts[s, b] <= r < cuts[s, b + 1]``, and the bijection makes the ranks a
 shuffle of the stratum, so every row is in exactly one batch (or none,
 where the policy leaves rows out) and every batch has the policy's counts.
+
+With numba installed (the ``fast`` extra), blocks of batches of a large plan
+are filled by one compiled kernel (``pystratum._index_numba.fill_segments``:
+ranks, cipher and member lookup fused), the same rows as numpy's path; a
+single batch stays on numpy's path, so the first one never waits for
+numba's import.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._assemble import in_place_min_rows
-from ._index_stream import MAX_INDEX, SMALL_DOMAIN, IndexStream, compiled_index_kernels, permute_ranks
+from ._index_stream import (MAX_INDEX, SMALL_DOMAIN, IndexStream, compiled_index_kernels,
+                            permute_ranks)
 from ._members import StratumMembers, members_of_codes, members_of_labels
 from ._validation import check_epoch, check_int
 

@@ -252,3 +252,32 @@ def test_first_batch_and_small_plans_do_not_import_numba_and_numba_stays_optiona
     assert outputs[0][:2] == outputs[1][:2]
     assert outputs[0][2] == "True"  # the whole epoch went through the kernels
     assert outputs[1][2] == "False"
+
+
+def test_the_golden_vectors_hold_on_the_compiled_path(paths):
+    """R's stream (tests/vectors/index_stream.json) through the kernels: positions and batches."""
+    import pystratum
+    from _vectors import load_cases
+    from pystratum._index_stream import index_permutation
+    from pystratum.policies import policy_from_params
+
+    header, cases = load_cases("index_stream.json")
+    base = header["index_base"]
+    paths(True)
+    checked = 0
+    for case in cases:
+        if "n" in case:
+            ranks = None if case.get("ranks") is None else \
+                np.asarray(case["ranks"], np.int64) - base
+            got = index_permutation(case["n"], case["seed"], case["epoch"], case["stream"],
+                                    ranks=ranks)
+            assert got.tolist() == [v - base for v in case["expected"]], case["id"]
+            checked += 1
+        elif "strata" in case:
+            policy = policy_from_params(case["policy"]["name"], case["policy"]["params"])
+            plan = pystratum.plan_batches(np.asarray(case["strata"]), policy, seed=case["seed"],
+                                          rng="index", epoch=case["epoch"])
+            expected = [[v - base for v in b] for b in case["expected"]]
+            assert [b.tolist() for b in plan] == expected, case["id"]
+            checked += 1
+    assert checked >= 13
