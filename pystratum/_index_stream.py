@@ -42,16 +42,21 @@ exactly with doubles; ``n``, the seed, the epoch and the stream number must
 be below ``2**52``. This is a statistical shuffle, not cryptography: see
 ``tests/test_index_stream.py`` for the uniformity, independence and
 all-orders chi-square tests it passes.
+
+With numba installed (the ``fast`` extra) calls on ``in_place_min_rows()``
+values or more run compiled (``pystratum._index_numba``: the rounds fused
+per value), with the same values bit for bit; ``PYSTRATUM_NUMBA=0`` keeps
+numpy.
 """
 
 from __future__ import annotations
 
 import numbers
-import os
 
 import numpy as np
 
 from ._assemble import in_place_min_rows
+from ._optional_kernels import load_kernels
 from ._streams import StatelessStream
 from ._validation import check_int
 
@@ -88,14 +93,7 @@ def compiled_index_kernels():
     """
     global _COMPILED
     if _COMPILED is None:
-        _COMPILED = False
-        if os.environ.get("PYSTRATUM_NUMBA", "1") != "0":
-            try:
-                from . import _index_numba
-            except ImportError:
-                pass
-            else:
-                _COMPILED = _index_numba
+        _COMPILED = load_kernels("_index_numba") or False
     return _COMPILED or None
 
 
