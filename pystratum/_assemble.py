@@ -456,6 +456,10 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows) -> BatchOrd
     for (s, _, _), drawn in zip(draws, stream_draws):
         orders_of[s].append(drawn)
     order = np.empty(int(bounds[-1]), dtype=np.int64)
+    # In a small epoch the strata without an even layout are placed by one
+    # scatter: per-stratum work would be mostly call overhead.
+    small = order.shape[0] <= _SMALL_EPOCH_ROWS
+    scattered = []
     for s in range(n_strata):
         total = int(used[s])
         if total == 0:
@@ -476,8 +480,22 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows) -> BatchOrd
             sequence[:pool_size] = rows
             for at, pass_order in zip(range(pool_size, total, pool_size), passes):
                 np.take(rows, pass_order, out=sequence[at:at + pass_order.shape[0]])
-        _scatter_blocks(order, sequence, start[s], cuts[s])
+        if small:
+            scattered.append((s, sequence))
+        else:
+            _scatter_blocks(order, sequence, start[s], cuts[s])
+    if scattered:
+        strata = [s for s, _ in scattered]
+        blocks = counts[strata].ravel()  # stratum by stratum, batches in order: ranks 0, 1, ...
+        ranks = np.arange(blocks.sum(), dtype=np.int64)
+        ranks -= np.repeat(np.cumsum(used[strata]) - used[strata], used[strata])
+        order[np.repeat(start[strata].ravel(), blocks) + ranks] = np.concatenate(
+            [sequence for _, sequence in scattered])
     return BatchOrder(order=order, bounds=bounds)
+
+
+# Epochs up to this many rows served are placed by one scatter (assemble_by_stratum).
+_SMALL_EPOCH_ROWS = 1 << 15
 
 
 def _even_layout(start, counts):

@@ -392,11 +392,15 @@ def _batches_by_rule(y, plan, stream_draws):
 @given(sizes=sizes_st, data=st.data(), epoch=st.integers(0, 3))
 def test_sampling_batches_list_strata_in_first_appearance_order_by_their_sequences(
         sizes, data, epoch):
+    import pystratum._assemble as assemble
     from pystratum._streams import NumpyStream
     from pystratum._plan import epoch_draw_sizes
     from pystratum._strata import encode_strata
 
     y = labels_of(sizes, seed=data.draw(st.integers(0, 5)))
+    # Both placements: one scatter for the whole (small) epoch, or stratum by stratum.
+    small_epoch_rows = data.draw(st.sampled_from([0, 1 << 15]))
+    original, assemble._SMALL_EPOCH_ROWS = assemble._SMALL_EPOCH_ROWS, small_epoch_rows
     batch_size = data.draw(st.integers(len(sizes), len(sizes) + 12))
     kind = data.draw(st.sampled_from(["targets", "downsample-fixed", "downsample-targets"]))
     mode = data.draw(st.sampled_from(["largest", "smallest", 3]))
@@ -409,6 +413,8 @@ def test_sampling_batches_list_strata_in_first_appearance_order_by_their_sequenc
         plan = plan_batches(y, policy, seed=11, epoch=epoch)
     except ValueError:
         return  # an infeasible combination (e.g. epoch='smallest' leaving no batch)
+    finally:
+        assemble._SMALL_EPOCH_ROWS = original
     stream = NumpyStream(11)
     draws = stream.epoch_draws(len(y), epoch_draw_sizes(encode_strata(y), policy, epoch), epoch)
     expected = _batches_by_rule(y, plan, draws)
@@ -429,13 +435,17 @@ def test_sampling_batches_list_strata_in_first_appearance_order_by_their_sequenc
     Downsample({0: 0.02}, Targets("balanced", 6)),
     Downsample({0: 0.3, 2: 0.5}, FixedSize(12)),
 ], ids=repr)
-def test_evenly_spaced_and_prefix_placements_follow_the_rule(policy):
-    """The assembly's shortcuts (a strided copy when a stratum's blocks are evenly spaced,
-    a downsampled stratum's rows found in a prefix of the permutation) give the rule's order."""
+@pytest.mark.parametrize("small_epoch_rows", [0, 1 << 15], ids=["per-stratum", "one-scatter"])
+def test_evenly_spaced_and_prefix_placements_follow_the_rule(policy, small_epoch_rows,
+                                                            monkeypatch):
+    """The assembly's placements (a strided copy when a stratum's blocks are evenly spaced,
+    a scatter per stratum, or one scatter for a small epoch) give the rule's order."""
+    import pystratum._assemble as assemble
     from pystratum._plan import epoch_draw_sizes
     from pystratum._streams import NumpyStream
     from pystratum._strata import encode_strata
 
+    monkeypatch.setattr(assemble, "_SMALL_EPOCH_ROWS", small_epoch_rows)
     y = labels_of([700, 45, 130], seed=3)
     for epoch in (0, 2):
         plan = plan_batches(y, policy, seed=4, epoch=epoch)

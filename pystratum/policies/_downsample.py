@@ -64,6 +64,7 @@ class Downsample(Policy):
                                 f"'params': ...}}, got base={base!r}.")
             base = policy_from_params(base["name"], base["params"])
         self.base = as_policy(base)
+        self._cached_kept = None
 
     def params(self) -> dict:
         return {"keep": dict(self.keep), "base": self.base.to_dict()}
@@ -73,18 +74,30 @@ class Downsample(Policy):
 
     def allocate(self, strata, epoch) -> Allocation:
         sizes = strata.sizes
-        keys = list(self.keep)
-        index = match_keys(keys, strata, "keep",
-                           "Name strata by their label (as text for JSON: 1 -> '1').")
-        fractions = np.array([self.keep[key] for key in keys], dtype=np.float64)
-        kept = sizes.copy()
-        kept[index] = np.maximum(1, np.floor(fractions * sizes[index] + 0.5)).astype(np.int64)
+        kept = self._kept(strata)
         inner = self.base.allocate(_KeptStrata(strata, kept), epoch)
         pool = kept if inner.pool_sizes is None else inner.pool_sizes
         weights = sizes / kept
         if inner.row_weights is not None:
             weights = weights * inner.row_weights
         return Allocation(inner.cuts, row_weights=weights, pool_sizes=pool)
+
+
+    def _kept(self, strata) -> np.ndarray:
+        """Rows kept per stratum (the same every epoch: cached for the last strata seen)."""
+        key = (strata.sizes.tobytes(), tuple(strata.labels))
+        if self._cached_kept is not None and self._cached_kept[0] == key:
+            return self._cached_kept[1]
+        sizes = strata.sizes
+        keys = list(self.keep)
+        index = match_keys(keys, strata, "keep",
+                           "Name strata by their label (as text for JSON: 1 -> '1').")
+        fractions = np.array([self.keep[key] for key in keys], dtype=np.float64)
+        kept = sizes.copy()
+        kept[index] = np.maximum(1, np.floor(fractions * sizes[index] + 0.5)).astype(np.int64)
+        kept.flags.writeable = False
+        self._cached_kept = (key, kept)
+        return kept
 
 
 def _check_keep(keep):
