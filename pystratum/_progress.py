@@ -34,6 +34,8 @@ __all__ = ["EpochProgress", "EpochServed"]
 class EpochProgress:
     """The epoch position of one sampler on one rank (torch-free)."""
 
+    _left = False  # also for progress pickled before the attribute existed
+
     def __init__(self, owner: str, num_replicas: int, rank: int):
         self._owner = owner  # the sampler's class name, for the warning
         self.num_replicas = num_replicas
@@ -42,13 +44,24 @@ class EpochProgress:
         self._resume = None  # (epoch, batches already yielded) from restore() or a copy
         self._active = None  # the pass that started last
         self._explicit = False  # set_epoch/restore since the last epoch began
+        # set_epoch since the active pass began: the next pass starts afresh, so the
+        # active one no longer holds the position (even with batches left to yield).
+        self._left = False
         self._warned = False
+
+    def _in_progress(self):
+        """The active pass, if it still holds the position (started, not ended, not left)."""
+        active = self._active
+        if active is not None and active.in_progress and not self._left:
+            return active
+        return None
 
     @property
     def epoch(self) -> int:
         """The epoch being served, or (between epochs) the one the next pass serves."""
-        if self._active is not None and self._active.in_progress:
-            return self._active.epoch
+        active = self._in_progress()
+        if active is not None:
+            return active.epoch
         return self._resume[0] if self._resume is not None else self._next_epoch
 
     def set_epoch(self, epoch: int) -> None:
@@ -58,6 +71,7 @@ class EpochProgress:
             return
         self._resume = None
         self._next_epoch = epoch
+        self._left = True
 
     def restore(self, epoch: int, batches_yielded: int) -> None:
         """The next pass continues ``epoch`` after ``batches_yielded`` batches."""
@@ -82,6 +96,7 @@ class EpochProgress:
         self._next_epoch = epoch + 1 if self.num_replicas == 1 else epoch
         self._explicit = False
         self._active = epoch_pass
+        self._left = False
         return epoch, start
 
     def position(self, stream_state: Callable[[], dict]) -> tuple[int, int, dict]:
@@ -90,9 +105,10 @@ class EpochProgress:
         ``stream_state()`` gives the stream's current state, used when no pass
         of the saved epoch has drawn from it yet.
         """
-        active = self._active
-        if active is not None and active.in_progress:
+        active = self._in_progress()
+        if active is not None:
             return active.epoch, active.batches_yielded, active.stream_state
+        active = self._active
         epoch, yielded = self._resume if self._resume is not None else (self._next_epoch, 0)
         if active is not None and active.epoch == epoch and self._resume is None:
             return epoch, yielded, active.stream_state  # the epoch is served again
@@ -108,8 +124,8 @@ class EpochProgress:
         copy = EpochProgress.__new__(EpochProgress)
         copy.__dict__.update(self.__dict__)
         copy._active = None
-        active = self._active
-        if active is not None and active.in_progress:
+        active = self._in_progress()
+        if active is not None:
             copy._resume = (active.epoch, active.batches_yielded)
             copy._next_epoch = active.epoch
             return copy, active.stream_state

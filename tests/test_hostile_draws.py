@@ -1,0 +1,345 @@
+"""Hostile inputs for the sampling policies' stratum-by-stratum draws, the compiled paths
+and the negatives' per-batch generators: every path that must agree, compared.
+
+* A plain reference of a sampling policy's epoch (Targets, Downsample), written from the
+  documented draw order with numpy's own ``default_rng`` of the epoch's spawned
+  ``SeedSequence`` (or torch's own generator), against ``plan_batches`` on the compiled
+  and the numpy path, for odd shares (zeros), tiny keep fractions (``k_s = 1``),
+  ``epoch='smallest'``/int, strata of one row, many strata, labels of several dtypes.
+* The torch sampler against ``plan_batches`` across epochs: ``set_epoch`` jumps, mid-epoch
+  ``state_dict``/``load_state_dict`` resumes, several replicas, numpy/R/torch streams.
+* Python ``rng='R'`` against the R package in embedded R for the same odd policies.
+* ``_spawned_pcg64`` against ``default_rng(SeedSequence(...))`` for odd seeds: huge
+  entropy, entropy lists and arrays, spawn keys, pool sizes, prefixes past 2**32, indices
+  across blocks and at 2**32; the negatives' batches against that reconstruction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import pystratum
+import pystratum._assemble as assemble
+import pystratum._assemble_numba as kernels
+from pystratum._strata import encode_strata
+from pystratum.policies import Downsample, FixedSize, Targets
+
+# ---------------------------------------------------------------------------
+# Strata and sampling policies.
+
+LABEL_KINDS = ("int", "negint", "str", "float", "object")
+
+
+def _labels(kind, n_strata):
+    if kind == "int":
+        return np.arange(n_strata, dtype=np.int64) * 3 + 1
+    if kind == "negint":
+        return -np.arange(n_strata, dtype=np.int64) * 7 - 2**40
+    if kind == "str":
+        return np.array([f"s{k:03d}" if k % 2 else f"Z{k}" for k in range(n_strata)])
+    if kind == "float":
+        return np.arange(n_strata) * 0.25 - 1.5
+    return np.array([(f"x{k}" if k % 2 else k) for k in range(n_strata)], dtype=object)
+
+
+def _python_label(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+@st.composite
+def sampling_cases(draw, max_strata=8, max_size=40):
+    """(strata, policy): 1-D labels of one kind, strata of 1..max_size rows (ones included)
+    in any row order, and a Targets or Downsample policy with odd parameters."""
+    n_strata = draw(st.integers(1, max_strata))
+    sizes = draw(st.lists(st.one_of(st.just(1), st.integers(1, max_size)),
+                          min_size=n_strata, max_size=n_strata))
+    kind = draw(st.sampled_from(LABEL_KINDS))
+    labels = _labels(kind, n_strata)
+    codes = np.repeat(np.arange(n_strata), sizes)
+    order_seed = draw(st.integers(0, 2**32 - 1))
+    if draw(st.booleans()):
+        codes = codes[np.random.default_rng(order_seed).permutation(codes.shape[0])]
+    strata = labels[codes]
+    keys = [_python_label(v) for v in labels]
+
+    def targets():
+        if draw(st.booleans()):
+            positive = n_strata
+            shares = "balanced"
+        else:
+            weights = draw(st.lists(st.sampled_from([0, 0, 1, 2, 3, 7, 100, 999]),
+                                    min_size=n_strata, max_size=n_strata))
+            assume(sum(weights) > 0)
+            total = sum(weights)
+            shares = {key: w / total for key, w in zip(keys, weights)}
+            positive = sum(w > 0 for w in weights)
+        batch_size = draw(st.integers(positive, positive + 25))
+        epoch = draw(st.one_of(st.sampled_from(["largest", "smallest"]), st.integers(1, 6)))
+        return Targets(shares, batch_size, epoch)
+
+    if draw(st.booleans()):
+        return strata, targets()
+    named = draw(st.lists(st.integers(0, n_strata - 1), min_size=1, max_size=n_strata,
+                          unique=True))
+    fractions = st.one_of(st.sampled_from([1.0, 0.5, 1e-300, 0.3333, 0.05]),
+                          st.floats(1e-9, 1.0))
+    keep = {keys[k]: draw(fractions) for k in named}
+    base = draw(st.sampled_from(["int", "fixed", "targets"]))
+    if base == "int":
+        base = draw(st.integers(1, 3))
+    elif base == "fixed":
+        base = FixedSize(draw(st.integers(1, 30)))
+    else:
+        base = targets()
+    return strata, Downsample(keep, base)
+
+
+def _plan(strata, policy, **kwargs):
+    """plan_batches, or the error it raised (the same error is expected on every path)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pystratum.StratumTooSmallWarning)
+        try:
+            return pystratum.plan_batches(strata, policy, **kwargs)
+        except ValueError as error:
+            return error
+
+
+def _allocation(strata, policy, epoch):
+    encoded = encode_strata(strata)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pystratum.StratumTooSmallWarning)
+        return encoded, policy.allocate(encoded, epoch)
+
+
+def _turn(codes, n_strata):
+    first = np.full(n_strata, codes.shape[0])
+    np.minimum.at(first, codes, np.arange(codes.shape[0]))
+    return np.argsort(first, kind="stable")
+
+
+def _draw_plan(encoded, allocation):
+    """[(stratum, size, take)] of one epoch, written from the policies' docstrings."""
+    cuts = np.asarray(allocation.cuts, dtype=np.int64)
+    sizes = encoded.sizes
+    pool = sizes if allocation.pool_sizes is None else np.asarray(allocation.pool_sizes)
+    out = []
+    for s in _turn(encoded.codes, encoded.n_strata).tolist():
+        used, kept = int(cuts[s, -1]), int(pool[s])
+        if used == 0:
+            continue
+        out.append((s, int(sizes[s]), min(kept, used)))
+        at = kept
+        while at < used:
+            out.append((s, kept, min(kept, used - at)))
+            at += kept
+    return out
+
+
+def _reference_batches(encoded, allocation, draws):
+    """Batches from one epoch's draws (``draws[i]`` for ``_draw_plan(...)[i]``): each
+    stratum's sequence is its pool (its rows, increasing, picked by its first draw), then
+    the pool reordered by each further draw, cut at its last rank; batch b lists the strata
+    in order of first appearance, ranks cuts[s, b]..cuts[s, b + 1] - 1 of each."""
+    cuts = np.asarray(allocation.cuts, dtype=np.int64)
+    sequences = {}
+    for (s, _, _), drawn in zip(_draw_plan(encoded, allocation), draws):
+        if s not in sequences:
+            rows = np.flatnonzero(encoded.codes == s)
+            sequences[s] = [rows[np.asarray(drawn, dtype=np.int64)]]
+        else:
+            sequences[s].append(sequences[s][0][np.asarray(drawn, dtype=np.int64)])
+    turn = _turn(encoded.codes, encoded.n_strata).tolist()
+    flat = {s: np.concatenate(parts)[:cuts[s, -1]] for s, parts in sequences.items()}
+    batches = []
+    for b in range(cuts.shape[1] - 1):
+        batches.append(np.concatenate(
+            [flat[s][cuts[s, b]:cuts[s, b + 1]] for s in turn if s in flat] or
+            [np.empty(0, np.int64)]).astype(np.int64))
+    return batches
+
+
+def _numpy_draws(generator, plan):
+    return [generator.permutation(size) if take == size
+            else generator.choice(size, take, replace=False) for _, size, take in plan]
+
+
+def _reference_weights(encoded, allocation, batches):
+    if allocation.row_weights is None:
+        return None
+    weights = np.asarray(allocation.row_weights, dtype=np.float64)
+    return np.concatenate([weights[encoded.codes[b]] for b in batches])
+
+
+def _assert_plan_is(plan, batches, weights=None, where=""):
+    assert plan.num_batches == len(batches), where
+    for b, (got, expected) in enumerate(zip(plan.batches, batches)):
+        np.testing.assert_array_equal(got, expected, err_msg=f"{where} batch {b}")
+    if weights is not None:
+        np.testing.assert_array_equal(plan.weights, weights, err_msg=where)
+
+
+@contextlib.contextmanager
+def numba_path(compiled):
+    """Inside: every size goes through the compiled kernels (``compiled=True``), or numpy's
+    path as with PYSTRATUM_NUMBA=0."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(assemble, "_COMPILED", kernels if compiled else False)
+        patch.setattr(assemble, "_IN_PLACE_MIN_ROWS", 1 if compiled else 1 << 17)
+        yield
+
+
+seed_sequences = st.builds(
+    lambda entropy, key, pool: np.random.SeedSequence(entropy, spawn_key=key, pool_size=pool),
+    st.one_of(st.integers(0, 2**300), st.lists(st.integers(0, 2**70), max_size=9)),
+    st.lists(st.integers(0, 2**66), max_size=3).map(tuple),
+    st.integers(4, 9))
+
+
+@settings(max_examples=120, suppress_health_check=[HealthCheck.filter_too_much,
+                                                   HealthCheck.too_slow])
+@given(case=sampling_cases(), seed=st.one_of(st.integers(0, 2**128), seed_sequences),
+       epoch=st.one_of(st.integers(0, 5), st.just(2**31 - 1)), data=st.data())
+def test_numpy_sampling_epochs_are_the_documented_draws_compiled_or_not(case,
+                                                                       seed, epoch, data):
+    """Epoch k = the documented draws from default_rng(SeedSequence(entropy, spawn_key=(*key,
+    k))), on the compiled and the numpy path alike."""
+    strata, policy = case
+    where = f"{policy!r} seed={seed!r} epoch={epoch}"
+    with numba_path(True):
+        compiled = _plan(strata, policy, seed=seed, epoch=epoch)
+    with numba_path(False):
+        plain = _plan(strata, policy, seed=seed, epoch=epoch)
+    if isinstance(plain, ValueError):
+        assert isinstance(compiled, ValueError) and str(compiled) == str(plain)
+        return
+    encoded, allocation = _allocation(strata, policy, epoch)
+    parent = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    # spawn() names child k by the key (*key, k): an independent spelling of the stream.
+    fresh = np.random.SeedSequence(parent.entropy, spawn_key=parent.spawn_key,
+                                   pool_size=parent.pool_size)
+    child = fresh.spawn(epoch + 1)[epoch] if epoch < 10 else np.random.SeedSequence(
+        parent.entropy, spawn_key=(*parent.spawn_key, epoch), pool_size=parent.pool_size)
+    draws = _numpy_draws(np.random.default_rng(child), _draw_plan(encoded, allocation))
+    batches = _reference_batches(encoded, allocation, draws)
+    weights = _reference_weights(encoded, allocation, batches)
+    _assert_plan_is(compiled, batches, weights, "compiled " + where)
+    _assert_plan_is(plain, batches, weights, "numpy " + where)
+
+
+@settings(max_examples=40)
+@given(case=sampling_cases())
+def test_unshuffled_sampling_epochs_take_each_stratums_first_rows(case):
+    """shuffle=False: every draw is the identity (a stratum's first rows, in row order)."""
+    strata, policy = case
+    with numba_path(True):
+        plan = _plan(strata, policy, shuffle=False)
+    if isinstance(plan, ValueError):
+        return
+    encoded, allocation = _allocation(strata, policy, 0)
+    draws = [np.arange(take) for _, _, take in _draw_plan(encoded, allocation)]
+    batches = _reference_batches(encoded, allocation, draws)
+    _assert_plan_is(plan, batches, _reference_weights(encoded, allocation, batches))
+
+
+def _torch_reference(strata, policy, seed, epoch):
+    """Epoch ``epoch`` of rng='torch': the (epoch+1)-th group of draws of one generator,
+    every draw ``randperm(size)`` cut to its take, each skipped epoch with its own sizes."""
+    import torch
+
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    for k in range(epoch + 1):
+        encoded, allocation = _allocation(strata, policy, k)
+        draws = [torch.randperm(size, generator=generator).numpy()[:take]
+                 for _, size, take in _draw_plan(encoded, allocation)]
+    return _reference_batches(encoded, allocation, draws)
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=sampling_cases(max_strata=6, max_size=30), seed=st.integers(0, 2**53),
+       epoch=st.integers(0, 4))
+def test_torch_sampling_epochs_are_cut_randperms_of_one_generator(case, seed, epoch):
+    strata, policy = case
+    with numba_path(True):
+        plan = _plan(strata, policy, seed=seed, rng="torch", epoch=epoch)
+    if isinstance(plan, ValueError):
+        return
+    _assert_plan_is(plan, _torch_reference(strata, policy, seed, epoch),
+                    where=f"{policy!r} seed={seed} epoch={epoch}")
+
+
+def _sampler(strata, policy, **kwargs):
+    from pystratum.torch import StratifiedBatchSampler
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pystratum.StratumTooSmallWarning)
+        return StratifiedBatchSampler(strata, policy, allow_single_batch=True, **kwargs)
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.filter_too_much,
+                                                  HealthCheck.too_slow])
+@given(case=sampling_cases(max_strata=5, max_size=25), rng=st.sampled_from(["numpy", "R", "torch"]),
+       seed=st.integers(0, 2**31 - 1), replicas=st.integers(1, 3), drop_last=st.booleans(),
+       data=st.data())
+def test_sampler_serves_the_plans_through_epoch_jumps_and_mid_epoch_resumes(
+        case, rng, seed, replicas, drop_last, data):
+    """Every rank, epochs in any order (set_epoch jumps back and forth), each epoch cut at
+    any batch, saved, resumed in a new sampler built with another seed: the rank's share of
+    plan_batches(epoch), in order."""
+    from pystratum._sharding import rank_batch_indices
+
+    strata, policy = case
+    try:
+        samplers = [_sampler(strata, policy, seed=seed, rng=rng, num_replicas=replicas,
+                             rank=rank, drop_last=drop_last) for rank in range(replicas)]
+    except ValueError:
+        return
+    epochs = data.draw(st.lists(st.integers(0, 5), min_size=1, max_size=4), label="epochs")
+    plans = {}
+    for epoch in epochs:
+        if epoch not in plans:
+            plans[epoch] = _plan(strata, policy, seed=seed, rng=rng, epoch=epoch).batches
+        for rank, sampler in enumerate(samplers):
+            chosen = rank_batch_indices(sampler.num_batches, replicas, rank, drop_last)
+            sampler.set_epoch(epoch)
+            iterator = iter(sampler)
+            cut = data.draw(st.integers(0, len(sampler)), label="cut")
+            served = [next(iterator) for _ in range(cut)]
+            state = sampler.state_dict()
+            resumed = _sampler(strata, policy, seed=(seed + 1) % 2**31, rng=rng,
+                               num_replicas=replicas, rank=rank, drop_last=drop_last)
+            resumed.load_state_dict(copy.deepcopy(state))
+            served += list(resumed)
+            assert len(served) == len(chosen) == len(sampler)
+            for got, index in zip(served, chosen.tolist()):
+                assert got == plans[epoch][index].tolist(), (epoch, rank, index, cut)
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R"])
+@pytest.mark.parametrize("cut", [1, 3])  # mid-epoch; every batch yielded, not yet ended
+@pytest.mark.parametrize("then", [0, 4])  # the same epoch again, another one
+def test_state_after_set_epoch_describes_what_the_sampler_serves_next(rng, cut, then):
+    """set_epoch(k) makes the next iter() serve epoch k from its first batch: the state
+    saved then, the epoch reported and a copy must say so too, not the pass left behind."""
+    strata = np.repeat([0, 1, 2], [9, 6, 30])
+    sampler = _sampler(strata, Targets("balanced", 6, epoch=3), seed=3, rng=rng)
+    iterator = iter(sampler)
+    for _ in range(cut):
+        next(iterator)
+    sampler.set_epoch(then)
+    state, twin = sampler.state_dict(), pickle.loads(pickle.dumps(sampler))
+    assert sampler.epoch == twin.epoch == state["epoch"] == then
+    assert state["batches_yielded"] == 0
+    resumed = _sampler(strata, Targets("balanced", 6, epoch=3), seed=8, rng=rng)
+    resumed.load_state_dict(state)
+    expected = [b.tolist() for b in _plan(strata, Targets("balanced", 6, epoch=3), seed=3,
+                                          rng=rng, epoch=then).batches]
+    assert list(sampler) == list(twin) == list(resumed) == expected
