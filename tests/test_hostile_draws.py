@@ -32,6 +32,8 @@ import pystratum._assemble_numba as kernels
 from pystratum._strata import encode_strata
 from pystratum.policies import Downsample, FixedSize, Targets
 
+from _r_helpers import r_session  # noqa: F401 (fixture)
+
 # ---------------------------------------------------------------------------
 # Strata and sampling policies.
 
@@ -55,13 +57,13 @@ def _python_label(value):
 
 
 @st.composite
-def sampling_cases(draw, max_strata=8, max_size=40):
+def sampling_cases(draw, max_strata=8, max_size=40, kinds=LABEL_KINDS):
     """(strata, policy): 1-D labels of one kind, strata of 1..max_size rows (ones included)
     in any row order, and a Targets or Downsample policy with odd parameters."""
     n_strata = draw(st.integers(1, max_strata))
     sizes = draw(st.lists(st.one_of(st.just(1), st.integers(1, max_size)),
                           min_size=n_strata, max_size=n_strata))
-    kind = draw(st.sampled_from(LABEL_KINDS))
+    kind = draw(st.sampled_from(kinds))
     labels = _labels(kind, n_strata)
     codes = np.repeat(np.arange(n_strata), sizes)
     order_seed = draw(st.integers(0, 2**32 - 1))
@@ -343,3 +345,29 @@ def test_state_after_set_epoch_describes_what_the_sampler_serves_next(rng, cut, 
     expected = [b.tolist() for b in _plan(strata, Targets("balanced", 6, epoch=3), seed=3,
                                           rng=rng, epoch=then).batches]
     assert list(sampler) == list(twin) == list(resumed) == expected
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.filter_too_much,
+                                                  HealthCheck.too_slow])
+@given(case=sampling_cases(max_strata=12, max_size=30, kinds=("int", "str", "float")),
+       seed=st.integers(-2**31 + 1, 2**31 - 1), epoch=st.integers(0, 4))
+def test_r_stream_sampling_epochs_equal_the_r_packages(r_session, case, seed, epoch):
+    """rng='R' against pystratum::stratified_batches in embedded R: the same batches (R's
+    sample.int draws, skipped epochs replayed with their own sizes), the same weights, or
+    the same refusal."""
+    import pystratum.r as pr
+
+    strata, policy = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pystratum.StratumTooSmallWarning)
+        try:
+            r_batches, r_weights = pr.stratified_batches(strata, policy, seed=seed, rng="R",
+                                                         epoch=epoch, return_weights=True)
+        except ValueError as error:
+            r_batches, r_error = None, error
+    plan = _plan(strata, policy, seed=seed, rng="R", epoch=epoch)
+    where = f"{policy!r} seed={seed} epoch={epoch}"
+    if r_batches is None or isinstance(plan, ValueError):
+        assert r_batches is None and isinstance(plan, ValueError), (where, plan)
+        return
+    _assert_plan_is(plan, r_batches, np.concatenate(r_weights) if r_weights else None, where)

@@ -194,11 +194,24 @@ stratum_keys = function(encoded) {
     if (is.factor(values)) return(as.character(values))
     if (is.character(values)) return(values)
     if (is.logical(values)) return(ifelse(values, "TRUE", "FALSE"))
-    values = as.double(values)
-    ifelse(values == trunc(values), format(values, scientific = FALSE, trim = TRUE),
-      format(values, digits = 17, trim = TRUE))
+    double_keys(as.double(values))
   })
   do.call(paste, c(unname(parts), sep = "/"))
+}
+
+# Python's text of each double, value by value (format() on a vector pads every value
+# to a common width: "3.0000000" or "1.0000000000000001e-01"): whole numbers in full,
+# others as Python's repr, the shortest %g text that reads back as the same double.
+double_keys = function(values) {
+  vapply(values, function(value) {
+    if (is.infinite(value)) return(if (value > 0) "inf" else "-inf")
+    if (value == trunc(value)) return(sprintf("%.0f", value + 0))  # + 0: no "-0"
+    for (digits in 1:17) {
+      text = sprintf("%.*g", digits, value)
+      if (as.double(text) == value) return(text)
+    }
+    sprintf("%.17g", value)
+  }, "", USE.NAMES = FALSE)
 }
 
 # Stratum index (1-based) of every key; unknown keys are an error.
