@@ -371,3 +371,175 @@ def test_r_stream_sampling_epochs_equal_the_r_packages(r_session, case, seed, ep
         assert r_batches is None and isinstance(plan, ValueError), (where, plan)
         return
     _assert_plan_is(plan, r_batches, np.concatenate(r_weights) if r_weights else None, where)
+
+
+# ---------------------------------------------------------------------------
+# Negatives: numpy's spawned streams, rebuilt cheaply, and the membership check.
+
+entropies = st.one_of(
+    st.integers(0, 2**300),
+    st.lists(st.integers(0, 2**80), max_size=10),
+    st.lists(st.integers(0, 2**32 - 1), max_size=10).map(lambda v: np.array(v, dtype=np.uint32)),
+    st.lists(st.integers(0, 2**64 - 1), max_size=6).map(lambda v: np.array(v, dtype=np.uint64)))
+keys = st.lists(st.integers(0, 2**100), max_size=4).map(tuple)
+
+
+@settings(max_examples=150)
+@given(entropy=entropies, key=keys, prefix=keys, pool_size=st.integers(4, 12),
+       indices=st.lists(st.one_of(st.integers(0, 5000), st.integers(2**32 - 3, 2**32 + 3),
+                                  st.integers(0, 2**40)), min_size=1, max_size=6))
+def test_spawned_generators_are_numpys_spawned_streams_for_any_seed(entropy, key, prefix,
+                                                                     pool_size, indices):
+    """Huge and multi-word entropy, uint32/uint64 entropy arrays, long spawn keys and
+    prefixes with words past 2**32, pool sizes above 4, indices across blocks and at the
+    single-word limit: the state and the draws of numpy's own construction."""
+    from pystratum._spawned_pcg64 import spawned_generators
+
+    parent = np.random.SeedSequence(entropy, spawn_key=key, pool_size=pool_size)
+    generator_of = spawned_generators(parent, prefix)
+    for index in indices:
+        ours = generator_of(index)
+        numpys = np.random.default_rng(np.random.SeedSequence(
+            entropy, spawn_key=(*key, *prefix, index), pool_size=pool_size))
+        assert ours.bit_generator.state == numpys.bit_generator.state, index
+        assert ours.integers(0, 2**32, 5, dtype=np.uint32).tolist() == \
+            numpys.integers(0, 2**32, 5).tolist()
+
+
+def _pairs(data, num_users, num_items, count):
+    users = data.draw(st.lists(st.integers(0, num_users - 1), min_size=count, max_size=count))
+    items = data.draw(st.lists(st.integers(0, num_items - 1), min_size=count, max_size=count))
+    return np.array(users, dtype=np.int64), np.array(items, dtype=np.int64)
+
+
+@settings(max_examples=80)
+@given(num_items=st.sampled_from([1, 2, 3, 64, 2**31 - 1, 2**32 - 1, 2**32, 2**32 + 1, 2**40]),
+       num_users=st.integers(1, 300), k=st.integers(1, 5), data=st.data())
+def test_pair_set_answers_grouped_and_plain_queries_as_a_python_set(num_items, num_users, k,
+                                                                    data):
+    """Users indexing their word directly or hashed, users past every observed one, items at
+    the ends of their range given as int64 or uint32: both paths, exact answers."""
+    from pystratum._pairset import PairSet
+
+    users, items = _pairs(data, num_users, num_items, data.draw(st.integers(0, 400)))
+    observed = set(zip(users.tolist(), items.tolist()))
+    pairs = PairSet(users * num_items + items, num_items=num_items)
+    n = data.draw(st.integers(1, 60))
+    query_users = np.array(data.draw(st.lists(st.integers(0, 2 * num_users + 5), min_size=n,
+                                              max_size=n)), dtype=np.int64)
+    query_items = np.array(data.draw(st.lists(
+        st.one_of(st.integers(0, num_items - 1), st.just(num_items - 1), st.just(0)),
+        min_size=n * k, max_size=n * k)), dtype=np.int64)
+    # Half the queries are observed pairs.
+    for j in range(0, n, 2):
+        if users.size:
+            pick = data.draw(st.integers(0, users.size - 1))
+            query_users[j] = users[pick]
+            query_items[j * k:(j + 1) * k][data.draw(st.integers(0, k - 1))] = items[pick]
+    repeated = np.repeat(query_users, k)
+    expected = np.array([(int(u), int(i)) in observed
+                         for u, i in zip(repeated, query_items)], dtype=bool)
+    forms = [query_items]
+    if num_items <= 2**32:
+        forms.append(query_items.astype(np.uint32))
+    for accelerated in (True, False):
+        got = pairs.contains(repeated * num_items + query_items, accelerated=accelerated)
+        np.testing.assert_array_equal(got, expected)
+        for form in forms:
+            out = np.full(n * k, -7, dtype=np.int64)
+            hits = pairs.members_grouped(query_users, form, accelerated=accelerated, out=out)
+            np.testing.assert_array_equal(hits, np.flatnonzero(expected))
+            np.testing.assert_array_equal(out, query_items)
+
+
+def _reconstructed_negatives(sampler, parent, epoch, index, batch, observed):
+    """The batch's generated rows as its documented stream draws them, with numpy's own
+    default_rng(SeedSequence(entropy, spawn_key=(*key, epoch, index), pool_size))."""
+    generator = np.random.default_rng(np.random.SeedSequence(
+        parent.entropy, spawn_key=(*parent.spawn_key, epoch, index), pool_size=parent.pool_size))
+    k = sampler.negatives
+    n = int((batch.label == 1).sum())
+    if sampler.pair_with == "random":
+        users = generator.integers(0, sampler.num_users, n * k)
+    else:
+        users = np.repeat(batch.user[:n], k)
+    items = generator.integers(0, sampler.num_items, n * k)
+    if sampler.reject_observed:
+        pending = np.flatnonzero([(u, i) in observed for u, i in zip(users.tolist(),
+                                                                       items.tolist())])
+        while pending.size:
+            if sampler.pair_with == "random":
+                users[pending] = generator.integers(0, sampler.num_users, pending.size)
+            items[pending] = generator.integers(0, sampler.num_items, pending.size)
+            again = [(u, i) in observed for u, i in zip(users[pending].tolist(),
+                                                        items[pending].tolist())]
+            pending = pending[np.array(again, dtype=bool)]
+    return users, items
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.one_of(st.integers(0, 2**128), seed_sequences), rng=st.sampled_from(
+           ["numpy", "torch"]),
+       num_items=st.sampled_from([5, 1000, 2**32 - 1, 2**32, 2**32 + 1]),
+       pair_with=st.sampled_from(["user", "random"]), reject=st.booleans(),
+       epoch=st.one_of(st.integers(0, 3), st.just(2**31 - 1)), negatives=st.integers(1, 4),
+       data=st.data())
+def test_negatives_are_numpys_spawned_draws_for_odd_seeds(seed, rng, num_items, pair_with,
+                                                           reject, epoch, negatives, data):
+    from pystratum.negatives import NegativePairSampler
+
+    if rng == "torch":
+        if isinstance(seed, np.random.SeedSequence):
+            seed = int(seed.generate_state(1)[0])
+        seed %= 2**53
+        epoch %= 4  # its permutation is the (epoch+1)-th: no jump to 2**31 - 1
+    num_users = data.draw(st.integers(1, 40), label="num_users")
+    users, items = _pairs(data, num_users, num_items, data.draw(st.integers(1, 60)))
+    keep = np.unique(users * num_items + items, return_index=True)[1]
+    users, items = users[np.sort(keep)], items[np.sort(keep)]
+    observed = set(zip(users.tolist(), items.tolist()))
+    try:
+        sampler = NegativePairSampler(users, items, num_items=num_items, num_users=num_users,
+                                      negatives=negatives, batch_size=data.draw(st.integers(1, 9)),
+                                      seed=seed, rng=rng, pair_with=pair_with,
+                                      reject_observed=reject)
+    except ValueError as error:  # a user who observed (nearly) every item
+        assert "max_rounds" in str(error) or "observed" in str(error), str(error)
+        return
+    parent = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    batches = sampler.epoch_batches(epoch)
+    for index in sorted(set(data.draw(st.lists(st.integers(0, len(batches) - 1), min_size=1,
+                                               max_size=3)))):
+        batch = batches[index]
+        assert sampler.batch(epoch, index).item.tolist() == batch.item.tolist()
+        n = int((batch.label == 1).sum())
+        want_users, want_items = _reconstructed_negatives(sampler, parent, epoch, index, batch,
+                                                          observed)
+        assert batch.user[n:].tolist() == want_users.tolist(), index
+        assert batch.item[n:].tolist() == want_items.tolist(), index
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R", "torch"])
+@pytest.mark.parametrize("duplicate", [lambda s: pickle.loads(pickle.dumps(s)),
+                                       copy.deepcopy, copy.copy], ids=["pickle", "deepcopy",
+                                                                       "copy"])
+def test_copies_taken_mid_epoch_with_the_grouping_cached_serve_the_plans(rng, duplicate):
+    """A sampler whose strata cached their grouping (grouped_rows, offsets) copied in the
+    middle of epoch 1: the copy ends that epoch and serves the next ones as plan_batches,
+    and so does the original."""
+    strata = np.random.default_rng(5).choice(["a", "b", "c", "d"], p=[0.7, 0.2, 0.09, 0.01],
+                                             size=3000)
+    policy = Downsample({"a": 0.05}, Targets("balanced", 16))
+    sampler = _sampler(strata, policy, seed=12, rng=rng)
+    list(sampler)
+    iterator = iter(sampler)
+    head = [next(iterator) for _ in range(3)]
+    assert "grouped_rows" in vars(sampler._strata)
+    twin = duplicate(sampler)
+    rest = list(twin)
+    expected = [[b.tolist() for b in _plan(strata, policy, seed=12, rng=rng, epoch=e).batches]
+                for e in (1, 2, 3)]
+    assert head + rest == expected[0]
+    assert list(iterator) == rest
+    assert list(twin) == list(sampler) == expected[1]
+    assert list(twin) == expected[2]
