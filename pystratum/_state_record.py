@@ -38,14 +38,29 @@ def seed_to_record(seed):
     if isinstance(seed, np.random.SeedSequence):
         entropy = seed.entropy
         return {
-            "entropy": [int(v) for v in entropy] if isinstance(entropy, (list, tuple, np.ndarray))
-            else int(entropy),
+            "entropy": int(entropy) if isinstance(entropy, (numbers.Integral, np.integer))
+            else _flat_ints(entropy),
             "spawn_key": [int(v) for v in seed.spawn_key],
             "pool_size": int(seed.pool_size),
         }
     if isinstance(seed, numbers.Integral):
         return int(seed)
     return seed
+
+
+def _flat_ints(entropy) -> list:
+    """SeedSequence entropy given as a (nested) sequence or array, as a flat list of ints.
+
+    numpy turns every int into its 32-bit words and joins them in order, so
+    the flat list seeds the same stream.
+    """
+    flat = []
+    for value in entropy:
+        if isinstance(value, (numbers.Integral, np.integer)):
+            flat.append(int(value))
+        else:
+            flat.extend(_flat_ints(value))
+    return flat
 
 
 def seed_from_record(record, *, fix: str, key: str = "state_dict['seed']"):
@@ -77,7 +92,8 @@ def _seed_sequence(record: dict, *, fix: str, key: str) -> np.random.SeedSequenc
         problem = f"keys {sorted(record)}, expected {_SEED_SEQUENCE_KEYS}"
     else:
         entropy, spawn_key, pool_size = record["entropy"], record["spawn_key"], record["pool_size"]
-        if not (_is_count(entropy) or (isinstance(entropy, list) and entropy
+        # An empty list is numpy's SeedSequence([]) (the stream of SeedSequence(0)).
+        if not (_is_count(entropy) or (isinstance(entropy, list)
                                        and all(_is_count(v) for v in entropy))):
             problem = f"entropy={entropy!r} (a non-negative int or list of them)"
         elif not (isinstance(spawn_key, list) and all(_is_count(v) for v in spawn_key)):

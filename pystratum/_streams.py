@@ -63,6 +63,8 @@ SKIP_FLOOR_ROWS = 1000
 _INT32_MAX = 2**31 - 1
 # numpy draws a Fisher-Yates partner from 32-bit words up to this bound.
 _UINT32_MAX = 2**32 - 1
+# numpy's SeedSequence pool size unless one is given.
+_DEFAULT_POOL_SIZE = np.random.SeedSequence(0).pool_size
 
 
 def stream_for(rng: str, seed, shuffle: bool):
@@ -239,11 +241,15 @@ class NumpyStream(StatelessStream):
     @property
     def seed(self):
         """What to pass as ``seed`` to get the same batches again (None for a Generator)."""
-        if self.seed_sequence is None:
+        sequence = self.seed_sequence
+        if sequence is None:
             return None
-        if not self.seed_sequence.spawn_key:
-            return self.seed_sequence.entropy
-        return self.seed_sequence
+        # The plain int only where SeedSequence(int) is this very sequence: a list or
+        # array of entropy, a spawn key or another pool size need the sequence itself.
+        if not sequence.spawn_key and sequence.pool_size == _DEFAULT_POOL_SIZE and \
+                isinstance(sequence.entropy, (numbers.Integral, np.integer)):
+            return int(sequence.entropy)
+        return sequence
 
     def generator_for_epoch(self, epoch: int) -> np.random.Generator:
         if self.generator is not None:

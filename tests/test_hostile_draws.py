@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 import pystratum
@@ -221,6 +221,7 @@ def test_numpy_sampling_epochs_are_the_documented_draws_compiled_or_not(case,
         plain = _plan(strata, policy, seed=seed, epoch=epoch)
     if isinstance(plain, ValueError):
         assert isinstance(compiled, ValueError) and str(compiled) == str(plain)
+        event("refused")
         return
     encoded, allocation = _allocation(strata, policy, epoch)
     parent = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
@@ -244,6 +245,7 @@ def test_unshuffled_sampling_epochs_take_each_stratums_first_rows(case):
     with numba_path(True):
         plan = _plan(strata, policy, shuffle=False)
     if isinstance(plan, ValueError):
+        event("refused")
         return
     encoded, allocation = _allocation(strata, policy, 0)
     draws = [np.arange(take) for _, _, take in _draw_plan(encoded, allocation)]
@@ -273,6 +275,7 @@ def test_torch_sampling_epochs_are_cut_randperms_of_one_generator(case, seed, ep
     with numba_path(True):
         plan = _plan(strata, policy, seed=seed, rng="torch", epoch=epoch)
     if isinstance(plan, ValueError):
+        event("refused")
         return
     _assert_plan_is(plan, _torch_reference(strata, policy, seed, epoch),
                     where=f"{policy!r} seed={seed} epoch={epoch}")
@@ -303,6 +306,7 @@ def test_sampler_serves_the_plans_through_epoch_jumps_and_mid_epoch_resumes(
         samplers = [_sampler(strata, policy, seed=seed, rng=rng, num_replicas=replicas,
                              rank=rank, drop_last=drop_last) for rank in range(replicas)]
     except ValueError:
+        event("refused")
         return
     epochs = data.draw(st.lists(st.integers(0, 5), min_size=1, max_size=4), label="epochs")
     plans = {}
@@ -369,6 +373,7 @@ def test_r_stream_sampling_epochs_equal_the_r_packages(r_session, case, seed, ep
     where = f"{policy!r} seed={seed} epoch={epoch}"
     if r_batches is None or isinstance(plan, ValueError):
         assert r_batches is None and isinstance(plan, ValueError), (where, plan)
+        event("refused")
         return
     _assert_plan_is(plan, r_batches, np.concatenate(r_weights) if r_weights else None, where)
 
@@ -543,3 +548,64 @@ def test_copies_taken_mid_epoch_with_the_grouping_cached_serve_the_plans(rng, du
     assert list(iterator) == rest
     assert list(twin) == list(sampler) == expected[1]
     assert list(twin) == expected[2]
+
+
+@settings(max_examples=50, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=sampling_cases(max_strata=6, max_size=40), seed=st.integers(0, 2**32),
+       epoch=st.integers(0, 3), chunk=st.sampled_from([1, 2, 3, 5, 16]))
+def test_sampling_epochs_scattered_in_small_chunks_are_the_reference(case, seed, epoch, chunk):
+    """The scatter of uneven strata goes a group of batches at a time (about _CHUNK_ROWS
+    ranks each): tiny chunks split groups at every batch, and the batches stay the same."""
+    strata, policy = case
+    with numba_path(False), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(assemble, "_CHUNK_ROWS", chunk)
+        plan = _plan(strata, policy, seed=seed, epoch=epoch)
+    if isinstance(plan, ValueError):
+        event("refused")
+        return
+    encoded, allocation = _allocation(strata, policy, epoch)
+    child = np.random.SeedSequence(seed, spawn_key=(epoch,))
+    draws = _numpy_draws(np.random.default_rng(child), _draw_plan(encoded, allocation))
+    _assert_plan_is(plan, _reference_batches(encoded, allocation, draws))
+
+
+ODD_SEED_SEQUENCES = [
+    lambda: np.random.SeedSequence(5, pool_size=8),  # an int's entropy, another pool size
+    lambda: np.random.SeedSequence([1, 2]),  # list entropy
+    lambda: np.random.SeedSequence(np.array([1, 2**40], dtype=np.uint64)),
+    lambda: np.random.SeedSequence(np.array([7, 9], dtype=np.uint32), pool_size=5),
+    lambda: np.random.SeedSequence([]),
+    lambda: np.random.SeedSequence([3], spawn_key=(2**40,), pool_size=6),
+]
+
+
+@pytest.mark.parametrize("make_seed", ODD_SEED_SEQUENCES)
+def test_the_seed_reported_reproduces_the_batches_for_any_seed_sequence(make_seed):
+    """plan.seed and sampler.seed are 'what to pass as seed to get the same batches again',
+    and a state_dict resumes the same epoch: also for a SeedSequence whose entropy is a
+    list or an array, or whose pool size is not numpy's default."""
+    from pystratum.negatives import NegativePairSampler
+
+    strata = np.repeat([0, 1, 2], [12, 30, 7])
+    policy = Targets("balanced", 6)
+    plan = _plan(strata, policy, seed=make_seed(), epoch=3)
+    again = _plan(strata, policy, seed=plan.seed, epoch=3)
+    np.testing.assert_array_equal(again.order, plan.order)
+
+    sampler = _sampler(strata, policy, seed=make_seed())
+    iterator = iter(sampler)
+    next(iterator)
+    resumed = _sampler(strata, policy, seed=1)
+    resumed.load_state_dict(sampler.state_dict())
+    assert list(resumed) == list(iterator)
+    assert [b.tolist() for b in _plan(strata, policy, seed=sampler.seed, epoch=1).batches] == \
+        list(sampler)
+
+    users, items = np.arange(40) % 7, np.arange(40) * 3 % 50
+    negatives = NegativePairSampler(users, items, num_items=50, negatives=2, batch_size=8,
+                                    seed=make_seed())
+    served = iter(negatives)
+    next(served)
+    other = NegativePairSampler(users, items, num_items=50, negatives=2, batch_size=8, seed=1)
+    other.load_state_dict(negatives.state_dict())
+    assert [b.item.tolist() for b in other] == [b.item.tolist() for b in served]
