@@ -609,3 +609,24 @@ def test_the_seed_reported_reproduces_the_batches_for_any_seed_sequence(make_see
     other = NegativePairSampler(users, items, num_items=50, negatives=2, batch_size=8, seed=1)
     other.load_state_dict(negatives.state_dict())
     assert [b.item.tolist() for b in other] == [b.item.tolist() for b in served]
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.filter_too_much])
+@given(case=sampling_cases(max_strata=6, max_size=30),
+       rng=st.sampled_from(["numpy", "R", "torch", "index"]), seed=st.integers(0, 2**31 - 1),
+       epoch=st.integers(0, 3))
+def test_the_count_table_is_what_every_batch_holds(case, rng, seed, epoch):
+    """BatchPlan.counts (now built from the cuts, the lazy plan's too) against the strata of
+    the rows each batch really holds, on every stream."""
+    strata, policy = case
+    with numba_path(True):
+        plan = _plan(strata, policy, seed=seed, rng=rng, epoch=epoch)
+    if isinstance(plan, ValueError):
+        event("refused")
+        return
+    codes = {label: k for k, label in enumerate(plan.strata)}
+    row_codes = np.array([codes[_python_label(v)] for v in strata])
+    held = np.array([np.bincount(row_codes[b], minlength=len(plan.strata))
+                     for b in plan.batches]).reshape(plan.num_batches, len(plan.strata))
+    np.testing.assert_array_equal(plan.counts, held)
+    np.testing.assert_array_equal(np.diff(plan.bounds), held.sum(axis=1))
