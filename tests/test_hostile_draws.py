@@ -630,3 +630,18 @@ def test_the_count_table_is_what_every_batch_holds(case, rng, seed, epoch):
                      for b in plan.batches]).reshape(plan.num_batches, len(plan.strata))
     np.testing.assert_array_equal(plan.counts, held)
     np.testing.assert_array_equal(np.diff(plan.bounds), held.sum(axis=1))
+
+
+@pytest.mark.parametrize("make_policy", [lambda: Downsample({1: 0.5}, 2),
+                                         lambda: Targets({1: 0.25, 0: 0.75}, 4)],
+                         ids=["downsample", "targets"])
+def test_a_policy_refuses_keys_the_strata_do_not_name_whatever_it_saw_before(make_policy):
+    """Labels equal under == can read differently (True == 1, but 'TRUE' is not '1'): a
+    policy object used on 0/1 strata first must still refuse the key 1 for boolean strata,
+    as a fresh one does (its per-strata cache must not decide)."""
+    ints = np.repeat([0, 1], [20, 20])
+    used = make_policy()
+    pystratum.plan_batches(ints, used, seed=1)
+    for policy in (make_policy(), used):
+        with pytest.raises(ValueError, match="not in the data"):
+            pystratum.plan_batches(ints.astype(bool), policy, seed=1)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ._base import Allocation, Policy, as_policy, policy_from_params
-from ._shares import labelled_numbers, match_keys
+from ._shares import label_texts, labelled_numbers, match_keys
 
 __all__ = ["Downsample"]
 
@@ -85,7 +85,7 @@ class Downsample(Policy):
 
     def _kept(self, strata) -> np.ndarray:
         """Rows kept per stratum (the same every epoch: cached for the last strata seen)."""
-        key = (strata.sizes.tobytes(), tuple(strata.labels))
+        key = (strata.sizes.tobytes(), label_texts(strata))
         if self._cached_kept is not None and self._cached_kept[0] == key:
             return self._cached_kept[1]
         sizes = strata.sizes

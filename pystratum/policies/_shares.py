@@ -65,6 +65,17 @@ def labelled_numbers(mapping, argument: str, what: str):
         yield label, key, float(value)
 
 
+def label_texts(strata) -> tuple:
+    """Every stratum's :func:`label_key`: what a policy's keys are matched against.
+
+    Policies caching per strata key their cache by these texts, not by the
+    labels: labels equal under ``==`` can read differently (``True == 1``, but
+    ``"TRUE"`` is not ``"1"``), and a cached match must not let keys through
+    that the strata's own texts refuse.
+    """
+    return tuple(label_key(label) for label in strata.labels)
+
+
 def match_keys(keys, strata, argument: str, fix: str) -> np.ndarray:
     """Index of the stratum each key names (``-1`` never: unknown keys are an error)."""
     texts = [label_key(label) for label in strata.labels]

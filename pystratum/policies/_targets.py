@@ -9,8 +9,8 @@ import numpy as np
 
 from .._validation import check_int
 from ._base import Allocation, Policy, small_cuts
-from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, labelled_numbers, match_keys,
-                      share_weights, weyl_step, window_hits)
+from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, label_texts,
+                      labelled_numbers, match_keys, share_weights, weyl_step, window_hits)
 
 __all__ = ["Targets"]
 
@@ -110,7 +110,7 @@ class Targets(Policy):
         """Weights, arcs and the epoch length; cached for the last strata seen."""
         sizes = strata.sizes
         turn = np.argsort(strata.first_rows, kind="stable")
-        key = (sizes.tobytes(), tuple(strata.labels), turn.tobytes())
+        key = (sizes.tobytes(), label_texts(strata), turn.tobytes())
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
         weights = self._weights(strata)
