@@ -559,6 +559,8 @@ def test_sampling_epochs_scattered_in_small_chunks_are_the_reference(case, seed,
     strata, policy = case
     with numba_path(False), pytest.MonkeyPatch.context() as patch:
         patch.setattr(assemble, "_CHUNK_ROWS", chunk)
+        # Not placed by the small epochs' one scatter: group by group.
+        patch.setattr(assemble, "_SMALL_EPOCH_ROWS", -1)
         plan = _plan(strata, policy, seed=seed, epoch=epoch)
     if isinstance(plan, ValueError):
         event("refused")
