@@ -37,10 +37,12 @@ from _r_helpers import r_session  # noqa: F401 (fixture)
 # ---------------------------------------------------------------------------
 # Strata and sampling policies.
 
-LABEL_KINDS = ("int", "negint", "str", "float", "object")
+LABEL_KINDS = ("int", "negint", "str", "float", "object", "bool")
 
 
 def _labels(kind, n_strata):
+    if kind == "bool":  # two strata at most; more fall back to ints
+        return np.array([True, False])[:n_strata] if n_strata <= 2 else _labels("int", n_strata)
     if kind == "int":
         return np.arange(n_strata, dtype=np.int64) * 3 + 1
     if kind == "negint":
@@ -353,7 +355,7 @@ def test_state_after_set_epoch_describes_what_the_sampler_serves_next(rng, cut, 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.filter_too_much,
                                                   HealthCheck.too_slow])
-@given(case=sampling_cases(max_strata=12, max_size=30, kinds=("int", "str", "float")),
+@given(case=sampling_cases(max_strata=12, max_size=30, kinds=("int", "str", "float", "bool")),
        seed=st.integers(-2**31 + 1, 2**31 - 1), epoch=st.integers(0, 4))
 def test_r_stream_sampling_epochs_equal_the_r_packages(r_session, case, seed, epoch):
     """rng='R' against pystratum::stratified_batches in embedded R: the same batches (R's
