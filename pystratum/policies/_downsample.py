@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ._base import Allocation, Policy, as_policy, policy_from_params
-from ._shares import label_texts, labelled_numbers, match_keys
+from ._shares import StrataCache, labelled_numbers, match_keys
 
 __all__ = ["Downsample"]
 
@@ -64,7 +64,7 @@ class Downsample(Policy):
                                 f"'params': ...}}, got base={base!r}.")
             base = policy_from_params(base["name"], base["params"])
         self.base = as_policy(base)
-        self._cached_kept = None
+        self._cached_kept = StrataCache()
 
     def params(self) -> dict:
         return {"keep": dict(self.keep), "base": self.base.to_dict()}
@@ -85,9 +85,10 @@ class Downsample(Policy):
 
     def _kept(self, strata) -> np.ndarray:
         """Rows kept per stratum (the same every epoch: cached for the last strata seen)."""
-        key = (strata.sizes.tobytes(), label_texts(strata))
-        if self._cached_kept is not None and self._cached_kept[0] == key:
-            return self._cached_kept[1]
+        key = strata.sizes.tobytes()
+        cached = self._cached_kept.get(strata, key)
+        if cached is not None:
+            return cached
         sizes = strata.sizes
         keys = list(self.keep)
         index = match_keys(keys, strata, "keep",
@@ -96,7 +97,7 @@ class Downsample(Policy):
         kept = sizes.copy()
         kept[index] = np.maximum(1, np.floor(fractions * sizes[index] + 0.5)).astype(np.int64)
         kept.flags.writeable = False
-        self._cached_kept = (key, kept)
+        self._cached_kept.put(strata, key, kept)
         return kept
 
 

@@ -66,14 +66,34 @@ def labelled_numbers(mapping, argument: str, what: str):
 
 
 def label_texts(strata) -> tuple:
-    """Every stratum's :func:`label_key`: what a policy's keys are matched against.
-
-    Policies caching per strata key their cache by these texts, not by the
-    labels: labels equal under ``==`` can read differently (``True == 1``, but
-    ``"TRUE"`` is not ``"1"``), and a cached match must not let keys through
-    that the strata's own texts refuse.
-    """
+    """Every stratum's :func:`label_key`: what a policy's keys are matched against."""
     return tuple(label_key(label) for label in strata.labels)
+
+
+class StrataCache:
+    """The last value a policy computed for some strata, found again for strata alike.
+
+    Alike: the same ``key`` (e.g. the sizes' bytes) and labels reading the same
+    texts, which is what keys are matched against. Labels equal under ``==``
+    can read differently (``True == 1``, but ``"TRUE"`` is not ``"1"``), so
+    equal labels are not enough: a cached match must not let keys through
+    that the strata's own texts refuse. The very label tuple seen last (a
+    sampler's strata, epoch after epoch) is recognised without its texts.
+    """
+
+    def __init__(self):
+        self._entry = None
+
+    def get(self, strata, key):
+        entry = self._entry
+        if entry is None or entry[0] != key:
+            return None
+        if strata.labels is entry[1] or label_texts(strata) == entry[2]:
+            return entry[3]
+        return None
+
+    def put(self, strata, key, value) -> None:
+        self._entry = (key, strata.labels, label_texts(strata), value)
 
 
 def match_keys(keys, strata, argument: str, fix: str) -> np.ndarray:

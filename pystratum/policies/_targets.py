@@ -9,8 +9,8 @@ import numpy as np
 
 from .._validation import check_int
 from ._base import Allocation, Policy, small_cuts
-from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, label_texts,
-                      labelled_numbers, match_keys, share_weights, weyl_step, window_hits)
+from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, labelled_numbers,
+                      StrataCache, match_keys, share_weights, weyl_step, window_hits)
 
 __all__ = ["Targets"]
 
@@ -88,7 +88,7 @@ class Targets(Policy):
         if self.shares != "balanced":
             positive = sum(1 for share in self.shares.values() if share > 0)
             _check_batch_size(self.batch_size, positive)
-        self._cached = None
+        self._cached = StrataCache()
 
     def params(self) -> dict:
         shares = self.shares if self.shares == "balanced" else dict(self.shares)
@@ -110,9 +110,10 @@ class Targets(Policy):
         """Weights, arcs and the epoch length; cached for the last strata seen."""
         sizes = strata.sizes
         turn = np.argsort(strata.first_rows, kind="stable")
-        key = (sizes.tobytes(), label_texts(strata), turn.tobytes())
-        if self._cached is not None and self._cached[0] == key:
-            return self._cached[1]
+        key = (sizes.tobytes(), turn.tobytes())
+        cached = self._cached.get(strata, key)
+        if cached is not None:
+            return cached
         weights = self._weights(strata)
         total = int(weights.sum())
         batch = self.batch_size
@@ -124,7 +125,7 @@ class Targets(Policy):
         layout = (weights, starts, floors, remainders, total, step)
         num_batches = self._num_batches(strata, layout)
         result = layout + (num_batches,)
-        self._cached = (key, result)
+        self._cached.put(strata, key, result)
         return result
 
     def _weights(self, strata) -> np.ndarray:
