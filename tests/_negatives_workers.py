@@ -57,38 +57,36 @@ def ddp_negatives_peek_worker(config):
     from pystratum.negatives_torch import NegativePairBatchSampler, pair_loader
 
     dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
-    try:
-        rank = dist.get_rank()
-        sampler = NegativePairBatchSampler(np.asarray(config["users"]),
-                                           np.asarray(config["items"]),
-                                           num_items=config["num_items"],
-                                           negatives=config["negatives"],
-                                           batch_size=config["batch_size"], rng=config["rng"])
-        loader = pair_loader(sampler, num_workers=config["num_workers"])
-        torch.manual_seed(0)
-        model = DistributedDataParallel(torch.nn.EmbeddingBag(config["num_items"] + 64, 4))
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-        epochs, peeked = [], None
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            for epoch in range(config["epochs"]):
-                if config["set_epoch"]:
-                    sampler.sampler.set_epoch(epoch)
-                if rank == config["peek_rank"] and epoch == config["peek_epoch"]:
-                    peeked = next(iter(loader))["positive"].tolist()
-                served = []
-                for batch in loader:
-                    _train_step(model, optimizer, batch)
-                    served.append({"positive": batch["positive"].tolist(),
-                                   "item": batch["item"].tolist()})
-                epochs.append(served)
-        dist.barrier()
-        return {"rank": rank, "seed": sampler.seed, "len": len(sampler), "epochs": epochs,
-                "peeked": peeked, "epoch_after": sampler.epoch,
-                "weight": model.module.weight.detach().flatten().tolist(),
-                "warnings": [str(w.message) for w in caught if "set_epoch" in str(w.message)]}
-    finally:
-        dist.destroy_process_group()
+    # The group is left by worker_main, after the result is written.
+    rank = dist.get_rank()
+    sampler = NegativePairBatchSampler(np.asarray(config["users"]),
+                                       np.asarray(config["items"]),
+                                       num_items=config["num_items"],
+                                       negatives=config["negatives"],
+                                       batch_size=config["batch_size"], rng=config["rng"])
+    loader = pair_loader(sampler, num_workers=config["num_workers"])
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.EmbeddingBag(config["num_items"] + 64, 4))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    epochs, peeked = [], None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for epoch in range(config["epochs"]):
+            if config["set_epoch"]:
+                sampler.sampler.set_epoch(epoch)
+            if rank == config["peek_rank"] and epoch == config["peek_epoch"]:
+                peeked = next(iter(loader))["positive"].tolist()
+            served = []
+            for batch in loader:
+                _train_step(model, optimizer, batch)
+                served.append({"positive": batch["positive"].tolist(),
+                               "item": batch["item"].tolist()})
+            epochs.append(served)
+    dist.barrier()
+    return {"rank": rank, "seed": sampler.seed, "len": len(sampler), "epochs": epochs,
+            "peeked": peeked, "epoch_after": sampler.epoch,
+            "weight": model.module.weight.detach().flatten().tolist(),
+            "warnings": [str(w.message) for w in caught if "set_epoch" in str(w.message)]}
 
 
 def _train_step(model, optimizer, batch):
