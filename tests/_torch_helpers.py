@@ -95,7 +95,9 @@ def run_ranks(worker: str, world_size: int, config: dict, tmp_path: Path, *,
                     f"{worker} with {world_size} processes did not finish within {timeout} s "
                     f"(a rank hung?)\n" + _tails(logs)
                 )
-            if any(p.poll() not in (None, 0) for p in procs):
+            if any(p.poll() not in (None, 0)
+                   and not _aborted_in_teardown(p.poll(), rank, tmp_path, logs[rank])
+                   for rank, p in enumerate(procs)):
                 break  # one rank failed: the others may wait for it forever
             time.sleep(0.1)
         codes = [p.poll() for p in procs]
@@ -103,6 +105,11 @@ def run_ranks(worker: str, world_size: int, config: dict, tmp_path: Path, *,
                   if code != 0 and not _aborted_in_teardown(code, rank, tmp_path, logs[rank])]
         if failed:
             raise AssertionError(f"{worker}: exit codes {codes}\n" + _tails(logs))
+        for rank, code in enumerate(codes):
+            if code != 0:
+                warnings.warn(f"rank {rank} aborted in torch.distributed's teardown "
+                              f"({_TEARDOWN_ABORT!r}) after writing its result; the result is "
+                              f"checked as usual")
     finally:
         for p in procs:
             if p.poll() is None:
@@ -120,9 +127,9 @@ _TEARDOWN_ABORT = "terminate called without an active exception"
 
 
 def _aborted_in_teardown(code, rank, tmp_path, log) -> bool:
-    """A rank killed by SIGABRT in gloo's teardown after writing its whole result counts as
-    finished (with a warning): its result is checked like any other. Any other non-zero
-    exit, or an abort before the result was written, is a failure."""
+    """Whether a rank was killed by SIGABRT in gloo's teardown after writing its whole result:
+    such a rank counts as finished (run_ranks warns), its result checked like any other. Any
+    other non-zero exit, or an abort before the result was written, is a failure."""
     if code != -signal.SIGABRT:
         return False
     try:
@@ -131,11 +138,7 @@ def _aborted_in_teardown(code, rank, tmp_path, log) -> bool:
         return False
     log.flush()
     log.seek(0)
-    if _TEARDOWN_ABORT not in log.read():
-        return False
-    warnings.warn(f"rank {rank} aborted in torch.distributed's teardown ({_TEARDOWN_ABORT!r}) "
-                  f"after writing its result; the result is checked as usual")
-    return True
+    return _TEARDOWN_ABORT in log.read()
 
 
 def _package_root() -> str:
@@ -510,8 +513,10 @@ def teardown_abort_worker(config):
         sys.stderr.flush()
         os.abort()
 
+    rank = int(os.environ["RANK"])
+    time.sleep(0.5 * rank)  # rank 0 aborts while rank 1 is still running
     if config["after_result"]:
         atexit.register(abort)  # runs after worker_main has written the result
     else:
         abort()
-    return {"rank": int(os.environ["RANK"])}
+    return {"rank": rank}
