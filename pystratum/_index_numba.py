@@ -54,31 +54,27 @@ def _widths(n):
 
 
 @numba.njit(nogil=True, inline="always")
+def _round(left, right, key, shift):
+    """One Feistel round: ``(right, left ^ F(right, key) >> shift)`` as the numpy code computes it."""
+    f = ((((right ^ key) & _M26) * _C1) & _M26)
+    f = (((f ^ (f >> _SHIFT13)) * _C2) & _M26) >> shift
+    return right, f ^ left
+
+
+@numba.njit(nogil=True, inline="always")
 def _encrypt(x, p, q, k0, k1, k2, k3, k4, k5):
     """One pass of the network (``pystratum._index_stream._encrypt``) on one uint64."""
     left = x >> q
     right = x & ((_ONE << q) - _ONE)
     top = _HALF - p
     other = _HALF - q
-    # Six rounds written out: the keys stay in registers.
-    f = ((((right ^ k0) & _M26) * _C1) & _M26)
-    f = (((f ^ (f >> _SHIFT13)) * _C2) & _M26) >> top
-    left, right = right, f ^ left
-    f = ((((right ^ k1) & _M26) * _C1) & _M26)
-    f = (((f ^ (f >> _SHIFT13)) * _C2) & _M26) >> other
-    left, right = right, f ^ left
-    f = ((((right ^ k2) & _M26) * _C1) & _M26)
-    f = (((f ^ (f >> _SHIFT13)) * _C2) & _M26) >> top
-    left, right = right, f ^ left
-    f = ((((right ^ k3) & _M26) * _C1) & _M26)
-    f = (((f ^ (f >> _SHIFT13)) * _C2) & _M26) >> other
-    left, right = right, f ^ left
-    f = ((((right ^ k4) & _M26) * _C1) & _M26)
-    f = (((f ^ (f >> _SHIFT13)) * _C2) & _M26) >> top
-    left, right = right, f ^ left
-    f = ((((right ^ k5) & _M26) * _C1) & _M26)
-    f = (((f ^ (f >> _SHIFT13)) * _C2) & _M26) >> other
-    left, right = right, f ^ left
+    # Six rounds, inlined: the keys stay in registers.
+    left, right = _round(left, right, k0, top)
+    left, right = _round(left, right, k1, other)
+    left, right = _round(left, right, k2, top)
+    left, right = _round(left, right, k3, other)
+    left, right = _round(left, right, k4, top)
+    left, right = _round(left, right, k5, other)
     return (left << q) | right
 
 

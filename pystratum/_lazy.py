@@ -42,7 +42,7 @@ from ._assemble import in_place_min_rows
 from ._index_stream import (MAX_INDEX, SMALL_DOMAIN, IndexStream, compiled_index_kernels,
                             permute_ranks)
 from ._members import StratumMembers, members_of_codes, members_of_labels
-from ._validation import check_epoch, check_int
+from ._validation import check_epoch
 
 __all__ = ["LazyPlan", "lazy_plan"]
 
