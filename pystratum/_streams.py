@@ -299,10 +299,7 @@ class NumpyStream(StatelessStream):
                               else generator.choice(size, take, replace=False))
             elif take == size:
                 values = source.astype(np.int64)  # a copy: the source is left as it is
-                if size < in_place_min_rows():
-                    generator.shuffle(values)
-                else:
-                    _shuffle(generator, values)
+                _shuffle(generator, values)
                 orders.append(values)
             else:
                 orders.append(source[generator.choice(size, take, replace=False)])
@@ -310,10 +307,14 @@ class NumpyStream(StatelessStream):
 
 
 def _shuffle(generator: np.random.Generator, values: np.ndarray) -> None:
-    """``generator.shuffle(values)``, by the compiled loop when numba is there (same swaps)."""
+    """``generator.shuffle(values)``, by the compiled loop when numba is there (same swaps).
+
+    Only from ``2**17`` values: below that numpy's loop takes a few
+    milliseconds, less than importing numba would cost.
+    """
     # The kernel is compiled for what the plan shuffles: 1-D int64 arrays.
     kernels = compiled_kernels() if values.dtype == np.int64 and values.ndim == 1 and \
-        values.shape[0] - 1 <= _UINT32_MAX else None
+        in_place_min_rows() <= values.shape[0] <= _UINT32_MAX + 1 else None
     if kernels is None:
         generator.shuffle(values)
         return
@@ -324,13 +325,7 @@ def _shuffle(generator: np.random.Generator, values: np.ndarray) -> None:
 
 
 def _permutation(generator: np.random.Generator, n: int) -> np.ndarray:
-    """``generator.permutation(n)``: the same values and draws, compiled from ``2**17`` rows.
-
-    (``permutation(n)`` is ``arange(n)`` shuffled.) Below that numpy's loop
-    takes a few milliseconds, less than importing numba would cost.
-    """
-    if n < in_place_min_rows():
-        return generator.permutation(n)
+    """``generator.permutation(n)``: the same values and draws (``arange(n)`` shuffled)."""
     values = np.arange(n, dtype=np.int64)
     _shuffle(generator, values)
     return values
