@@ -34,7 +34,6 @@ __all__ = ["EpochProgress", "EpochServed"]
 class EpochProgress:
     """The epoch position of one sampler on one rank (torch-free)."""
 
-    _left = False  # also for progress pickled before the attribute existed
 
     def __init__(self, owner: str, num_replicas: int, rank: int):
         self._owner = owner  # the sampler's class name, for the warning

@@ -124,12 +124,14 @@ class _Spawned:
 
     def __init__(self, prefix_mixer: _Mixer):
         self._mixer = prefix_mixer
-        self._block = None
-        self._seeds = None
+        # (block, seeds), replaced as one tuple: a thread reading it while another
+        # computes the next block still sees a matching pair.
+        self._cached = None
 
-    def _compute(self, block: int) -> None:
-        index = np.arange(block * _BLOCK, (block + 1) * _BLOCK, dtype=np.uint64)
-        index = index[index <= _MASK32].astype(np.uint32)
+    def _compute(self, block: int) -> list:
+        # Callers send indices above 2**32 - 1 to numpy's own construction, and
+        # blocks never straddle 2**32 (_BLOCK divides it).
+        index = np.arange(block * _BLOCK, (block + 1) * _BLOCK, dtype=np.uint64).astype(np.uint32)
         pool = [np.full(index.shape[0], word, dtype=np.uint32) for word in self._mixer.pool]
         hash_const = self._mixer.hash_const
         for dst in range(len(pool)):  # the index word, mixed into every pool word
@@ -141,17 +143,17 @@ class _Spawned:
             mixed -= value * np.uint32(_MIX_MULT_R)
             mixed ^= mixed >> np.uint32(_XSHIFT)
             pool[dst] = mixed
-        self._seeds = list(zip(*(column.tolist() for column in _seed_words(pool))))
-        self._block = block
+        return list(zip(*(column.tolist() for column in _seed_words(pool))))
 
     def __call__(self, index: int):
         block = index // _BLOCK
-        if block != self._block:
-            self._compute(block)
+        cached = self._cached
+        if cached is None or cached[0] != block:
+            cached = self._cached = (block, self._compute(block))
         generator = getattr(_local, "generator", None)
         if generator is None:
             generator = _local.generator = np.random.Generator(np.random.PCG64(0))
-        generator.bit_generator.state = _pcg64_state(*self._seeds[index - block * _BLOCK])
+        generator.bit_generator.state = _pcg64_state(*cached[1][index - block * _BLOCK])
         return generator
 
 

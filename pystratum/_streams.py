@@ -284,9 +284,7 @@ class NumpyStream(StatelessStream):
     def epoch_draws(self, n: int, draws, epoch: int, draws_of=None) -> list:
         """The epoch's partial shuffles, all from the epoch's own generator."""
         generator = self.generator_for_epoch(epoch)
-        # choice(): Floyd's sampling for a short take, O(take) draws.
-        return [_permutation(generator, size) if take == size
-                else generator.choice(size, take, replace=False) for size, take in draws]
+        return [_draw(generator, size, take) for size, take in draws]
 
     def epoch_orders(self, n: int, draws, epoch: int, sources, draws_of=None) -> list:
         """:meth:`epoch_draws` applied to ``sources``: a whole draw shuffles a copy of its
@@ -295,8 +293,7 @@ class NumpyStream(StatelessStream):
         orders = []
         for (size, take), source in zip(draws, sources):
             if source is None:
-                orders.append(_permutation(generator, size) if take == size
-                              else generator.choice(size, take, replace=False))
+                orders.append(_draw(generator, size, take))
             elif take == size:
                 values = source.astype(np.int64)  # a copy: the source is left as it is
                 _shuffle(generator, values)
@@ -304,6 +301,13 @@ class NumpyStream(StatelessStream):
             else:
                 orders.append(source[generator.choice(size, take, replace=False)])
         return orders
+
+
+def _draw(generator: np.random.Generator, size: int, take: int) -> np.ndarray:
+    """``take`` distinct values of ``range(size)`` in random order: the numpy stream's draw."""
+    if take == size:
+        return _permutation(generator, size)
+    return generator.choice(size, take, replace=False)  # Floyd's sampling: O(take) draws
 
 
 def _shuffle(generator: np.random.Generator, values: np.ndarray) -> None:
@@ -411,7 +415,8 @@ class SequentialStream(EpochStream):
 
         Raises ValueError (before drawing anything) when the epochs to skip,
         counted from the current position, would cost more than
-        ``MAX_SKIPPED_DRAWS`` row draws (their main permutations, as in R).
+        ``MAX_SKIPPED_DRAWS`` row draws (each skipped epoch counted as
+        ``max(n, SKIP_FLOOR_ROWS)`` rows, as in R).
         """
         restart = n != self._n or epoch < self._next_epoch
         skipped = epoch if restart else epoch - self._next_epoch

@@ -62,13 +62,11 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
     }
     by_stratum = assembles_by_stratum(policy, allocation)
     group = epoch_draw_group(allocation, encoded, by_stratum)
-    draws = if (by_stratum) lapply(group$takes, seq_len) else list(NULL)
-    if (shuffle) {
-      if (is.null(draw)) {
-        draw <<- permutation_stream(rng, seed, torch_backend)
-      }
-      draws = draw_group(draw, group)
+    if (shuffle && is.null(draw)) {
+      draw <<- permutation_stream(rng, seed, torch_backend)
     }
+    draws = if (shuffle) draw_group(draw, group) else
+      if (by_stratum) lapply(group$takes, seq_len) else list(NULL)
     served <<- served + 1L
     assemble_epoch(encoded, allocation, draws, by_stratum)
   }
