@@ -36,7 +36,7 @@ import numpy as np
 from ._numba_tools import prefetch
 
 __all__ = ["pack_rows", "pack_permuted", "shuffle_like_numpy", "place_ranks",
-           "move_to_places", "group_rows"]
+           "move_to_places"]
 
 _LOW = 0xFFFFFFFF
 # Swaps whose partner is prefetched ahead of use (a power of two for the ring
@@ -219,15 +219,3 @@ def move_to_places(packed, leaf_bits=_LEAF_BITS, fan_bits=_FAN_BITS):
     for low in range(0, n, width):
         _settle(packed, low, min(n, low + width))
 
-
-@numba.njit(nogil=True, boundscheck=False, cache=True)
-def group_rows(codes, offsets, out):
-    """``out``: the rows grouped by code, increasing within a code (a stable counting sort).
-
-    ``offsets``: ``(S + 1,)`` starts of each code's group (the cumulative sizes).
-    """
-    fill = offsets[:-1].copy()
-    for row in range(codes.shape[0]):
-        code = codes[row]
-        out[fill[code]] = row
-        fill[code] += 1

@@ -77,14 +77,14 @@ class EncodedStrata:
         when the rows fit (kept for the object's life: a sampler groups its
         rows once, not every epoch).
         """
-        from ._assemble import compiled_kernels, in_place_min_rows
+        from ._index_stream import kernels_for  # the member lists' counting sort
 
         dtype = np.int32 if self.n_rows <= np.iinfo(np.int32).max else np.int64
-        kernels = compiled_kernels() if self.n_rows >= in_place_min_rows() else None
+        kernels = kernels_for(self.n_rows)
         if kernels is None:
             return np.argsort(self.codes, kind="stable").astype(dtype, copy=False)
         rows = np.empty(self.n_rows, dtype=dtype)
-        kernels.group_rows(self.codes, self.offsets, rows)
+        kernels.write_members(self.codes, 0, self.offsets[:-1].copy(), rows)
         return rows
 
     @cached_property

@@ -240,7 +240,11 @@ def test_sampling_plans_are_the_same_with_and_without_the_compiled_path(monkeypa
 
 
 @pytest.mark.parametrize("n_strata", [1, 3, 300, 70_000])
-def test_compiled_grouping_is_the_stable_sort(compiled, n_strata):
+def test_compiled_grouping_is_the_stable_sort(compiled, n_strata, monkeypatch):
+    import pystratum._index_numba as index_kernels
+    import pystratum._index_stream as index_stream
+
+    monkeypatch.setattr(index_stream, "_COMPILED", index_kernels)  # the counting sort, surely
     codes = np.random.default_rng(n_strata).integers(0, n_strata, 200_001)
     encoded = encode_strata(codes)
     rows = encoded.grouped_rows
