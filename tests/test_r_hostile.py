@@ -12,9 +12,9 @@ missing-value kinds, extreme values, encodings) and passes each one to both
   UTF-8 text without NUL, one R vector holds one type).
 
 The core accepting what the bindings' R code would refuse, or the reverse
-without a reason, is a failure. CI runs a derandomised slice (the "ci"
-profile); for a longer search run
-``HYPOTHESIS_PROFILE=dev PYSTRATUM_HOSTILE_EXAMPLES=2000 pytest tests/test_r_hostile.py``.
+without a reason, is a failure. The suite runs a derandomised slice (the "ci"
+profile, for users and CI alike); for a longer random search run
+``HYPOTHESIS_PROFILE=explore PYSTRATUM_HOSTILE_EXAMPLES=2000 pytest tests/test_r_hostile.py``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,18 @@
 """Sharding whole batches across ranks: the pure rule, without torch."""
 
+from collections import Counter
+
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from pystratum._sharding import rank_batch_count, rank_batch_indices
 
 
 @given(num_batches=st.integers(1, 200), num_replicas=st.integers(1, 12), drop_last=st.booleans())
+# Fewer batches than ranks: the padding wraps round the epoch more than once
+# (a random run found this; the derandomised profile had never drawn it).
+@example(num_batches=1, num_replicas=3, drop_last=False)
+@example(num_batches=2, num_replicas=7, drop_last=False)
 def test_ranks_yield_equal_counts_and_cover_the_epoch(num_batches, num_replicas, drop_last):
     per_rank = [rank_batch_indices(num_batches, num_replicas, r, drop_last)
                 for r in range(num_replicas)]
@@ -20,10 +26,13 @@ def test_ranks_yield_equal_counts_and_cover_the_epoch(num_batches, num_replicas,
         assert set(served.tolist()) == set(range(num_replicas * (num_batches // num_replicas)))
     else:
         assert set(served.tolist()) == set(range(num_batches))
-        # Padding repeats whole batches from the start of the epoch only.
-        repeats = served.shape[0] - num_batches
-        assert repeats == count * num_replicas - num_batches
-        assert sorted(served.tolist())[: 2 * repeats: 2] == list(range(repeats))
+        # Padding repeats whole batches from the start of the epoch, wrapping
+        # round it as often as needed: the count*n positions served hold
+        # batches 0, 1, ..., B-1, 0, 1, ... (position p holds batch p % B), so
+        # every batch is served once plus once per completed wrap it falls in.
+        positions = count * num_replicas
+        assert positions - num_batches < num_replicas
+        assert Counter(served.tolist()) == Counter(p % num_batches for p in range(positions))
 
 
 @given(num_batches=st.integers(1, 100), num_replicas=st.integers(1, 8), drop_last=st.booleans(),
