@@ -416,8 +416,11 @@ def cmd_crosscheck(args, progress) -> int:
         raise UserError(f"crosscheck needs R, rpy2 and the R package: {error}",
                         EXIT_MISSING) from None
     if not available:
-        raise UserError("crosscheck needs the R package pystratum installed in R: "
-                        "R CMD INSTALL r (from a checkout).", EXIT_MISSING)
+        from pystratum.r._session import INSTALL_R_PACKAGE, session
+
+        paths = ", ".join(session(require=None).base(".libPaths")())
+        raise UserError(f"crosscheck needs the R package pystratum, which is not in any "
+                        f"library R searched ({paths}): {INSTALL_R_PACKAGE}.", EXIT_MISSING)
     total = 0
     seed = None
     for epoch in range(args.epoch, args.epoch + args.epochs):

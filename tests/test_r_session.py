@@ -68,5 +68,6 @@ def test_r_that_cannot_start_names_the_install_command():
 def test_missing_r_package_names_the_install_command(r_session, monkeypatch):
     monkeypatch.setattr(r_session, "package_checked", False)
     monkeypatch.setattr(r_session, "has_package", lambda name: False)
-    with pytest.raises(RuntimeError, match="R CMD INSTALL r"):
+    with pytest.raises(RuntimeError, match=r"bash \.ci/dev setup") as raised:
         pr.stratified_batches([1, 2], 1)
+    assert ".libPaths()" in str(raised.value)

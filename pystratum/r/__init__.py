@@ -1,8 +1,10 @@
 """The R package ``pystratum``, run from Python in embedded R (rpy2).
 
 Install with ``pip install 'stratabatch[r]'`` (rpy2), R itself (Debian/Ubuntu:
-``apt-get install r-base-core r-base-dev``) and the R package from the
-repository root (``R CMD INSTALL r``).
+``apt-get install r-base-core r-base-dev``) and the R package: from the
+repository root ``bash .ci/dev setup`` builds it with its vignette and
+installs it into R's user library (``R_LIBS_USER``), which R, rpy2 and the
+``pystratum`` command search by themselves in any new shell.
 
 What this module guarantees:
 

@@ -17,7 +17,12 @@ __all__ = ["INSTALL_R", "INSTALL_R_PACKAGE", "INSTALL_RPY2", "R_PACKAGE", "Sessi
 R_PACKAGE = "pystratum"
 INSTALL_RPY2 = "pip install 'stratabatch[r]'"
 INSTALL_R = "apt-get install r-base-core r-base-dev"
-INSTALL_R_PACKAGE = "R CMD INSTALL r"
+# The R package goes into R's user library (R_LIBS_USER), which R searches by
+# itself: nothing to export in a new shell. The set-up builds it first so the
+# vignette is installed too.
+INSTALL_R_PACKAGE = ("bash .ci/dev setup (from the root of the pystratum repository: builds "
+                     "the R package with its vignette and installs it into R's user library, "
+                     "which R searches by itself)")
 
 # Embedded R is single-threaded: calls from several Python threads take turns.
 _R_LOCK = threading.RLock()
@@ -76,8 +81,18 @@ class Session:
             return self.ro.baseenv[name]
 
     def has_package(self, name: str) -> bool:
+        """Whether R can use the package ``name``; only this package's own R package is loaded.
+
+        Any other package is looked up on disk and never loaded into this
+        process: R's torch bundles a libtorch that cannot share a process
+        with PyTorch's, so even asking must not load it.
+        """
         with self.calling():
-            found = self.ro.baseenv["requireNamespace"](name, quietly=True)
+            if name == R_PACKAGE:
+                found = self.ro.baseenv["requireNamespace"](name, quietly=True)
+            else:
+                found = self.ro.baseenv["nzchar"](
+                    self.ro.baseenv["system.file"](package=name))
             return bool(found[0])
 
     def require_package(self, name: str = R_PACKAGE):
@@ -86,10 +101,11 @@ class Session:
         if not self.has_package(name):
             with self.calling():
                 paths = list(self.ro.baseenv[".libPaths"]())
+            install = (INSTALL_R_PACKAGE if name == R_PACKAGE
+                       else f'install.packages("{name}") in R')
             raise RuntimeError(
-                f"The R package '{name}' is not installed in R's libraries "
-                f"({', '.join(paths)}). Install it from the root of the pystratum "
-                f"repository with: {INSTALL_R_PACKAGE}"
+                f"The R package '{name}' is not installed in any library R searched "
+                f"(.libPaths(): {', '.join(paths)}). Install it with: {install}"
             )
         if name == R_PACKAGE:
             self.package_checked = True
@@ -125,5 +141,9 @@ def session(require: str | None = R_PACKAGE) -> Session:
 
 
 def r_package_available(name: str = R_PACKAGE) -> bool:
-    """True if embedded R can load the R package ``name`` (starts R if needed)."""
+    """True if embedded R finds the R package ``name`` (starts R if needed).
+
+    ``pystratum`` is loaded to check it; any other package (e.g. ``torch``)
+    is only looked up in R's libraries, never loaded into this process.
+    """
     return session(require=None).has_package(name)
