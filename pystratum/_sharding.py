@@ -30,14 +30,17 @@ def rank_batch_count(num_batches: int, num_replicas: int, drop_last: bool) -> in
 
 
 def rank_batch_indices(num_batches: int, num_replicas: int, rank: int, drop_last: bool,
-                       start: int = 0) -> np.ndarray:
+                       start: int = 0, stop: int | None = None) -> np.ndarray:
     """0-based indices of the epoch's batches that ``rank`` serves, in order.
 
-    ``start`` skips the first ``start`` of them (a mid-epoch resume).
+    ``start`` skips the first ``start`` of them (a mid-epoch resume); ``stop``
+    (default: all) ends before the ``stop``-th (a chunk of them).
     Guarantee: without padding, the ranks' indices are disjoint and together
     cover ``0..num_batches-1`` (``drop_last=False``) or its first
     ``num_replicas * (num_batches // num_replicas)`` (``drop_last=True``).
     """
     take = rank_batch_count(num_batches, num_replicas, drop_last)
+    if stop is not None:
+        take = min(take, stop)
     positions = np.arange(start, take, dtype=np.int64) * num_replicas + rank
     return positions % num_batches if num_batches else positions

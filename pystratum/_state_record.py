@@ -64,13 +64,20 @@ def _flat_ints(entropy) -> list:
 
 
 def seed_from_record(record, *, fix: str, key: str = "state_dict['seed']"):
-    """Inverse of :func:`seed_to_record`: an int, None, or a SeedSequence.
+    """Inverse of :func:`seed_to_record` for a seed in use: an int or a SeedSequence.
 
     Raises TypeError/ValueError naming ``key`` and ending with ``fix`` for
-    anything :func:`seed_to_record` cannot have written.
+    anything :func:`seed_to_record` cannot have written, and a ValueError for
+    None: a sampler's seed in use is never None (it draws one at
+    construction), and a None would reseed from fresh entropy, so every
+    "resume" would serve an epoch the saved run never saw. (An unshuffled
+    sampler, which has no seed, checks that case before calling this.)
     """
     if record is None:
-        return None
+        raise ValueError(
+            f"{key} is None, but the state is of a shuffled sampler: resuming would reseed "
+            f"from fresh entropy and serve an epoch the saved run never saw; {fix} (its "
+            f"seed is the int or SeedSequence in use).")
     if isinstance(record, dict):
         return _seed_sequence(record, fix=fix, key=key)
     if isinstance(record, (bool, np.bool_)) or not isinstance(record, (numbers.Integral, np.integer)):

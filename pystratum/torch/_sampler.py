@@ -1,10 +1,11 @@
 """StratifiedBatchSampler: the coordinator of the torch layer.
 
-It validates arguments and wires the parts together: labels
+It validates arguments and builds a batch source: labels
 (:mod:`._labels`), ranks and the shared seed (:mod:`._distributed`), the
-epoch plan (the numpy core), sharding (:mod:`pystratum._sharding`), the
-epoch iterator (:mod:`._epoch`), the resume state (:mod:`._state`) and the
-misuse checks (:mod:`._guards`). Batches come from
+epoch plan (the numpy core, as :class:`pystratum.serving.PlanSource` or
+:class:`~pystratum.serving.LazyPlanSource`), the resume state
+(:mod:`._state`) and the misuse checks (:mod:`._guards`). Serving (the epoch
+rule, sharding, the pass over a rank's batches) is :mod:`pystratum.serving`'s. Batches come from
 :func:`pystratum._plan.plan_from_stream`, so they are the batches
 ``pystratum.plan_batches`` (and the R package) give for the same seed.
 """
@@ -19,26 +20,20 @@ from typing import Iterator
 import numpy as np
 from torch.utils.data import Sampler
 
-from .._plan import (BatchPlan, advance_stream, check_strata_are_groups, plan_from_stream,
-                     resolve_policy)
-from .._lazy import LazyPlan
+from .._plan import BatchPlan, check_strata_are_groups, resolve_policy
 from .._members import StratumMembers, members_digest, members_of_codes, members_of_labels
-from .._progress import EpochProgress, EpochServed
-from .._sharding import rank_batch_indices
+from ..serving import EpochProgress, EpochServed, LazyPlanSource, PlanSource
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
 from .._validation import check_bool, check_choice, check_epoch
 from ..policies import MinPerStratum, StratumTooSmallWarning, check_allocation
 from ._distributed import resolve_replicas, resolve_seed
-from ._epoch import EpochBatches, EpochIterator, EpochSetter
+from ._epoch import EpochSetter
 from ._guards import check_dataset_length, check_iterating_caller, single_batch_error
 from ._labels import labels_from
 from ._state import SamplerState, check_resumable, parse_state, same_seed
 
 __all__ = ["StratifiedBatchSampler"]
-
-_EMPTY = np.zeros(0, dtype=np.int64)
-
 
 class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
     """Mini-batches whose stratum composition a policy guarantees, on every rank.
@@ -234,7 +229,7 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         # per-row sampler (sampler= instead of batch_sampler=) and which
         # dataset the indices are for.
         check_iterating_caller(self, sys._getframe(1), self._strata.n_rows)
-        return EpochIterator(self._begin_epoch)
+        return self._epoch_pass()
 
     def plan(self, epoch: int | None = None) -> BatchPlan:
         """The core's :class:`~pystratum.BatchPlan` of an epoch (all ranks' batches).
@@ -243,7 +238,10 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         sampler's own progress is not changed.
         """
         epoch = self.epoch if epoch is None else check_epoch(epoch)
-        return self._plan(epoch)
+        source = self._source()
+        if self._members is not None:
+            return source.plan(epoch).materialise()
+        return source.plan(epoch)
 
     def state_dict(self) -> dict:
         """Progress to resume from: epoch, batches yielded on this rank, seed, stream position.
@@ -311,14 +309,11 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
             strata_digest=self._strata_digest(), stream=stream_state,
         )
 
-    def _begin_epoch(self, iterator: EpochIterator) -> EpochBatches:
-        """Called by ``iterator`` at its first batch: which epoch, from where."""
-        epoch, start = self._progress.begin(iterator)
-        if start >= len(self):
-            # Resumed after the epoch's last batch: the rest of the epoch is empty.
-            stream_state = {} if self._stream is None else self._stream.state_dict()
-            return EpochBatches(epoch, start, _EMPTY, np.zeros(1, dtype=np.int64), stream_state)
-        return self._rank_batches(epoch, start)
+    def _source(self):
+        """This sampler's epochs as a batch source (built per pass: a resume may swap the stream)."""
+        if self._members is not None:
+            return LazyPlanSource(self._members, self.policy, self._stream, self.num_batches)
+        return PlanSource(self._strata, self.policy, self._stream, self.rng, self.num_batches)
 
     def _strata_digest(self) -> str:
         """A fingerprint of the partition of rows into strata (labels' names do not matter).
@@ -338,58 +333,3 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
             canonical[np.argsort(first_row, kind="stable")] = np.arange(n_strata, dtype=dtype)
             self._digest = hashlib.blake2b(canonical[codes].tobytes(), digest_size=16).hexdigest()
         return self._digest
-
-    def _plan(self, epoch: int, with_weights: bool = True) -> BatchPlan:
-        if self._members is not None:
-            return self._lazy_plan(epoch).materialise()
-        with warnings.catch_warnings():
-            # Already said once, at construction.
-            warnings.simplefilter("ignore", StratumTooSmallWarning)
-            # num_batches: len(self) was promised at construction, for every epoch.
-            return plan_from_stream(self._strata, self.policy, self._stream,
-                                    epoch=epoch, rng=self.rng, num_batches=self.num_batches,
-                                    with_weights=with_weights)
-
-    def _lazy_plan(self, epoch: int) -> LazyPlan:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", StratumTooSmallWarning)
-            return LazyPlan(self._members, self.policy, self._stream, epoch)
-
-    def _rank_batches_lazy(self, epoch: int, start: int) -> EpochBatches:
-        """This rank's batches only, each computed when the iterator reaches it."""
-        plan = self._lazy_plan(epoch)
-        chosen = rank_batch_indices(self.num_batches, self.num_replicas, self.rank,
-                                    self.drop_last)
-
-        def source(first, stop):
-            return plan.batches_of(chosen[first:stop])
-
-        return EpochBatches(epoch, start, None, None, {}, source=source,
-                            count=int(chosen.shape[0]),
-                            rows_per_batch=self._strata.n_rows // max(1, self.num_batches))
-
-    def _rank_batches(self, epoch: int, start: int) -> EpochBatches:
-        """This rank's batches of ``epoch`` as (order, bounds) int64 arrays."""
-        if self._members is not None:
-            return self._rank_batches_lazy(epoch, start)
-        if self._stream is not None:
-            # Record the stream position before this epoch: state_dict() saves
-            # it so a resume costs one permutation, not epoch + 1.
-            advance_stream(self._stream, self._strata, self.policy, epoch)
-            stream_state = self._stream.state_dict()
-        else:
-            stream_state = {}
-        # Iteration serves indices only (WeightedDataset carries the weights).
-        plan = self._plan(epoch, with_weights=False)
-        order, bounds = plan.order, plan.bounds
-        n_replicas = self.num_replicas
-        if n_replicas > 1:
-            chosen = rank_batch_indices(self.num_batches, n_replicas, self.rank, self.drop_last)
-            starts = bounds[:-1][chosen]
-            sizes = bounds[1:][chosen] - starts
-            bounds = np.zeros(chosen.shape[0] + 1, dtype=np.int64)
-            np.cumsum(sizes, out=bounds[1:])
-            positions = np.arange(int(bounds[-1]), dtype=np.int64)
-            positions += np.repeat(starts - bounds[:-1], sizes)
-            order = order[positions]
-        return EpochBatches(epoch, start, order, bounds, stream_state)
