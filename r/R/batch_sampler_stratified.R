@@ -85,11 +85,13 @@ batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL,
   assert_seed_with_shuffle(seed, shuffle)
   seed = assert_seed(seed, rng)
   require_torch("batch_sampler_stratified()")
+  # Shared by every instance of this class (one per data loader).
+  class_state = new_sampler_class_state()
   torch::sampler(
     "pystratum_batch_sampler_stratified",
     initialize = function(data_source) {
       self$data_source = data_source
-      self$plan = sampler_plan(data_source, policy, shuffle, seed, rng)
+      self$plan = sampler_plan(data_source, policy, shuffle, seed, rng, class_state = class_state)
     },
     .iter = function() {
       self$plan$iter(coro::exhausted())
@@ -100,15 +102,30 @@ batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL,
   )
 }
 
+# What the instances of one sampler class share: whether the learner's
+# shuffle = FALSE has been reported (once per class, not per loader or fold).
+new_sampler_class_state = function() {
+  state = new.env(parent = emptyenv())
+  state$shuffle_reported = FALSE
+  state
+}
+
 # What a sampler instance does, without torch: read the strata from the data
 # source's task, tell training from prediction loaders, and serve epochs.
 # Called from the sampler's initialize(), i.e. from inside mlr3torch's
-# .dataloader(); no variable here may be called `param_vals`, which is what
-# loader_is_for_prediction() looks up in the callers.
-sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend = NULL) {
+# .dataloader(); its $iter() from the sampler's .iter(), i.e. from inside
+# mlr3torch's training loop. No variable on these paths may be called `ctx`
+# or `param_vals`, which training_epoch_from_callers() and
+# learner_shuffle_is_off() look up in the callers.
+sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend = NULL,
+  class_state = new_sampler_class_state()) {
   task = data_source_task(data_source)
   strata = task_strata(task)
   predicting = loader_is_for_prediction()
+  if (!predicting && shuffle && !class_state$shuffle_reported && learner_shuffle_is_off()) {
+    class_state$shuffle_reported = TRUE
+    warn_learner_shuffle_ignored()
+  }
   make_epochs = function() {
     stratified_epochs(strata, policy, shuffle = shuffle, seed = seed,
       rng = rng, torch_backend = torch_backend)
@@ -120,25 +137,116 @@ sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend =
   } else {
     make_epochs()
   }
+  # Epoch k's batches depend on k alone with a private stream (a seed) or
+  # none (shuffle = FALSE: the allocation may still change with k). Without a
+  # seed, each epoch is the next draw of a global stream, which cannot be
+  # replayed: the epoch's number does not select it.
+  replayable = !shuffle || !is.null(seed)
+  # Epoch `epoch` (0-based) as stratified_epochs() serves it: the next one
+  # when it is the one the stream stands at (the usual case, one draw per
+  # epoch); otherwise (a run resumed from a checkpoint, a rewound ctx$epoch) a
+  # fresh stream advanced to it, which also positions later epochs.
+  training_epoch = function(epoch) {
+    if (replayable && epoch != epochs$epochs_served()) {
+      epochs <<- suppressWarnings(make_epochs(), classes = "pystratum_stratum_too_small")
+      for (skipped in seq_len(epoch)) epochs$next_epoch()
+    }
+    epochs$next_epoch()
+  }
   list(
-    epochs = epochs,
     predicting = predicting,
+    epochs_served = function() epochs$epochs_served(),
     length = function() if (predicting) length(epochs$prediction_sizes) else epochs$length(),
     iter = function(exhausted) {
-      batches = if (predicting) epochs$in_order() else epochs$next_epoch()
+      batches = if (predicting) {
+        epochs$in_order()
+      } else {
+        # mlr3torch's epoch where its loop provides it; otherwise (no
+        # training context among the callers) one epoch per .iter() call.
+        epoch = training_epoch_from_callers()
+        training_epoch(if (is.null(epoch)) epochs$epochs_served() else epoch)
+      }
       batch_iterator(batches, exhausted)
     }
   )
 }
 
-# mlr3torch 0.3.3's .dataloader_predict() calls .dataloader(dataset,
-# param_vals) with shuffle = FALSE, and .dataloader() instantiates the
-# sampler; training loaders get the learner's shuffle (TRUE by default).
-# dynGet() searches the calling frames from the innermost outwards, so it
-# finds .dataloader()'s argument before any outer `param_vals`.
+# Whether the loader being created is a prediction or validation loader, by
+# what it is rather than by a parameter a user may set: mlr3torch makes those
+# loaders in its private .dataloader_predict(dataset, param_vals), which calls
+# .dataloader(), which instantiates the sampler class. mlr3torch 0.3.3 passes
+# the batch sampler on to them (and assembles predictions in batch order);
+# the development version (0.3.3.9000) drops `sampler` and `batch_sampler`
+# there, so the sampler only ever sees training loaders. Training loaders are
+# made by .dataloader() directly on both versions. mlr3torch calls it as
+# private$.dataloader_predict(...); subclasses overriding it call
+# super$.dataloader_predict(...).
 loader_is_for_prediction = function() {
-  loader_args = dynGet("param_vals", ifnotfound = NULL)
+  any(vapply(sys.calls(), called_function_name, "") == ".dataloader_predict")
+}
+
+# The name a call calls its function by: `f(...)`, `obj$f(...)`,
+# `obj[["f"]](...)`, `pkg::f(...)`; "" for anything else (an anonymous
+# function, a function object spliced in by do.call()).
+called_function_name = function(call) {
+  fun = call[[1L]]
+  if (is.symbol(fun)) {
+    return(as.character(fun))
+  }
+  accessors = c("$", "[[", "@", "::", ":::")
+  if (is.call(fun) && length(fun) == 3L && is.symbol(fun[[1L]]) &&
+    as.character(fun[[1L]]) %in% accessors) {
+    name = fun[[3L]]
+    if (is.symbol(name) || (is.character(name) && length(name) == 1L && !is.na(name))) {
+      return(as.character(name))
+    }
+  }
+  ""
+}
+
+# The current training epoch, 0-based, from mlr3torch's training context, or
+# NULL when no usable one is among the callers. mlr3torch's train_loop(ctx,
+# ...) (0.3.3 and the development version) sets ctx$epoch to 0 -- or, resuming
+# from a checkpoint (development version), to the epochs already trained --
+# and increments it before making each epoch's dataloader iterator, whose
+# creation calls the batch sampler's .iter(): there ctx$epoch is 1, 2, 3, ...
+# The context is an R6 object of class "ContextTorch". dynGet() searches the
+# calling frames from the innermost outwards (not the global environment),
+# so the loop's own `ctx` is found first.
+training_epoch_from_callers = function() {
+  context = tryCatch(dynGet("ctx", ifnotfound = NULL), error = function(e) NULL)
+  if (!inherits(context, "ContextTorch")) {
+    return(NULL)
+  }
+  epoch = tryCatch(context[["epoch"]], error = function(e) NULL)
+  if (!is.numeric(epoch) || length(epoch) != 1L || is.na(epoch) || epoch < 1 ||
+    epoch > .Machine$integer.max || epoch != trunc(epoch)) {
+    return(NULL)
+  }
+  as.integer(epoch) - 1L
+}
+
+# Whether the learner's `shuffle` reaching this (training) loader is FALSE:
+# both mlr3torch versions call .dataloader(dataset, param_vals) with the
+# learner's parameter values, `shuffle` among them; the development version
+# then ignores it, since a batch sampler makes the batches. dynGet() finds
+# .dataloader()'s argument before any outer `param_vals`.
+learner_shuffle_is_off = function() {
+  loader_args = tryCatch(dynGet("param_vals", ifnotfound = NULL), error = function(e) NULL)
   is.list(loader_args) && isFALSE(loader_args[["shuffle"]])
+}
+
+warn_learner_shuffle_ignored = function() {
+  condition = structure(
+    class = c("pystratum_learner_shuffle_ignored", "warning", "condition"),
+    list(message = paste0(
+      "The learner's shuffle = FALSE does not reach batch_sampler_stratified(): the batch ",
+      "sampler makes every training batch, so training epochs are still shuffled and keep the ",
+      "policy's composition (prediction loaders serve the rows in order anyway). For training ",
+      "batches in row order, use batch_sampler_stratified(..., shuffle = FALSE); to silence ",
+      "this warning, leave the learner's shuffle at TRUE."), call = NULL)
+  )
+  warning(condition)
 }
 
 data_source_task = function(data_source) {

@@ -9,6 +9,13 @@ sampler_task = function(stratum = "y") {
   fake_task(data, row_ids = c(10L, 3L, 7L, 42L, 1L, 5L, 99L, 2L, 8L, 11L), stratum = stratum)
 }
 
+# Seven rows for validation sets: 3 "a", 4 "b".
+odd_rows_task = function() {
+  data = data.frame(y = c("a", "b", "b", "a", "b", "a", "b"), x = seq(0.5, 6.5),
+    stringsAsFactors = FALSE)
+  fake_task(data, row_ids = c(70L, 60L, 50L, 40L, 30L, 20L, 10L), stratum = "y", id = "valid")
+}
+
 test_that("training loaders: .length() batches per epoch, a new shuffle each epoch", {
   task = sampler_task()
   learner = fake_learner(fake_sampler_class(1, seed = 2024))
@@ -36,7 +43,7 @@ test_that("batches are positions in task$row_ids order, not row ids", {
   }
 })
 
-test_that("prediction loaders (shuffle = FALSE in param_vals) serve every row once, in order", {
+test_that("prediction loaders (made by .dataloader_predict) serve every row once, in order", {
   task = sampler_task()
   learner = fake_learner(fake_sampler_class(1, seed = 2024))
   loader = learner$predict_loader(fake_task_dataset(task))
@@ -95,19 +102,206 @@ test_that("prediction loaders never draw from a random generator", {
 test_that("outer param_vals do not leak: only the innermost (.dataloader's) counts", {
   param_vals = list(shuffle = FALSE)
   task = sampler_task()
-  loader = fake_learner(fake_sampler_class(1, seed = 1))$train_loader(fake_task_dataset(task))
+  loader = suppressWarnings(fake_learner(fake_sampler_class(1, seed = 1))$train_loader(
+    fake_task_dataset(task)), classes = "pystratum_learner_shuffle_ignored")
   expect_false(loader$batch_sampler$plan$predicting)
 })
 
-test_that("loader_is_for_prediction() reads shuffle from the nearest param_vals", {
+test_that("loader_is_for_prediction() looks for mlr3torch's .dataloader_predict among the callers", {
+  # Called as mlr3torch calls it (private$..., or super$... from a subclass
+  # overriding it), or by name; any depth below it.
+  private = list(.dataloader_predict = function(param_vals) loader_is_for_prediction())
+  expect_true(private$.dataloader_predict(list()))
+  expect_true(private$.dataloader_predict(list(shuffle = TRUE)))
+  super = list(.dataloader_predict = function() (function() loader_is_for_prediction())())
+  expect_true(super$.dataloader_predict())
+  expect_true(private[[".dataloader_predict"]](NULL))
+  .dataloader_predict = function() loader_is_for_prediction()
+  expect_true(.dataloader_predict())
+  # A parameter a user may set says nothing: a training .dataloader() with the
+  # learner's shuffle = FALSE is not a prediction loader.
   dataloader = function(param_vals) loader_is_for_prediction()
-  expect_true(dataloader(list(shuffle = FALSE, drop_last = FALSE)))
-  expect_false(dataloader(list(shuffle = TRUE)))
-  expect_false(dataloader(list()))
-  expect_false(dataloader("not a list"))
+  expect_false(dataloader(list(shuffle = FALSE, drop_last = FALSE)))
   expect_false(loader_is_for_prediction())
-  # `$` would partially match `shuffle_extra`; `[[` does not.
-  expect_false(dataloader(list(shuffle_extra = FALSE)))
+  # Near names are not it; a function object called without a name is skipped.
+  private = list(.dataloader_predict_extra = function() loader_is_for_prediction(),
+    .dataloader = function() loader_is_for_prediction())
+  expect_false(private$.dataloader_predict_extra())
+  expect_false(private$.dataloader())
+  expect_false(do.call(function() loader_is_for_prediction(), list()))
+})
+
+test_that("the learner's shuffle = FALSE keeps the policy in training, with one warning", {
+  # Before: the sampler took the learner's shuffle = FALSE (which mlr3torch
+  # passes to training loaders too) for a prediction loader and served rows in
+  # order, unstratified. Both mlr3torch versions: a training loader always
+  # gets the policy's batches.
+  task = sampler_task()
+  y = task$data(cols = "y")$y
+  for (version in c("0.3.3", "dev")) {
+    sampler_class = fake_sampler_class(1, seed = 2024)
+    learner = fake_learner(sampler_class, version = version, shuffle = FALSE)
+    warnings = count_warnings(served <- learner$train(fake_task_dataset(task), epochs = 3L),
+      "pystratum_learner_shuffle_ignored")
+    expect_identical(warnings, 1L, label = version)
+    for (k in 1:3) {
+      expect_stratified_batches(served$train[[k]], y, 1)
+      expect_identical(served$train[[k]], stratified_batches(y, 1, seed = 2024, epoch = k - 1L),
+        label = version)
+    }
+    # Once per sampler class: a second training run with it says nothing more.
+    expect_identical(count_warnings(learner$train(fake_task_dataset(task), epochs = 1L),
+      "pystratum_learner_shuffle_ignored"), 0L, label = version)
+    # Predictions still see every row once, in order.
+    predicted = loader_batches(learner$predict_loader(fake_task_dataset(task)))
+    expect_identical(unlist(predicted), seq_len(task$nrow), label = version)
+  }
+  # The warning says what happens and what to do.
+  learner = fake_learner(fake_sampler_class(1, seed = 1), shuffle = FALSE)
+  warning = expect_warning(learner$train_loader(fake_task_dataset(task)),
+    class = "pystratum_learner_shuffle_ignored")
+  expect_match(conditionMessage(warning), "shuffle = FALSE", fixed = TRUE)
+  expect_match(conditionMessage(warning), "batch_sampler_stratified(..., shuffle = FALSE)",
+    fixed = TRUE)
+  # Nothing to say when the sampler itself keeps row order, or for the
+  # learner's default shuffle = TRUE.
+  expect_identical(count_warnings(fake_learner(fake_sampler_class(1, shuffle = FALSE),
+    shuffle = FALSE)$train(fake_task_dataset(task), epochs = 2L),
+    "pystratum_learner_shuffle_ignored"), 0L)
+  expect_identical(count_warnings(fake_learner(fake_sampler_class(1, seed = 1))$train(
+    fake_task_dataset(task), epochs = 2L), "pystratum_learner_shuffle_ignored"), 0L)
+})
+
+test_that("0.3.3: prediction and validation loaders stay aligned whatever the learner's shuffle", {
+  task = sampler_task()
+  valid = fake_task_dataset(odd_rows_task())
+  for (shuffle in c(TRUE, FALSE)) {
+    learner = fake_learner(fake_sampler_class(1, seed = 3), shuffle = shuffle)
+    served = suppressWarnings(learner$train(fake_task_dataset(task), epochs = 2L,
+      valid_dataset = valid), classes = "pystratum_learner_shuffle_ignored")
+    for (batches in served$valid) {
+      expect_identical(unlist(batches), seq_len(valid$task$nrow))
+    }
+    # ... while the training loader of the same run keeps the policy.
+    expect_identical(served$train[[2L]],
+      stratified_batches(task$data(cols = "y")$y, 1, seed = 3, epoch = 1L))
+    loader = learner$predict_loader(fake_task_dataset(task))
+    expect_true(loader$batch_sampler$plan$predicting)
+    expect_identical(unlist(run_epoch(loader)), seq_len(task$nrow))
+  }
+})
+
+test_that("development version: training without batch_size; prediction loaders have no sampler", {
+  # That version ignores the learner's shuffle once a batch sampler is set;
+  # shuffle = FALSE then must not change the training batches either.
+  task = sampler_task()
+  y = task$data(cols = "y")$y
+  learner = fake_learner(fake_sampler_class(1, seed = 4), version = "dev", batch_size = NULL,
+    batch_size_predict = 4L, shuffle = FALSE)
+  served = suppressWarnings(learner$train(fake_task_dataset(task), epochs = 2L,
+    valid_dataset = fake_task_dataset(odd_rows_task())),
+    classes = "pystratum_learner_shuffle_ignored")
+  for (k in 1:2) {
+    expect_identical(served$train[[k]], stratified_batches(y, 1, seed = 4, epoch = k - 1L))
+    expect_identical(served$valid[[k]], list(1:4, 5:7))
+  }
+  loader = learner$predict_loader(fake_task_dataset(task))
+  expect_null(loader$batch_sampler)
+  expect_identical(loader_batches(loader), list(1:4, 5:8, 9:10))
+  # What the development version refuses (documented in ?batch_sampler_stratified).
+  expect_error(fake_learner(fake_sampler_class(1), version = "dev", batch_size = NULL)$
+    predict_loader(fake_task_dataset(task)), "batch_size_predict")
+  expect_error(fake_learner(fake_sampler_class(1), version = "dev",
+    sampler = function(dataset) NULL)$train_loader(fake_task_dataset(task)), "cannot both")
+})
+
+test_that("a seeded sampler re-created at epoch 3 serves epochs 3-4 of an uninterrupted run", {
+  # The development version resumes from a checkpoint with a new sampler
+  # instance and R's random state as it happens to be; before, the new
+  # instance served epoch 1's batches as epoch 3.
+  task = sampler_task()
+  cases = list(
+    list(policy = 1, rng = "R"),
+    list(policy = policy_fixed_size(5), rng = "R"),
+    list(policy = policy_targets("balanced", 4), rng = "R"),
+    list(policy = policy_downsample(c(neg = 0.5), 1), rng = "R"),
+    list(policy = 1, rng = "index"),
+    list(policy = policy_targets("balanced", 4), rng = "index"),
+    list(policy = 1, rng = "torch"),
+    list(policy = policy_downsample(c(neg = 0.5), 1), rng = "torch"))
+  for (case in cases) {
+    label = paste(class(case$policy)[[1L]], case$rng)
+    backend = if (case$rng == "torch") fake_torch_backend()
+    sampler_class = fake_sampler_class(case$policy, seed = 5, rng = case$rng,
+      torch_backend = backend)
+    full = fake_learner(sampler_class)$train(fake_task_dataset(task), epochs = 6L)$train
+    for (resume_from in 0:5) {
+      set.seed(resume_from + 100)  # whatever R's state is at the restart
+      resumed = fake_learner(sampler_class)$train(fake_task_dataset(task), epochs = 6L,
+        resume_from = resume_from)$train
+      expect_identical(resumed, full[seq_len(6L - resume_from) + resume_from],
+        label = paste(label, "resumed after epoch", resume_from))
+    }
+  }
+  # shuffle = FALSE: epochs may still differ (allocations that rotate per
+  # epoch), and a resumed run serves the same ones.
+  sampler_class = fake_sampler_class(policy_targets("balanced", 4), shuffle = FALSE)
+  full = fake_learner(sampler_class)$train(fake_task_dataset(task), epochs = 4L)$train
+  expect_identical(fake_learner(sampler_class)$train(fake_task_dataset(task), epochs = 4L,
+    resume_from = 2L)$train, full[3:4])
+  # Without a seed (documented): no private stream to replay, so a re-created
+  # sampler draws the next permutation of the stream it uses (here R's
+  # session stream), one per epoch, whatever ctx$epoch says.
+  y = task$data(cols = "y")$y
+  sampler_class = fake_sampler_class(1, seed = NULL, rng = "R")
+  set.seed(11)
+  resumed = fake_learner(sampler_class)$train(fake_task_dataset(task), epochs = 4L,
+    resume_from = 2L)$train
+  set.seed(11)
+  expect_identical(resumed, list(stratified_batches(y, 1), stratified_batches(y, 1)))
+})
+
+test_that("the epoch comes from ctx$epoch; without a usable ctx, .iter() calls are counted", {
+  task = sampler_task()
+  y = task$data(cols = "y")$y
+  expected = function(k) stratified_batches(y, 1, seed = 9, epoch = k)
+  loader = fake_learner(fake_sampler_class(1, seed = 9))$train_loader(fake_task_dataset(task))
+  in_epoch = function(ctx, loader) run_epoch(loader)
+  # mlr3torch's loop at epoch 3 (1-based): the third epoch, 0-based 2.
+  expect_identical(in_epoch(fake_context(loader, NULL, 5L), loader), expected(0L))
+  at_3 = fake_context(loader, NULL, 5L)
+  at_3$epoch = 3
+  expect_identical(in_epoch(at_3, loader), expected(2L))
+  # No ctx among the callers: counting continues after the last epoch served.
+  expect_identical(run_epoch(loader), expected(3L))
+  expect_identical(run_epoch(loader), expected(4L))
+  # A `ctx` that is not mlr3torch's context, or whose epoch is no epoch
+  # number, is ignored: counting goes on.
+  not_context = new.env()
+  not_context$epoch = 1
+  expect_identical(in_epoch(not_context, loader), expected(5L))
+  for (epoch in list(0, -1, 1.5, NA_real_, "2", c(1, 2), NULL, Inf, 2^31)) {
+    odd = fake_context(loader, NULL, 5L)
+    odd$epoch = epoch
+    before = loader$batch_sampler$plan$epochs_served()
+    expect_identical(in_epoch(odd, loader), expected(before), label = show_value(epoch))
+  }
+  # Going back is possible too (a callback may rewind ctx$epoch).
+  at_2 = fake_context(loader, NULL, 5L)
+  at_2$epoch = 2
+  expect_identical(in_epoch(at_2, loader), expected(1L))
+  expect_identical(run_epoch(loader), expected(2L))
+})
+
+test_that("training_epoch_from_callers() reads the innermost ctx, a ContextTorch", {
+  expect_null(training_epoch_from_callers())
+  loop = function(ctx) training_epoch_from_callers()
+  expect_identical(loop(structure(list(epoch = 4), class = "ContextTorch")), 3L)
+  expect_identical(loop(structure(list(epoch = 4L), class = "ContextTorch")), 3L)
+  expect_null(loop(list(epoch = 4)))
+  expect_null(loop(structure(list(), class = "ContextTorch")))
+  # A promise that fails when forced is no context.
+  expect_null(loop(stop("not evaluated by mlr3torch")))
 })
 
 test_that("a too-small stratum warns for training loaders only", {
@@ -206,4 +400,81 @@ test_that("with mlr3torch: every policy trains; predictions keep every row in or
     reference$param_set$values$batch_sampler = NULL
     expect_equal(reference$predict(task)$prob, prediction$prob)
   }
+})
+
+# A torch callback recording, per training batch, mlr3torch's epoch and the
+# batch's dataset indices (positions in task$row_ids) into the environment
+# held by the option `pystratum_test_record` (an option, so that it does not
+# depend on the environment mlr3torch gives the callback's methods).
+batch_recorder = function() {
+  mlr3torch::torch_callback("pystratum_recorder", on_batch_begin = function() {
+    record = getOption("pystratum_test_record")
+    record$epochs = c(record$epochs, self$ctx$epoch)
+    record$batches[[length(record$batches) + 1L]] =
+      as.integer(self$ctx$batch$.index$to(device = "cpu"))
+  })
+}
+
+# A fresh record, made the one the recorder writes to.
+new_record = function() {
+  record = new.env()
+  record$epochs = numeric(0)
+  record$batches = list()
+  options(pystratum_test_record = record)
+  record
+}
+
+test_that("with mlr3torch: the learner's shuffle = FALSE keeps training stratified, one warning", {
+  skip_if_not_installed("mlr3torch")
+  skip_if_not(torch::torch_is_installed(), "libtorch is not installed")
+  task = mlr3::tsk("sonar")
+  task$col_roles$stratum = "Class"
+  y = task$data(cols = "Class")$Class
+  record = new_record()
+  # batch_size serves prediction on both versions (0.3.3 requires it; the
+  # development version needs it, or batch_size_predict, to predict).
+  learner = mlr3::lrn("classif.mlp", epochs = 3, batch_size = 10, seed = 1, shuffle = FALSE,
+    batch_sampler = batch_sampler_stratified(10), callbacks = batch_recorder())
+  expect_identical(count_warnings(learner$train(task), "pystratum_learner_shuffle_ignored"), 1L)
+  # 97 "R" rows, m = 10: 9 batches per epoch, each with >= 10 rows of each class.
+  expect_length(record$batches, 27L)
+  smallest = vapply(record$batches, function(rows) min(table(y[rows])), 0L)
+  expect_true(all(smallest >= 10L))
+  expect_setequal(unlist(record$batches[1:9]), seq_len(task$nrow))
+  prediction = learner$predict(task)
+  expect_identical(prediction$row_ids, task$row_ids)
+  reference = learner$clone(deep = TRUE)
+  reference$param_set$values$batch_sampler = NULL
+  expect_equal(reference$predict(task)$prob, prediction$prob)
+  options(pystratum_test_record = NULL)
+})
+
+test_that("with mlr3torch's development version: a seeded sampler resumes with epoch k's batches", {
+  skip_if_not_installed("mlr3torch")
+  skip_if_not(torch::torch_is_installed(), "libtorch is not installed")
+  skip_if_not("resume" %in% mlr3::lrn("classif.mlp")$param_set$ids(), sprintf(paste0(
+    "mlr3torch %s cannot resume training from a checkpoint (its development version can)"),
+    utils::packageVersion("mlr3torch")))
+  task = mlr3::tsk("sonar")
+  task$col_roles$stratum = "Class"
+  for (rng in c("R", "torch")) {
+    sampler_class = batch_sampler_stratified(10, seed = 5, rng = rng)
+    full = new_record()
+    mlr3::lrn("classif.mlp", epochs = 4, batch_size = 10, seed = 1,
+      batch_sampler = sampler_class, callbacks = batch_recorder())$train(task)
+    path = tempfile("pystratum-checkpoint-")
+    first = new_record()
+    mlr3::lrn("classif.mlp", epochs = 2, batch_size = 10, seed = 1, batch_sampler = sampler_class,
+      callbacks = list(batch_recorder(), mlr3torch::t_clbk("checkpoint", freq = 1,
+        path = path)))$train(task)
+    set.seed(99)  # the restarted process's R random state is anything
+    resumed = new_record()
+    mlr3::lrn("classif.mlp", epochs = 4, batch_size = 10, seed = 1, batch_sampler = sampler_class,
+      resume = TRUE, callbacks = list(batch_recorder(), mlr3torch::t_clbk("checkpoint",
+        freq = 1, path = path)))$train(task)
+    expect_identical(as.integer(resumed$epochs), rep(3:4, each = 9L), label = rng)
+    expect_identical(first$batches, full$batches[1:18], label = rng)
+    expect_identical(resumed$batches, full$batches[19:36], label = rng)
+  }
+  options(pystratum_test_record = NULL)
 })

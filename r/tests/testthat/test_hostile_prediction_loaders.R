@@ -57,6 +57,19 @@ test_that("prediction loaders serve every row once, in order, at odd sizes", {
       train = fake_learner(fake_sampler_class(policy, seed = 5))$train_loader(
         fake_task_dataset(task))
       expect_identical(run_epoch(train), unclass(expected), label = label)
+      # Whatever the learner's shuffle, and on both mlr3torch versions (the
+      # development version predicts without the sampler, in batches of
+      # batch_size): training keeps the policy, prediction the row order.
+      for (version in c("0.3.3", "dev")) {
+        learner = fake_learner(fake_sampler_class(policy, seed = 5), version = version,
+          shuffle = FALSE, batch_size = 3L)
+        served = suppressWarnings(learner$train(fake_task_dataset(task), epochs = 1L,
+          valid_dataset = fake_task_dataset(task)), classes = "pystratum_learner_shuffle_ignored")
+        expect_identical(served$train[[1L]], unclass(expected), label = paste(label, version))
+        expect_identical(unlist(served$valid[[1L]]), seq_along(y), label = paste(label, version))
+        predicted = loader_batches(learner$predict_loader(fake_task_dataset(task)))
+        expect_identical(unlist(predicted), seq_along(y), label = paste(label, version))
+      }
     }
   }
 })
