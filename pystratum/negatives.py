@@ -129,9 +129,9 @@ from typing import Iterator
 import numpy as np
 
 from ._pairset import PairSet
-from ._progress import EpochProgress, EpochServed
-from ._state_record import check_envelope, same_seed, seed_from_record, seed_to_record
-from ._sharding import rank_batch_indices
+from .serving import EpochProgress, EpochServed
+from ._state_record import same_seed, seed_to_record
+from .serving._state import check_format, read_resume
 from ._spawned_pcg64 import spawned_generators
 from ._streams import PERMUTATION_RNG_CHOICES, make_stream
 from ._validation import _show, check_bool, check_choice, check_epoch, check_int
@@ -369,7 +369,7 @@ class NegativePairSampler(EpochServed):
 
     def __iter__(self) -> Iterator[NegativeBatch]:
         """One epoch's batches for this rank (which epoch: see the class docstring)."""
-        return _EpochPass(self._begin_epoch)
+        return self._epoch_pass()
 
     def batch(self, epoch: int, index: int) -> NegativeBatch:
         """Batch ``index`` (0-based, of all ranks' batches) of epoch ``epoch``; progress unchanged."""
@@ -427,36 +427,35 @@ class NegativePairSampler(EpochServed):
         The saved seed replaces this sampler's; everything else (pairs, item
         weights, k, batch_size, rng, replicas, ...) must match, else ValueError.
         """
-        check_envelope(state_dict, "NegativePairSampler", _STATE_FORMAT, _STATE_KEYS)
+        check_format(state_dict, "NegativePairSampler", (_STATE_FORMAT,),
+                     {_STATE_FORMAT: _STATE_KEYS})
         for key in ("rng", "num_replicas", "drop_last", "negatives", "batch_size", "num_users",
                     "num_items", "reject_observed", "pair_with", "num_pairs"):
             mine = getattr(self, key)
-            if state_dict[key] != mine:
+            if _differs(state_dict[key], mine):
                 raise ValueError(
-                    f"Cannot resume: the state was saved with {key}={state_dict[key]!r} but this "
-                    f"sampler has {key}={mine!r}. Build the sampler with the same pairs and "
-                    f"arguments as the run that saved it.")
-        if state_dict["pairs_digest"] != self._pairs_digest():
+                    f"Cannot resume: the state was saved with {key}={_short(state_dict[key])} "
+                    f"but this sampler has {key}={mine!r}. Build the sampler with the same "
+                    f"pairs and arguments as the run that saved it.")
+        if _differs(state_dict["pairs_digest"], self._pairs_digest()):
             raise ValueError(
                 "Cannot resume: the state was saved for other observed pairs or item weights "
                 "(pairs_digest differs). Build the sampler from the same users, items and "
                 "item_weights as the run that saved it.")
-        epoch = check_epoch(state_dict["epoch"], "state_dict['epoch']")
-        yielded = check_int(state_dict["batches_yielded"], "state_dict['batches_yielded']",
-                            minimum=0)
-        if yielded > len(self):
-            raise ValueError(
-                f"state_dict['batches_yielded'] must be at most len(sampler)={len(self)}, got "
-                f"batches_yielded={yielded}; was the state saved by another sampler?")
-        stream_state = state_dict["stream"]
-        if not isinstance(stream_state, dict):
-            raise TypeError(
-                f"state_dict['stream'] must be a dict, got {type(stream_state).__name__}.")
-        seed = seed_from_record(state_dict["seed"], fix=_STATE_FIX)
-        stream = self._stream if same_seed(seed, self.seed) else self._make_stream(seed)
+        # The envelope every sampler shares: epoch, batches yielded, seed (never None:
+        # no reseed from fresh entropy), the stream's position for this rng.
+        resume = read_resume(state_dict, fix=_STATE_FIX, length=len(self), rng=self.rng)
+        epoch, yielded = resume.epoch, resume.batches_yielded
         try:
-            stream.load_state_dict(stream_state)
-        except (KeyError, TypeError, ValueError) as error:
+            stream = (self._stream if same_seed(resume.seed, self.seed)
+                      else self._make_stream(resume.seed))
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"state_dict['seed']={_short(state_dict['seed'])} cannot seed rng={self.rng!r}: "
+                f"{error}") from None
+        try:
+            stream.load_state_dict(resume.stream)
+        except (KeyError, TypeError, ValueError, RuntimeError, OverflowError) as error:
             raise ValueError(
                 f"state_dict['stream'] is not a valid rng={self.rng!r} stream state ({error}); "
                 f"pass what state_dict() returned, unmodified.") from None
@@ -744,77 +743,55 @@ class NegativePairSampler(EpochServed):
             pending = pending[again]
             rounds += 1
 
-    def _begin_epoch(self, epoch_pass: "_EpochPass"):
-        """Called by ``epoch_pass`` at its first batch: which epoch, from which batch."""
-        epoch, start = self._progress.begin(epoch_pass)
-        chosen = rank_batch_indices(self.num_batches, self.num_replicas, self.rank,
-                                    self.drop_last, start=start).tolist()
-        if not chosen:
-            # Resumed after the epoch's last batch: nothing to draw.
-            self._stream.advance_to(self.num_pairs, epoch)
-            return epoch, start, self._stream.state_dict(), [], None
-        # The stream position before this epoch: state_dict() saves it, so a
-        # resume costs one permutation.
-        stream_state, permutation = self._epoch_start(epoch)
-        return epoch, start, stream_state, chosen, \
-            lambda index: self._make_batch(epoch, index, permutation)
+    def _source(self) -> "_PairSource":
+        return _PairSource(self)
 
 
-class _EpochPass:
-    """One pass over a rank's batches of one epoch, with its own progress.
+class _PairSource:
+    """The sampler's epochs as a batch source (:mod:`pystratum.serving`): batches are
+    built one at a time, each a function of (seed, epoch, batch index)."""
 
-    The design of ``pystratum.torch._epoch.EpochIterator`` (which serves lists
-    of row indices from precomputed arrays, and lives in the torch package):
-    nothing happens until the first batch is asked for (DataLoader creates
-    iterators it never uses; those must not consume an epoch); then ``begin``
-    says which epoch and from which batch, and the pass counts what it
-    yields. Batches are built one at a time, each a function of (seed,
-    epoch, batch index).
-    """
+    def __init__(self, sampler: NegativePairSampler):
+        self._sampler = sampler
+        self.num_batches = sampler.num_batches
 
-    def __init__(self, begin):
-        self._begin = begin
-        self.epoch = None
-        self.batches_yielded = 0
-        self.stream_state = None
-        self.started = False
-        self.exhausted = False
-        self._indices = ()
-        self._make = None
-        self._start = 0
+    def open(self, epoch: int) -> "_PairEpoch":
+        # The stream position before this epoch and its permutation (once per epoch):
+        # state_dict() saves that position, so a resume costs one permutation.
+        stream_state, permutation = self._sampler._epoch_start(epoch)
+        return _PairEpoch(self._sampler, epoch, stream_state, permutation)
 
-    @property
-    def in_progress(self) -> bool:
-        """Started and not yet ended by StopIteration (a last batch served still counts)."""
-        return self.started and not self.exhausted
 
-    def __iter__(self):
-        return self
+class _PairEpoch:
+    """One opened epoch: batch ``index`` on demand (random access by index)."""
 
-    def __next__(self) -> NegativeBatch:
-        if not self.started:
-            self.started = True
-            self.epoch, self._start, self.stream_state, self._indices, self._make = \
-                self._begin(self)
-            self.batches_yielded = self._start
-        offset = self.batches_yielded - self._start
-        if offset >= len(self._indices):
-            if not self.exhausted:
-                self.exhausted = True
-                self._make = None  # the sampler keeps its last pass: drop the epoch's arrays
-            raise StopIteration
-        batch = self._make(self._indices[offset])
-        self.batches_yielded += 1
-        return batch
+    chunk_batches = 1  # a batch is drawn only when the loader asks for it
 
-    def __repr__(self) -> str:
-        where = ("not started" if not self.started else
-                 f"epoch {self.epoch}, {self.batches_yielded} batches yielded"
-                 + (", ended" if self.exhausted else ""))
-        return f"<pystratum negatives epoch pass: {where}>"
+    def __init__(self, sampler, epoch, stream_state, permutation):
+        self._sampler = sampler
+        self.epoch = epoch
+        self.stream_state = stream_state
+        self._permutation = permutation
+
+    def batches(self, ids) -> list:
+        return [self._sampler._make_batch(self.epoch, int(index), self._permutation)
+                for index in ids]
 
 
 # -------------------------------------------------------------------- helpers
+
+def _differs(saved, mine) -> bool:
+    """Whether a saved setting differs from this sampler's (a forged value never raises)."""
+    try:
+        return type(saved) is not type(mine) or bool(saved != mine)
+    except Exception:  # an array or an object whose comparison fails: not this setting
+        return True
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
 
 def _id_array(values, name: str) -> np.ndarray:
     """A 1-D int64 array of non-negative ids, or a TypeError/ValueError naming the entry."""
