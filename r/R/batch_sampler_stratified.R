@@ -17,42 +17,69 @@
 #' ids.
 #'
 #' @section Epochs and seeds:
-#' Each `.iter()` call (mlr3torch makes one per epoch) starts a new epoch with
-#' a new shuffle; `.length()` is the number of batches of every epoch, which
-#' does not depend on the shuffle.
+#' Each `.iter()` call (mlr3torch makes one per epoch) starts a training
+#' epoch with a new shuffle; `.length()` is the number of batches of every
+#' epoch, which does not depend on the shuffle. Which epoch it is comes from
+#' mlr3torch's training context: its training loop counts epochs in
+#' `ctx$epoch` (1, 2, 3, ... when `.iter()` runs) and the sampler reads it
+#' from its callers; where no such context is found (the sampler used outside
+#' mlr3torch's training loop), the sampler counts its own `.iter()` calls,
+#' continuing after the last epoch it served.
 #' * `rng = "torch"`, `seed = NULL` (default): permutations come from torch's
 #'   global generator, which mlr3torch seeds with the learner's `seed`
 #'   parameter, so the learner's seed makes training reproducible.
 #' * With a `seed`: a private stream (torch's after `torch_manual_seed(seed)`,
-#'   or R's after `set.seed(seed)` for `rng = "R"`); epoch `k` uses its
-#'   `(k + 1)`-th permutation, exactly as
+#'   or R's after `set.seed(seed)` for `rng = "R"`); epoch `k` (0-based; the
+#'   learner's epoch `k + 1`) uses its `(k + 1)`-th permutation, exactly as
 #'   `stratified_batches(strata, policy, seed = seed, rng = rng, epoch = k)`
-#'   and the Python package's samplers do. The global generators (torch's,
+#'   and the Python package's samplers do, whatever happened in the process
+#'   before: a sampler created anew at a later epoch (a run resumed from a
+#'   checkpoint) serves that epoch's batches. The global generators (torch's,
 #'   and R's `.Random.seed`) are saved and restored around every draw.
 #' * `rng = "R"`, `seed = NULL`: R's session stream, which the learner's
 #'   `seed` parameter does not control.
 #'
+#' @section Resuming from a checkpoint:
+#' mlr3torch's development version (0.3.3.9000) can resume training from a
+#' checkpoint (`resume = TRUE` with `t_clbk("checkpoint")`): it creates the
+#' sampler anew, sets `ctx$epoch` to the epochs the checkpoint holds and
+#' restores neither R's nor the sampler's random state. With a `seed` (or
+#' with `shuffle = FALSE`), the resumed run serves exactly the batches of an
+#' uninterrupted run in every epoch. Without a `seed`, each epoch is the next
+#' draw of a global stream: the resumed epochs are new shuffles with the same
+#' per-batch composition, but in general not the batches an uninterrupted
+#' run would have served. mlr3torch 0.3.3 has no such resume.
+#'
 #' @section Prediction and validation loaders:
-#' mlr3torch 0.3.3 also instantiates the batch sampler for prediction and
-#' validation loaders and assembles predictions in the order the batches
-#' come, so a shuffling sampler there would silently assign predictions to
-#' the wrong rows. Those loaders are created by mlr3torch's
-#' `.dataloader_predict()`, which passes `param_vals` with `shuffle = FALSE`
-#' on to `.dataloader()`, where the sampler is instantiated. The sampler
-#' looks that value up in its callers (`dynGet("param_vals")`) and, when it
-#' is `FALSE`, serves every row once, in row order, in consecutive batches of
-#' the same sizes as the training batches (for policies whose epochs recycle
-#' or leave out rows, `policy_targets()` and `policy_downsample()`: batches of
-#' the largest training batch size, the last one shorter). Keep the
-#' learner's own `shuffle` parameter at its default `TRUE` (the batch sampler
-#' does the shuffling):
-#' with `shuffle = FALSE`, training loaders would be served in row order too.
-#' Newer mlr3torch versions do not use samplers for prediction at all.
+#' A batch sampler must never reorder the rows a prediction is made for:
+#' predictions are assembled in the order the batches come.
+#' * mlr3torch 0.3.3 also instantiates the batch sampler for prediction and
+#'   validation loaders. It creates those loaders in its private
+#'   `.dataloader_predict()`; the sampler recognises them by that function
+#'   among its callers and serves every row once, in row order, in
+#'   consecutive batches of the same sizes as the training batches (for
+#'   policies whose epochs recycle or leave out rows, `policy_targets()` and
+#'   `policy_downsample()`: batches of the largest training batch size, the
+#'   last one shorter).
+#' * mlr3torch's development version (0.3.3.9000) uses `sampler` and
+#'   `batch_sampler` for training only. `batch_size` may then be omitted for
+#'   training (the batch sampler makes the batches), but prediction,
+#'   including the validation data during training, needs `batch_size` or
+#'   the new `batch_size_predict`; give `batch_size` to work with both
+#'   versions. Setting both `sampler` and `batch_sampler` is an error there.
+#'
+#' Training loaders always get the policy's batches. The learner's own
+#' `shuffle` parameter has no effect on them (the development version ignores
+#' it once a batch sampler is set): with the learner's `shuffle = FALSE`,
+#' training epochs are still shuffled, and a warning of class
+#' `pystratum_learner_shuffle_ignored` says so once per sampler class. For
+#' training batches in row order, use this function's `shuffle = FALSE`.
 #'
 #' @inheritParams stratified_batches
 #' @param shuffle (`logical(1)`)\cr
 #'   `FALSE` serves the rows of every training epoch in row order (still
-#'   grouped into stratified batches).
+#'   grouped into stratified batches). The learner's `shuffle` parameter does
+#'   not do this, see section *Prediction and validation loaders*.
 #' @param seed (`NULL` or `integer(1)`)\cr
 #'   Seed of a private random stream, see section *Epochs and seeds*. For
 #'   `rng = "torch"` a whole number between 0 and 2^53; for `rng = "R"`
@@ -74,9 +101,12 @@
 #' @examplesIf requireNamespace("mlr3torch", quietly = TRUE) && torch::torch_is_installed()
 #' task = mlr3::tsk("sonar")
 #' task$col_roles$stratum = "Class"
+#' # batch_size: mlr3torch 0.3.3 expects it; its development version trains
+#' # without it but needs it (or batch_size_predict) to predict.
 #' learner = mlr3::lrn("classif.mlp", epochs = 3, batch_size = 10, seed = 1,
 #'   batch_sampler = batch_sampler_stratified(2))
 #' learner$train(task)
+#' learner$predict(task)
 batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL,
   rng = c("torch", "R", "index"), min_samples_per_stratum = NULL) {
   policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
