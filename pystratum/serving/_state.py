@@ -146,8 +146,8 @@ def read_stream(stream, rng: str | None, *, fix: str, key: str = "stream") -> di
                 and str(getattr(position, "dtype", "")) == "torch.uint8"
                 and len(getattr(position, "shape", ())) == 1):
             raise TypeError(
-                f"{where} must be a 1-D uint8 tensor (what torch.Generator.get_state() "
-                f"returns), got {_short(position)}; {fix}.")
+                f"{where} must be a uint8 tensor of one dimension (what "
+                f"torch.Generator.get_state() returns), got {type(position).__name__}; {fix}.")
     return dict(stream)
 
 

@@ -13,15 +13,14 @@ policies) is still read, as the ``min_per_stratum`` policy.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from .._state_record import same_seed, seed_from_record, seed_to_record
+from .._state_record import same_seed, seed_to_record
 from .._streams import RNG_CHOICES
 from .._validation import check_bool, check_choice, check_epoch, check_int
+from ..serving._state import read_seed, read_stream
 
 __all__ = ["STATE_FORMAT", "SamplerState", "parse_state", "same_seed", "check_resumable"]
 
@@ -123,9 +122,11 @@ def parse_state(state) -> SamplerState:
             f"state_dict['strata_digest'] must be a str, got {type(digest).__name__}; {_FIX}."
         )
     return SamplerState(
-        epoch=integer("epoch"),
+        # The envelope every sampler shares (pystratum.serving._state): the epoch capped
+        # as set_epoch caps it, the seed never None when shuffled, the stream's shape.
+        epoch=check_epoch(state["epoch"], "state_dict['epoch']"),
         batches_yielded=integer("batches_yielded"),
-        seed=_seed(state["seed"], shuffle),
+        seed=read_seed(state["seed"], shuffle, fix=_FIX),
         rng=rng,
         shuffle=shuffle,
         num_replicas=integer("num_replicas", minimum=1),
@@ -166,65 +167,23 @@ def _policy_record(policy) -> dict:
     return {"name": policy["name"], "params": dict(policy["params"])}
 
 
-def _seed(seed, shuffle: bool):
-    if not shuffle:
-        if seed is not None:
-            raise ValueError(
-                f"state_dict['seed'] must be None for an unshuffled sampler (shuffle=False), got "
-                f"seed={seed!r}; {_FIX}."
-            )
-        return None
-    if seed is None:
-        raise ValueError(
-            "state_dict['seed'] is None, but the state is of a shuffled sampler: resuming would "
-            "reseed from fresh entropy and serve an epoch the saved run never saw. Pass the "
-            "state state_dict() returned (its seed is the int or SeedSequence in use)."
-        )
-    return seed_from_record(seed, fix=_FIX)
-
-
 def _stream_state(stream, rng) -> dict:
-    """Check the stream position's shape for ``rng`` (None: unshuffled, no stream)."""
-    if not isinstance(stream, dict):
-        raise TypeError(
-            f"state_dict['stream'] must be a dict, got {type(stream).__name__}; {_FIX}."
-        )
-    if rng in (None, "numpy", "index"):
-        if stream:
-            raise ValueError(
-                f"state_dict['stream'] must be empty for "
-                f"{'an unshuffled sampler' if rng is None else repr(rng) + ' streams'} "
-                f"(they have no position), got keys {sorted(stream)}; was it saved with "
-                f"another rng? {_FIX_SENTENCE}"
-            )
-        return {}
-    position_key = "random_seed" if rng == "R" else "generator_state"
-    missing = [key for key in ("n", "epoch", position_key) if key not in stream]
-    if missing:
-        raise ValueError(
-            f"state_dict['stream'] of rng={rng!r} misses keys {missing}; {_FIX}."
-        )
-    position = stream[position_key]
-    key = f"state_dict['stream'][{position_key!r}]"
-    if position is None:
-        return dict(stream)  # the stream has not drawn yet: n/epoch are not used
-    check_int(stream["n"], "state_dict['stream']['n']", minimum=0, fix=_FIX_SENTENCE)
-    check_epoch(stream["epoch"], "state_dict['stream']['epoch']")
-    if rng == "R":
-        # RStream checks the values themselves (R's own rules) when it is loaded.
-        if not (isinstance(position, (list, tuple)) and all(
-                isinstance(v, (numbers.Integral, np.integer))
-                and not isinstance(v, (bool, np.bool_)) for v in position)):
-            raise TypeError(f"{key} must be a list of ints (R's .Random.seed); {_FIX}.")
-    else:
+    """Check the stream position's shape for ``rng`` (None: unshuffled, no stream).
+
+    The shared reader checks keys and types; here the torch generator state's
+    exact size, which needs torch.
+    """
+    stream = read_stream(stream, rng, fix=_FIX)
+    if rng == "torch" and stream.get("generator_state") is not None:
+        position = stream["generator_state"]
         expected = torch.Generator().get_state()
         if not (isinstance(position, torch.Tensor) and position.dtype == torch.uint8
                 and position.shape == expected.shape):
             shown = (f"a {position.dtype} tensor of shape {tuple(position.shape)}"
                      if isinstance(position, torch.Tensor) else type(position).__name__)
             raise TypeError(
-                f"{key} must be a uint8 tensor of shape {tuple(expected.shape)} (what "
-                f"torch.Generator.get_state() returns), got {shown}; {_FIX}."
+                f"state_dict['stream']['generator_state'] must be a uint8 tensor of shape "
+                f"{tuple(expected.shape)} (what torch.Generator.get_state() returns), got "
+                f"{shown}; {_FIX}."
             )
-    return dict(stream)
-
+    return stream
