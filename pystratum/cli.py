@@ -427,8 +427,15 @@ def cmd_crosscheck(args, progress) -> int:
         plan = _plan(args, columns, policy, progress, epoch=epoch)
         progress(f"epoch {epoch}: running the R package")
         seed = None if args.no_shuffle else plan.seed
-        r_batches = pr.stratified_batches(columns, policy, seed=seed, rng=rng, epoch=epoch,
-                                          shuffle=not args.no_shuffle)
+        try:
+            r_batches = pr.stratified_batches(columns, policy, seed=seed, rng=rng, epoch=epoch,
+                                              shuffle=not args.no_shuffle)
+        except pr.RError as error:
+            if "pystratum_missing_package" in error.r_classes:
+                # R's torch for --rng torch: a missing optional package, as a
+                # missing R package pystratum is (its message names the install).
+                raise UserError(f"crosscheck --rng {rng}: {error}", EXIT_MISSING) from None
+            raise
         python_batches = plan.batches
         if len(r_batches) != len(python_batches):
             _write(f"DIFFERENT: epoch {epoch}: Python {len(python_batches)} batches, R "

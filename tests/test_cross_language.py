@@ -753,8 +753,10 @@ TORCH_CONFIGS = [
 
 @pytest.mark.parametrize("strata,m,seed", TORCH_CONFIGS, ids=["two", "three", "logical"])
 def test_same_batches_as_r_torch(r_session, strata, m, seed):
+    # pystratum.r runs R torch in its own Rscript: this process holds PyTorch,
+    # whose libtorch cannot share it (tests/test_r_torch_process.py).
     if not pr.r_package_available("torch"):
-        pytest.skip("R package 'torch' is not installed (no registry here provides it)")
+        pytest.skip("the 'torch' R package is not installed (no registry here provides it)")
     for epoch in range(3):
         r_batches = pr.stratified_batches(strata, m, seed=seed, rng="torch", epoch=epoch)
         py_batches = pystratum.stratified_batches(strata, m, seed=seed, rng="torch", epoch=epoch)

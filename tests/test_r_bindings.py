@@ -47,22 +47,52 @@ def test_same_batches_as_core_through_each_container(r_session):
 # R's torch sampler.
 
 
+# The R sampler loads R's torch into the calling process, which must not hold
+# PyTorch (the two libtorch builds clash): where R torch is installed these
+# run in a fresh Python that never imports PyTorch; here (no R torch) they
+# check the errors in this process, where no R torch can be loaded.
+
+
+def _without_pytorch(code):
+    """Runs ``code`` in a fresh Python that never imports PyTorch; its stdout."""
+    import subprocess
+    import sys
+
+    from tests._env import subprocess_environ
+
+    guard = "import sys; sys.modules['torch'] = None\nimport pystratum.r as pr\n"
+    done = subprocess.run([sys.executable, "-c", guard + code], capture_output=True,
+                          text=True, timeout=300, env=subprocess_environ())
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def test_batch_sampler_needs_r_torch(r_session):
     if pr.r_package_available("torch"):
-        sampler = pr.batch_sampler_stratified(2, seed=1)
-        assert sampler is not None
+        out = _without_pytorch("print(pr.batch_sampler_stratified(2, seed=1) is not None)")
+        assert out.strip() == "True"
         return
     with pytest.raises(pr.RError, match="torch") as raised:
         pr.batch_sampler_stratified(2, seed=1)
     assert "install.packages" in str(raised.value)
 
 
+_VALIDATES = """
+import pytest
+with pytest.raises((TypeError, ValueError)) as raised:
+    pr.batch_sampler_stratified(0)
+assert raised.value.argument == "min_samples_per_stratum"
+with pytest.raises(TypeError, match="not both"):
+    pr.batch_sampler_stratified(2, min_samples_per_stratum=2)
+print("ok")
+"""
+
+
 def test_batch_sampler_validates_arguments_in_r(r_session):
-    with pytest.raises((TypeError, ValueError)) as raised:
-        pr.batch_sampler_stratified(0)
-    assert raised.value.argument == "min_samples_per_stratum"
-    with pytest.raises(TypeError, match="not both"):
-        pr.batch_sampler_stratified(2, min_samples_per_stratum=2)
+    if pr.r_package_available("torch"):
+        assert _without_pytorch(_VALIDATES).strip() == "ok"
+        return
+    exec(_VALIDATES, {"pr": pr})
 
 
 def test_batch_sampler_takes_a_policy_object(r_session):
@@ -70,7 +100,12 @@ def test_batch_sampler_takes_a_policy_object(r_session):
 
     policy = pystratum.FixedSize(64, min_per_stratum=2)
     if pr.r_package_available("torch"):
-        assert pr.batch_sampler_stratified(policy, seed=1) is not None
+        out = _without_pytorch(
+            "import pystratum\npolicy = pystratum.FixedSize(64, min_per_stratum=2)\n"
+            "print(pr.batch_sampler_stratified(policy, seed=1) is not None)\n"
+            "try:\n    pr.batch_sampler_stratified(policy, seed=1, rng='python')\n"
+            "except ValueError as error:\n    print(error.argument)\n")
+        assert out.split() == ["True", "rng"]
         return
     # R rebuilds the policy, validates every argument, and only then needs torch.
     with pytest.raises(pr.RError, match="torch"):
@@ -78,8 +113,6 @@ def test_batch_sampler_takes_a_policy_object(r_session):
     with pytest.raises(ValueError) as raised:
         pr.batch_sampler_stratified(policy, seed=1, rng="python")
     assert raised.value.argument == "rng"
-
-
 
 
 def test_a_policy_r_does_not_know_is_a_python_error_naming_it(r_session, capfd):

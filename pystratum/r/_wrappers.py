@@ -33,6 +33,14 @@ def _arguments_to_r(active, given):
     return {name: argument_to_r(active, value, name) for name, value in given.items()}
 
 
+def _stratified_batches_bridge(rng):
+    # R's torch never loads into this process (see bridge_stratified_batches_in_subprocess
+    # in r/R/python_bridge.R): rng="torch" runs in a fresh Rscript.
+    if isinstance(rng, str) and rng == "torch":
+        return "bridge_stratified_batches_in_subprocess"
+    return "bridge_stratified_batches"
+
+
 def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
                        shuffle=True, min_samples_per_stratum=None, return_weights=False):
     """R's ``pystratum::stratified_batches``, with batches as 0-based int64 arrays.
@@ -49,6 +57,13 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
     to the batches (each row's importance weight, e.g. under
     ``policies.Downsample``), or None when the policy has no weights; it
     equals the core's ``plan_batches(...).weights`` cut at the batch bounds.
+
+    ``rng="torch"`` runs the call in a fresh ``Rscript`` (a second R process)
+    and only there loads R's torch: R torch bundles its own libtorch, which
+    cannot share a process with PyTorch's. The batches are those R computes;
+    the arguments and the result travel as files (a few hundred milliseconds
+    per call for starting R and torch). R's torch is never loaded into this
+    process, whether or not PyTorch is.
 
     ``strata`` takes the core's forms and no others (the core's splitter
     decides, with its messages): a scalar or a string is a TypeError, as in
@@ -70,7 +85,7 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
         given = {"strata": strata, "seed": seed, "rng": rng, "epoch": epoch, "shuffle": shuffle}
         arguments = _arguments_to_r(active, given)
         arguments.update(policy_arguments(active, policy))
-        outcome = active.bridge("bridge_stratified_batches")(**arguments)
+        outcome = active.bridge(_stratified_batches_bridge(rng))(**arguments)
         raise_r_conditions(outcome, stacklevel=2)
         batches = batches_from_r(outcome, "pystratum::stratified_batches")
         if return_weights:
@@ -89,8 +104,25 @@ def batch_sampler_stratified(policy=None, *, shuffle=True, seed=None, rng="torch
     package; without it R's error (naming ``install.packages("torch")``) is
     raised here as :class:`RError` (or the mapped TypeError/ValueError for bad
     arguments).
+
+    This loads R's torch into this process, whose libtorch cannot live next
+    to PyTorch's: when PyTorch is already imported here and R's torch is
+    installed, it raises RuntimeError before R runs (arguments unchecked),
+    and after this call ``import torch`` in this process may fail. Use it in
+    a process that only drives R (or in R itself).
     """
+    import sys
+
     active = _session()
+    if "torch" in sys.modules and active.has_package("torch"):
+        raise RuntimeError(
+            "batch_sampler_stratified() loads R's torch into this process, but PyTorch is "
+            "already imported here, and the two libtorch builds cannot share one process "
+            "(import torch then fails on an undefined libstdc++ symbol). Build the R sampler "
+            "in a Python process that never imports torch, or in an R session (Rscript); "
+            "pystratum.r.stratified_batches(..., rng='torch') needs no such care: it runs R "
+            "torch in its own Rscript."
+        )
     with active.calling():
         given = {"shuffle": shuffle, "seed": seed, "rng": rng}
         arguments = _arguments_to_r(active, given)

@@ -71,6 +71,53 @@ bridge_stratified_batches = function(...) {
   outcome
 }
 
+# rng = "torch" from Python: the same call in a fresh Rscript. R's torch
+# bundles its own libtorch, which cannot share a process with PyTorch's
+# (official R torch 0.16.3 builds carry libtorch 2.7.1; next to PyTorch 2.13,
+# `import torch` fails on an undefined libstdc++ symbol), so embedded R never
+# loads it. The child sees the same libraries (.libPaths() as R_LIBS) and
+# runs bridge_stratified_batches(); the arguments and its outcome travel as
+# RDS files, so Python reads the same outcome as from the in-process call.
+bridge_stratified_batches_in_subprocess = function(...) {
+  folder = tempfile("pystratum-torch-")
+  dir.create(folder)
+  on.exit(unlink(folder, recursive = TRUE), add = TRUE)
+  arguments = file.path(folder, "arguments.rds")
+  outcome = file.path(folder, "outcome.rds")
+  saveRDS(list(...), arguments)
+  rscript = file.path(R.home("bin"), "Rscript")
+  code = "pystratum:::bridge_subprocess_main(commandArgs(trailingOnly = TRUE))"
+  libraries = paste(.libPaths(), collapse = .Platform$path.sep)
+  output = suppressWarnings(system2(rscript,
+    c("-e", shQuote(code), shQuote(arguments), shQuote(outcome)),
+    stdout = TRUE, stderr = TRUE, env = paste0("R_LIBS=", shQuote(libraries))))
+  if (file.exists(outcome)) {
+    return(readRDS(outcome))
+  }
+  status = attr(output, "status")
+  list(value = NULL, warnings = list(), error = list(
+    class = c("pystratum_subprocess_error", "error", "condition"),
+    message = sprintf(paste0(
+      "stratified_batches(rng = \"torch\") runs in a separate Rscript (R's torch ",
+      "cannot share a process with PyTorch), which stopped (exit status %s) without ",
+      "a result; its last output:\n%s"),
+      if (is.null(status)) "0" else status, paste(utils::tail(output, 20L), collapse = "\n")),
+    argument = NA_character_))
+}
+
+# The child's side of bridge_stratified_batches_in_subprocess().
+bridge_subprocess_main = function(paths) {
+  arguments = readRDS(paths[[1L]])
+  if (is.null(arguments[["seed"]]) && !isFALSE(arguments[["shuffle"]]) &&
+      requireNamespace("torch", quietly = TRUE)) {
+    # A new process starts torch's global generator at libtorch's fixed
+    # default seed: without this every seed = NULL call would give the same
+    # batches. R's own stream is seeded from the time and process id.
+    torch::torch_manual_seed(sample.int(.Machine$integer.max, 1L))
+  }
+  saveRDS(do.call(bridge_stratified_batches, arguments), paths[[2L]])
+}
+
 bridge_batch_sampler_stratified = function(...) {
   bridge_call_capturing(batch_sampler_stratified, list(...))
 }
