@@ -408,9 +408,12 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
         Which epoch's shuffle (0 first, at most 2**31 - 1). Each epoch is a new
         permutation. Cost: ``rng="numpy"`` reaches any epoch in O(1); with
         ``rng="R"`` or ``"torch"`` epoch k is the stream's (k+1)-th
-        permutation, so the k epochs before it are drawn first, and a call
-        needing more than 10**8 row draws for that (k * max(N, 1000)) is
-        refused with a ValueError. Must be 0 when ``shuffle=False``.
+        group of draws, so the k epochs before it are drawn first, each with
+        the draws its policy makes (sampling policies: one per stratum plus
+        one per extra pass of a recycled stratum); a call for which that
+        costs more than 10**8 row draws (every draw its rows plus 2000 for
+        the call) is refused with a ValueError saying the cost and the fix.
+        Must be 0 when ``shuffle=False``.
     shuffle : bool
         False keeps row order (the identity permutation).
 

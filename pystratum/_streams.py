@@ -17,11 +17,17 @@ itself. Streams differ in how epochs relate:
   (``pystratum._lazy``), so it has no ``permutation(N)`` per epoch.
 
 Sequential streams (R, torch) remember their position after the last epoch
-served, so walking epochs in order costs one permutation per epoch. Reaching
-epoch k from elsewhere costs drawing the epochs in between; a jump of more
-than ``MAX_SKIPPED_DRAWS`` row draws (each skipped epoch counted as at least
-``SKIP_FLOOR_ROWS`` rows) is refused with a ValueError stating the cost,
-instead of running for minutes or forever.
+served, so walking epochs in order costs one epoch's draws per epoch.
+Reaching epoch k from elsewhere costs drawing every epoch in between, each
+with the draws its policy really makes (one permutation, or for sampling
+policies pass 0 of every stratum plus one draw per extra pass of a recycled
+one). A jump is priced before anything is drawn, in row draws: every draw
+counts the rows it costs the stream (``draw_cost``) plus a per-call
+overhead (``call_cost``: 2000 rows, measured for the Python twin of R's
+stream at ~200 us a call against ~130 ns a row; torch's calls cost less in
+Python but more in R torch, so both streams use it); a jump costing more than ``MAX_SKIPPED_DRAWS`` is refused
+with a ValueError stating the cost and the fix, instead of running for
+minutes or forever. The R package prices jumps by the same rule.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import abc
 import importlib
 import numbers
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -36,7 +43,7 @@ import numpy as np
 from ._assemble import compiled_kernels, in_place_min_rows
 from ._validation import check_epoch, check_int
 
-__all__ = ["PERMUTATION_RNG_CHOICES", "RNG_CHOICES", "MAX_SKIPPED_DRAWS", "SKIP_FLOOR_ROWS",
+__all__ = ["PERMUTATION_RNG_CHOICES", "RNG_CHOICES", "MAX_SKIPPED_DRAWS", "SkipCost",
            "EpochStream", "StatelessStream", "make_stream", "stream_class", "stream_for",
            "NumpyStream", "RSeededStream", "SequentialStream"]
 
@@ -54,11 +61,12 @@ RNG_CHOICES = tuple(_REGISTRY)
 # Streams that give whole permutations (what the negatives sampler draws from).
 PERMUTATION_RNG_CHOICES = tuple(name for name, entry in _REGISTRY.items() if entry[2])
 
-# Skipping epochs of a sequential stream draws their permutations: about a
-# minute of work at most (R's stream: ~1e8 row draws), never an endless hang.
+# Skipping epochs of a sequential stream draws their groups of draws: at
+# most ~1e8 row draws (15-30 s for R's stream), never an endless hang.
 MAX_SKIPPED_DRAWS = 10**8
-# A permutation of a few rows still costs per-call overhead worth ~1000 rows.
-SKIP_FLOOR_ROWS = 1000
+# R's sample.int(n, k) takes its hash path (k draws, not n) above this n
+# (pystratum._rstream._HASH_MIN_N, R's own threshold).
+_R_HASH_MIN_N = 10**7
 
 _INT32_MAX = 2**31 - 1
 # numpy draws a Fisher-Yates partner from 32-bit words up to this bound.
@@ -350,6 +358,36 @@ def check_state_keys(state, keys, rng: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class SkipCost:
+    """The price of skipping epochs: draw calls, rows drawn, and their cost in row draws.
+
+    ``cost = rows + calls * call_cost``. ``complete`` is False when pricing
+    stopped early (the limit was passed): the numbers are then lower bounds.
+    """
+
+    calls: int
+    rows: int
+    cost: int
+    complete: bool
+
+
+def skip_refusal(epoch: int, rng: str, skipped: int, n: int, start: str, cost: SkipCost,
+                 call_cost: int) -> str:
+    """The message refusing a jump to ``epoch`` (the R package's words, Python's fixes)."""
+    least = "" if cost.complete else "at least "
+    return (
+        f"epoch={epoch} with rng={rng!r} means drawing the {skipped:,} earlier epoch(s) of "
+        f"these {n:,} rows first (epoch k of this stream is its (k+1)-th group of draws, "
+        f"counted from {start}): {least}{cost.calls:,} draw(s) of {least}{cost.rows:,} rows, "
+        f"a cost of {least}{cost.cost:,} row draws (each draw counts its rows plus "
+        f"{call_cost:,} for the call), over the limit of {MAX_SKIPPED_DRAWS:,}. Use "
+        f"rng='numpy' or rng='index', which reach any epoch directly; or keep one sampler "
+        f"and walk the epochs in order (StratifiedBatchSampler keeps its stream's position, "
+        f"so each epoch costs only its own draws); or pick a smaller epoch."
+    )
+
+
 class SequentialStream(EpochStream):
     """Base of streams whose epoch k is the (k+1)-th draw of one generator.
 
@@ -361,6 +399,8 @@ class SequentialStream(EpochStream):
     """
 
     _state_key: ClassVar[str]
+    # The overhead of one draw call, in row draws (see the module docstring).
+    call_cost: ClassVar[int] = 2000
 
     name = "sequential"
     _n = None
@@ -407,37 +447,76 @@ class SequentialStream(EpochStream):
         self._n = n
         self._next_epoch = epoch
 
+    def draw_cost(self, size: int, take: int) -> int:
+        """Row draws one ``_draw_part(size, take)`` costs, its call overhead included.
+
+        The rows the stream touches (``size`` by default: a permutation of
+        ``size`` cut to ``take``) plus :attr:`call_cost`.
+        """
+        return size + self.call_cost
+
+    def epoch_cost(self, draws) -> SkipCost:
+        """The cost of one epoch's group of draws (``[(size, take), ...]``), as drawn."""
+        rows = sum(self.draw_cost(size, take) - self.call_cost for size, take in draws)
+        return SkipCost(len(draws), rows, rows + len(draws) * self.call_cost, True)
+
+    def skip_cost(self, n: int, epoch: int, draws_of=None):
+        """What reaching ``epoch`` costs from where the stream stands: ``(cost, groups)``.
+
+        ``cost`` is a :class:`SkipCost`; ``groups`` the skipped epochs' groups
+        of draws (None when the cost is over ``MAX_SKIPPED_DRAWS``). The
+        epochs are priced one by one with the draws their policy makes
+        (``draws_of(k)``; None: one permutation of ``n``), stopping as soon
+        as the limit is passed, so pricing a refused jump stays cheap: every
+        skipped epoch costs at least one call, so at most
+        ``MAX_SKIPPED_DRAWS / call_cost`` epochs are ever priced.
+        """
+        restart = n != self._n or epoch < self._next_epoch
+        first = 0 if restart else self._next_epoch
+        skipped = epoch - first
+        if draws_of is None:
+            one = self.epoch_cost([(n, n)])
+            cost = SkipCost(skipped * one.calls, skipped * one.rows, skipped * one.cost, True)
+            return cost, (None if cost.cost > MAX_SKIPPED_DRAWS else [[(n, n)]] * skipped)
+        # Each epoch draws at least once, at least one row: a floor known at once.
+        floor = SkipCost(skipped, skipped, skipped * (1 + self.call_cost), False)
+        if floor.cost > MAX_SKIPPED_DRAWS:
+            return floor, None
+        calls = rows = total = 0
+        groups = []
+        for k in range(first, epoch):
+            group = draws_of(k)
+            one = self.epoch_cost(group)
+            calls, rows, total = calls + one.calls, rows + one.rows, total + one.cost
+            if total > MAX_SKIPPED_DRAWS:
+                return SkipCost(calls, rows, total, k == epoch - 1), None
+            groups.append(group)
+        return SkipCost(calls, rows, total, True), groups
+
     def advance_to(self, n: int, epoch: int, draws_of=None) -> None:
-        """Draw the epochs before ``epoch`` (if needed), so ``permutation(n, epoch)`` costs one.
+        """Draw the epochs before ``epoch`` (if needed), so epoch ``epoch`` is drawn next.
 
         ``draws_of(k)``: the ``(size, take)`` draws epoch ``k`` makes (see
         :meth:`epoch_draws`); None means one permutation of ``n``.
 
         Raises ValueError (before drawing anything) when the epochs to skip,
         counted from the current position, would cost more than
-        ``MAX_SKIPPED_DRAWS`` row draws (each skipped epoch counted as
-        ``max(n, SKIP_FLOOR_ROWS)`` rows, as in R).
+        ``MAX_SKIPPED_DRAWS`` row draws (:meth:`skip_cost`: every draw its
+        rows plus the stream's per-call overhead; the R package's rule).
         """
         restart = n != self._n or epoch < self._next_epoch
-        skipped = epoch if restart else epoch - self._next_epoch
-        if skipped * max(n, SKIP_FLOOR_ROWS) > MAX_SKIPPED_DRAWS:
+        cost, groups = self.skip_cost(n, epoch, draws_of)
+        if groups is None:
             start = "its seed" if restart else f"epoch {self._next_epoch}, where it stands"
-            raise ValueError(
-                f"epoch={epoch} with rng={self.name!r} means drawing {skipped:,} earlier "
-                f"permutations of {n:,} rows first (epoch k of this stream is its (k+1)-th "
-                f"permutation, counted from {start}): a cost of "
-                f"{skipped * max(n, SKIP_FLOOR_ROWS):,} row draws (an epoch counts as at least "
-                f"{SKIP_FLOOR_ROWS:,} rows), over the limit of {MAX_SKIPPED_DRAWS:,}. Use "
-                f"rng='numpy', which reaches any epoch in O(1); or iterate epochs in order "
-                f"(StratifiedBatchSampler keeps its stream's position, so each epoch costs one "
-                f"permutation); or pick a smaller epoch."
-            )
+            skipped = epoch if restart else epoch - self._next_epoch
+            raise ValueError(skip_refusal(epoch, self.name, skipped, n, start, cost,
+                                          self.call_cost))
         if restart:
             self._restart()
             self._n = n
             self._next_epoch = 0
-        while self._next_epoch < epoch:
-            for size, take in [(n, n)] if draws_of is None else draws_of(self._next_epoch):
+        for group in groups:
+            for size, take in group:
                 self._draw_part(size, take)
             self._next_epoch += 1
 
@@ -496,6 +575,11 @@ class RSeededStream(SequentialStream):
     def _draw_part(self, n: int, take: int) -> np.ndarray:
         # R's sample.int(n, take): `take` draws (hash path for large n), not n.
         return self._stream.partial_permutation(n, take)
+
+    def draw_cost(self, size: int, take: int) -> int:
+        """R's ``sample.int(size, take)``: ``take`` rows on its hash path, else ``size``."""
+        rows = take if size > _R_HASH_MIN_N and 2 * take <= size else size
+        return rows + self.call_cost
 
     # Saved as R's .Random.seed: plain Python ints, so torch.save /
     # torch.load(weights_only=True) and JSON keep it as is.

@@ -152,12 +152,12 @@ def test_item7_epochs_are_r_integers(rng, epoch):
 def test_item7_unaffordable_epoch_jumps_are_refused_at_once(rng):
     start = time.perf_counter()
     with pytest.raises(ValueError, match=rf"^epoch=1000000 with rng='{rng}' means drawing "
-                                         r"1,000,000 earlier permutations of 20 rows.*"
+                                         r"the 1,000,000 earlier epoch\(s\) of these 20 rows.*"
                                          r"rng='numpy'.*in order.*smaller epoch"):
         stratified_batches(LABELS, 1, seed=1, rng=rng, epoch=10**6)
     assert time.perf_counter() - start < 5
-    # The most an R or torch epoch may cost: 10**5 skipped epochs of <= 1000 rows.
-    assert streams.MAX_SKIPPED_DRAWS == 10**8 and streams.SKIP_FLOOR_ROWS == 1000
+    # The most a jump may cost: 10**8 row draws, each draw its rows plus 2000 for the call.
+    assert streams.MAX_SKIPPED_DRAWS == 10**8 and streams.SequentialStream.call_cost == 2000
 
 
 def test_item7_numpy_reaches_the_largest_epoch_directly():
@@ -166,12 +166,12 @@ def test_item7_numpy_reaches_the_largest_epoch_directly():
 
 
 def test_item7_the_skip_is_counted_from_where_the_stream_stands(monkeypatch):
-    monkeypatch.setattr(streams, "MAX_SKIPPED_DRAWS", 5000)  # 5 epochs of 20 (floor 1000) rows
+    monkeypatch.setattr(streams, "MAX_SKIPPED_DRAWS", 10100)  # 5 epochs of 20 rows + 2000 a call
     stream = RSeededStream(11)
     for epoch in range(12):  # in order: one permutation each, however far
         stream.permutation(20, epoch)
     stream.permutation(20, 17)  # 5 skipped from epoch 12
-    with pytest.raises(ValueError, match=r"6 earlier permutations of 20 rows .*from epoch 18"):
+    with pytest.raises(ValueError, match=r"6 earlier epoch\(s\) of these 20 rows .*from epoch 18"):
         stream.permutation(20, 24)
     with pytest.raises(ValueError, match=r"from its seed"):
         stream.permutation(20, 6)  # going back restarts from the seed: 6 to skip
