@@ -485,7 +485,10 @@ def tree_ddp_worker(config):
             model = DistributedDataParallel(torch.nn.Linear(4, 1))
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             epochs = []
-            for _ in range(config["epochs"]):
+            for epoch in range(config["epochs"]):
+                # Several replicas: the epoch changes only through set_epoch (the rule
+                # every pystratum sampler follows, as DistributedSampler).
+                sampler.set_epoch(epoch)
                 seen = []
                 for index, x in loader:
                     loss = model(x).pow(2).mean()

@@ -15,7 +15,8 @@ import torch.distributed as dist
 from .._streams import fresh_int32_seed
 from .._validation import check_int
 
-__all__ = ["initialised_world_size", "resolve_replicas", "resolve_seed", "broadcast_from_rank0"]
+__all__ = ["initialised_world_size", "resolve_replicas", "resolve_seed", "broadcast_from_rank0",
+           "broadcast_object_from_rank0"]
 
 
 def initialised_world_size():
@@ -92,3 +93,10 @@ def broadcast_from_rank0(value: int) -> int:
     tensor = torch.tensor([value], dtype=torch.int64, device=device)
     dist.broadcast(tensor, src=0)
     return int(tensor.item())
+
+
+def broadcast_object_from_rank0(value):
+    """Rank 0's picklable ``value`` on every rank (a collective: every rank must call it)."""
+    holder = [value if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(holder, src=0)
+    return holder[0]
