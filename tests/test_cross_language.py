@@ -718,7 +718,7 @@ def test_r_leaves_the_session_random_seed_alone(r_session):
     with r_session.localconverter(r_session.converter):
         ro.r("set.seed(99); invisible(runif(1))")
         before = np.asarray(ro.r(".Random.seed"))
-        pr.stratified_batches(["a", "b"] * 50, 3, seed=5, epoch=2)
+        pr.stratified_batches(["a", "b"] * 50, 3, seed=5, epoch=2, rng="R")
         after = np.asarray(ro.r(".Random.seed"))
     np.testing.assert_array_equal(before, after)
 
@@ -734,7 +734,7 @@ def test_consecutive_epochs_continue_one_stream(r_session):
     stream = pystratum.RStream(-123456)
     for epoch, permutation in enumerate(permutations):
         np.testing.assert_array_equal(stream.permutation(len(strata)), permutation)
-        r_batches = pr.stratified_batches(strata, 5, seed=-123456, epoch=epoch)
+        r_batches = pr.stratified_batches(strata, 5, seed=-123456, epoch=epoch, rng="R")
         py_batches = pystratum.stratified_batches(strata, 5, seed=-123456, epoch=epoch, rng="R")
         assert len(r_batches) == len(py_batches) == 2
         for r_batch, py_batch in zip(r_batches, py_batches):

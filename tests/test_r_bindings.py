@@ -35,7 +35,7 @@ def test_same_batches_as_core_through_each_container(r_session):
     labels = np.repeat(["a", "b", "c"], [40, 25, 9])
     for strata in (labels, list(labels), pd.Series(labels), pd.Categorical(labels),
                    pd.DataFrame({"y": labels}), {"y": labels}):
-        got = pr.stratified_batches(strata, 3, seed=-17, epoch=1)
+        got = pr.stratified_batches(strata, 3, seed=-17, epoch=1, rng="R")
         expected = pystratum.stratified_batches(labels, 3, seed=-17, epoch=1, rng="R")
         assert len(got) == len(expected) == 3
         for g, e in zip(got, expected):
@@ -149,7 +149,7 @@ def test_sampling_policies_reach_r_with_their_dict_parameters(r_session):
                 Downsample({"neg": 0.1}, Targets("balanced", 6, epoch="smallest")),
                 Downsample({"neg": 0.5, "mid": 1}, pystratum.FixedSize(20))]
     for policy in policies:
-        r_batches, r_weights = pr.stratified_batches(strata, policy, seed=4, epoch=1,
+        r_batches, r_weights = pr.stratified_batches(strata, policy, seed=4, epoch=1, rng="R",
                                                      return_weights=True)
         plan = pystratum.plan_batches(strata, policy, seed=4, epoch=1, rng="R")
         assert len(r_batches) == len(plan)
@@ -160,12 +160,41 @@ def test_sampling_policies_reach_r_with_their_dict_parameters(r_session):
             else:
                 np.testing.assert_array_equal(r_weights[b], plan.batch_weights(b))
     # Downsampled rows carry N_s / k_s = 60 / 6 in R too.
-    _, weights = pr.stratified_batches(strata, policies[1], seed=4, return_weights=True)
+    _, weights = pr.stratified_batches(strata, policies[1], seed=4, rng="R",
+                                       return_weights=True)
     assert sorted(set(np.concatenate(weights).tolist())) == [1.0, 10.0]
 
 
+# ---------------------------------------------------------------------------
+# The stream default: R's "R" here, the core's "numpy" there.
+
+
+def test_a_seed_without_rng_warns_that_the_core_default_differs(r_session):
+    labels = np.repeat([0, 1], [40, 10])
+    with pytest.warns(pr.StreamDefaultWarning) as caught:
+        got = pr.stratified_batches(labels, 2, seed=42)
+    message = str(caught[0].message)
+    assert "rng='R'" in message and "rng='numpy'" in message and "seed=42" in message
+    assert caught[0].filename == __file__  # points at the caller's line
+    with_r = pystratum.stratified_batches(labels, 2, seed=42, rng="R")
+    assert all(np.array_equal(g, e) for g, e in zip(got, with_r)) and len(got) == len(with_r)
+    numpy_default = pystratum.stratified_batches(labels, 2, seed=42)
+    assert not all(np.array_equal(g, e) for g, e in zip(got, numpy_default))
+
+
+def test_an_explicit_rng_or_no_seed_does_not_warn(r_session):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pr.stratified_batches([0, 1] * 6, 1, seed=42, rng="R")
+        pr.stratified_batches([0, 1] * 6, 1)
+        pr.stratified_batches([0, 1] * 6, 1, shuffle=False)
+
+
 def test_return_weights_is_none_without_weights_and_must_be_a_bool(r_session):
-    batches, weights = pr.stratified_batches(["a", "b"] * 10, 2, seed=1, return_weights=True)
+    batches, weights = pr.stratified_batches(["a", "b"] * 10, 2, seed=1, rng="R",
+                                             return_weights=True)
     assert weights is None and len(batches) == 5
     with pytest.raises(TypeError, match="^return_weights must be True or False") as raised:
         pr.stratified_batches(["a", "b"] * 10, 2, seed=1, return_weights=1)

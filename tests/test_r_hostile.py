@@ -145,7 +145,7 @@ def test_bindings_agree_with_the_core_on_hostile_strata(r_session, strata, m, se
     else:
         core_strata = r_strata = strata
     core, core_error = _outcome(pystratum.stratified_batches, core_strata, m, seed, rng="R")
-    ours, our_error = _outcome(pr.stratified_batches, r_strata, m, seed)
+    ours, our_error = _outcome(pr.stratified_batches, r_strata, m, seed, rng="R")
     shown = f"strata={strata!r} m={m} seed={seed}"
     if core_error is None and our_error is None:
         OUTCOMES["same batches"] += 1

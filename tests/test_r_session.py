@@ -19,7 +19,7 @@ def test_results_ignore_globally_activated_converters(r_session):
 
     numpy2ri.activate()
     try:
-        batches = pr.stratified_batches(np.array([0, 1] * 5), 1, seed=3)
+        batches = pr.stratified_batches(np.array([0, 1] * 5), 1, seed=3, rng="R")
     finally:
         numpy2ri.deactivate()
     assert len(batches) == 5 and all(isinstance(b, np.ndarray) for b in batches)

@@ -149,11 +149,11 @@ def test_numpy_date_times_reach_r_as_text_that_keeps_them_apart(r_session):
     seen = describe_in_r(r_session, times)
     assert list(seen["types"]) == ["character"]
     assert len(set(seen["text"][0])) == 2
-    got = pr.stratified_batches(times, 1, seed=2)
+    got = pr.stratified_batches(times, 1, seed=2, rng="R")
     expected = pystratum.stratified_batches(times, 1, seed=2, rng="R")
     assert [b.tolist() for b in got] == [b.tolist() for b in expected]
     durations = np.array([1, 2, 1, 2], dtype="timedelta64[s]")
-    assert len(pr.stratified_batches(durations, 1, seed=2)) == 2
+    assert len(pr.stratified_batches(durations, 1, seed=2, rng="R")) == 2
     with pytest.raises(ValueError, match="missing value at row 1") as raised:
         pr.stratified_batches(np.array(["2020-01-01", "NaT"], dtype="datetime64[D]"), 1)
     assert raised.value.argument == "strata"
@@ -174,8 +174,8 @@ def test_text_r_cannot_hold_names_strata_the_row_and_the_fix(r_session):
         pr.stratified_batches(["a", "b"], 1, rng="\ud800")
     assert raised.value.argument == "rng"
     # UTF-8 bytes are text: the same batches as the same strings.
-    utf8 = pr.stratified_batches(np.array([b"\xc3\xa9", b"a"] * 2), 1, seed=3)
-    text = pr.stratified_batches(["\u00e9", "a"] * 2, 1, seed=3)
+    utf8 = pr.stratified_batches(np.array([b"\xc3\xa9", b"a"] * 2), 1, seed=3, rng="R")
+    text = pr.stratified_batches(["\u00e9", "a"] * 2, 1, seed=3, rng="R")
     assert [b.tolist() for b in utf8] == [b.tolist() for b in text]
 
 

@@ -11,7 +11,10 @@ What this module guarantees:
 * ``stratified_batches`` returns exactly what R's
   ``pystratum::stratified_batches`` returns, as 0-based int64 numpy arrays:
   with ``rng="R"`` the same batches as the Python core's
-  ``pystratum.stratified_batches(..., rng="R")``.
+  ``pystratum.stratified_batches(..., rng="R")``. Its default stream is R's
+  (``"R"``), the core's is ``"numpy"``: a seed without ``rng`` warns
+  (:class:`StreamDefaultWarning`) because the same call in the two faces
+  gives different batches.
 * R's errors keep R's message: classed ``pystratum_type_error`` /
   ``pystratum_value_error`` become ``TypeError`` / ``ValueError`` (with
   ``.argument``, the argument R blames), other R errors become
@@ -47,6 +50,7 @@ the R package's internal bridge, ``r/R/python_bridge.R``.
 from ._conditions import RError, RWarning
 from ._session import r_package_available
 from ._wrappers import (
+    StreamDefaultWarning,
     batch_sampler_stratified,
     sampler_from_r_task,
     strata_from_r_task,
@@ -56,6 +60,7 @@ from ._wrappers import (
 __all__ = [
     "RError",
     "RWarning",
+    "StreamDefaultWarning",
     "batch_sampler_stratified",
     "r_package_available",
     "sampler_from_r_task",

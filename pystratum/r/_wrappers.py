@@ -9,8 +9,8 @@ from .._plan import resolve_policy
 from .._validation import check_bool
 from ._to_r import argument_to_r, check_python_types, policy_arguments
 
-__all__ = ["batch_sampler_stratified", "sampler_from_r_task", "strata_from_r_task",
-           "stratified_batches"]
+__all__ = ["StreamDefaultWarning", "batch_sampler_stratified", "sampler_from_r_task",
+           "strata_from_r_task", "stratified_batches"]
 
 
 def _one_policy(policy, min_samples_per_stratum):
@@ -41,16 +41,26 @@ def _stratified_batches_bridge(rng):
     return "bridge_stratified_batches"
 
 
-def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
+class StreamDefaultWarning(UserWarning):
+    """A seed was given without ``rng``: R's default stream, not the Python core's, was used."""
+
+
+def stratified_batches(strata, policy=None, *, seed=None, rng=None, epoch=0,
                        shuffle=True, min_samples_per_stratum=None, return_weights=False):
     """R's ``pystratum::stratified_batches``, with batches as 0-based int64 arrays.
 
     Same arguments and guarantees as :func:`pystratum.stratified_batches`
     (``policy``: a :mod:`pystratum.policies` object, rebuilt in R by name and
     parameters, or a number, R's shorthand for ``policy_min_per_stratum``),
-    computed by the R package in embedded R. With ``rng="R"`` (the default here, as in R) the
-    batches equal the Python core's ``rng="R"`` batches for the same seed and
-    epoch; R's own ``.Random.seed`` is left untouched.
+    computed by the R package in embedded R. ``rng``: ``"R"`` (R's default,
+    used when omitted), ``"torch"`` or ``"index"``; R has no ``"numpy"``.
+    The batches equal the Python core's for the same ``rng``, seed and epoch:
+    ``pr.stratified_batches(y, m, seed=s, rng="R")`` is
+    ``pystratum.stratified_batches(y, m, seed=s, rng="R")``. The core's
+    default stream is ``"numpy"``, so the same call without ``rng`` gives
+    different batches in the two faces: a seed without ``rng`` therefore
+    warns (:class:`StreamDefaultWarning`, once per call site); pass ``rng``
+    to state the stream. R's own ``.Random.seed`` is left untouched.
 
     ``return_weights=True`` returns ``(batches, weights)`` instead: ``weights``
     is R's ``attr(batches, "weights")`` as a list of float64 arrays parallel
@@ -77,6 +87,8 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
     R package is missing.
     """
     policy = _one_policy(policy, min_samples_per_stratum)
+    stream_omitted = rng is None
+    rng = "R" if stream_omitted else rng
     active = _session()
     with active.calling():
         check_python_types({"min_samples_per_stratum": policy, "rng": rng, "epoch": epoch,
@@ -88,9 +100,23 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="R", epoch=0,
         outcome = active.bridge(_stratified_batches_bridge(rng))(**arguments)
         raise_r_conditions(outcome, stacklevel=2)
         batches = batches_from_r(outcome, "pystratum::stratified_batches")
+        if stream_omitted and seed is not None and shuffle is not False:
+            _warn_stream_default(seed)
         if return_weights:
             return batches, weights_from_r(outcome, batches)
         return batches
+
+
+def _warn_stream_default(seed):
+    import warnings
+
+    warnings.warn(
+        f"pystratum.r.stratified_batches(seed={seed!r}) without rng used R's stream "
+        f"(rng='R', R's default); the Python core's default is rng='numpy', so "
+        f"pystratum.stratified_batches(..., seed={seed!r}) gives different batches. These "
+        f"equal pystratum.stratified_batches(..., seed={seed!r}, rng='R'). Pass rng='R' "
+        f"(or 'torch', 'index') to state the stream; R cannot run numpy's.",
+        StreamDefaultWarning, stacklevel=3)
 
 
 def batch_sampler_stratified(policy=None, *, shuffle=True, seed=None, rng="torch",
