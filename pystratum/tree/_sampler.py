@@ -26,6 +26,11 @@ _STATE_KEYS = ("format", "seed", "tree_digest", "position", "engine")
 _PIECE = 1 << 14
 
 
+def _plain_engine_state(state: dict) -> dict:
+    """The engine's state as plain Python values (JSON and ``weights_only`` keep them)."""
+    return {"sources": np.asarray(state["sources"]).tolist(), "offset": int(state["offset"])}
+
+
 @dataclass(frozen=True)
 class TreeDraws:
     """Consecutive draws of the stream: ``indices`` (int64 row positions) and
@@ -189,7 +194,7 @@ class TreeSampler:
             "seed": seed_to_record(self._seed),
             "tree_digest": self.tree_digest(),
             "position": int(self._position),
-            "engine": self._exact_engine_state(),
+            "engine": _plain_engine_state(self._exact_engine_state()),
         }
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -204,11 +209,16 @@ class TreeSampler:
                 "metadata of the run that saved it.")
         position = check_int(state_dict["position"], "state_dict['position']", minimum=0)
         seed = seed_from_record(state_dict["seed"], fix=_STATE_FIX)
+        engine = self._engine
         if not same_seed(seed, self._seed):
+            engine = Engine(self.tree, NumpyStream(seed).seed_sequence)
+        # A state the tree cannot have raises here, before anything changes.
+        engine.load(state_dict["engine"], "state_dict['engine']")
+        if engine is not self._engine:
             self._set_seed(seed)
             self._build_streams()
+            self._engine = engine
         self._close_piece()
-        self._engine.load(state_dict["engine"])
         self._served = position
         self._engine_position = position
         self._active = None
