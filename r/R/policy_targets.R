@@ -444,6 +444,15 @@ skipped_epoch_draw_group = function(policy, encoded, epoch, by_stratum) {
     classes = "pystratum_stratum_too_small"), encoded, TRUE)
 }
 
+# The groups of draws of epochs 0..epoch - 1 of `policy` (what reaching
+# `epoch` of a fresh stream draws), priced and refused when unaffordable
+# (epoch_skip_groups()): one permutation each, or the sampling policies'
+# draws of every skipped epoch.
+skipped_epoch_groups = function(policy, encoded, epoch, rng, by_stratum) {
+  epoch_skip_groups(epoch, rng, encoded$n_rows,
+    if (by_stratum) function(k) skipped_epoch_draw_group(policy, encoded, k, TRUE))
+}
+
 # The batches of one epoch for any policy, from the epoch's draws (row order:
 # NULL, resp. seq_len(take) per draw). Policies that never pool or recycle
 # (by_stratum = FALSE): `draws[[1]]` is the permutation, and the shared

@@ -144,12 +144,10 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
   draws = if (!shuffle) {
     if (by_stratum) lapply(group$takes, seq_len) else list(NULL)
   } else {
-    assert_epoch_cost(epoch, encoded$n_rows, rng)
+    # Skipped epochs: their whole groups of draws, priced first.
+    skipped = skipped_epoch_groups(policy, encoded, epoch, rng, by_stratum)
     draw = permutation_stream(rng, seed)
-    for (k in seq_len(epoch) - 1) {
-      # Skipped epochs: their whole group of draws.
-      draw_group(draw, skipped_epoch_draw_group(policy, encoded, k, by_stratum))
-    }
+    for (earlier in skipped) draw_group(draw, earlier)
     draw_group(draw, group)
   }
   assemble_epoch(encoded, allocation, draws, by_stratum)

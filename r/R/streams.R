@@ -120,7 +120,7 @@ epoch_permutation = function(n, shuffle, rng, seed, epoch) {
   if (!shuffle) {
     return(NULL)
   }
-  assert_epoch_cost(epoch, n, rng)
+  epoch_skip_groups(epoch, rng, n)  # refuses an unaffordable jump before drawing
   draw = permutation_stream(rng, seed)
   for (k in seq_len(epoch)) {
     draw(n)

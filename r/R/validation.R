@@ -12,10 +12,16 @@
 R_INT_MAX = 2147483647
 
 # Reaching epoch k of a sequential stream (R's, torch's) from its start
-# draws k earlier permutations of n rows; beyond this many row draws
-# (k * max(n, 1000)) a call would run for minutes, so it is refused. The
-# Python core uses the same rule.
+# draws every epoch before it, each with the draws its policy makes. A jump
+# is priced before anything is drawn, in row draws: every draw counts the
+# rows it costs the stream (draw_rows()) plus CALL_COST for the call (the
+# Python core's measured overhead of one call, ~200 us against ~130 ns a
+# row); beyond EPOCH_COST_MAX a call would run for minutes, so it is
+# refused. The Python core uses the same rule.
 EPOCH_COST_MAX = 1e8
+CALL_COST = 2000
+# R's sample.int(n, k) draws k values (its hash path) for n above this and k <= n / 2.
+R_HASH_MIN_N = 1e7
 
 # torch_manual_seed() passes the seed on as a decimal string; whole doubles
 # are exact up to 2^53.
@@ -124,19 +130,68 @@ assert_epoch_with_shuffle = function(epoch, shuffle) {
   invisible(epoch)
 }
 
-# Sequential streams have no skip-ahead: refuse an epoch whose start costs
-# more than EPOCH_COST_MAX row draws, saying the cost and the fix, instead
-# of running for minutes (or forever).
-assert_epoch_cost = function(epoch, n_rows, rng) {
-  cost = as.double(epoch) * max(n_rows, 1000)
-  if (cost > EPOCH_COST_MAX) {
-    abort_value("epoch", sprintf(paste0(
-      "epoch=%s is too far to reach: rng='%s' has no skip-ahead, so epoch %s costs drawing ",
-      "%s earlier permutations of %d rows (epoch * max(n_rows, 1000) = %s row draws, the ",
-      "limit is %s). Iterate the epochs in order with one sampler (batch_sampler_stratified()), ",
-      "which draws one permutation per epoch, or pass a smaller epoch."), show_value(epoch), rng, show_value(epoch), show_value(epoch), n_rows,
-      format(cost, big.mark = ",", scientific = FALSE),
-      format(EPOCH_COST_MAX, big.mark = ",", scientific = FALSE)))
+# The rows each draw (sizes[i] values, takes[i] kept) costs the stream:
+# torch cuts a whole torch_randperm(size); R's sample.int(size, take) draws
+# `take` values on its hash path, else works through `size`.
+draw_rows = function(rng, sizes, takes) {
+  if (rng == "R") ifelse(sizes > R_HASH_MIN_N & 2 * takes <= sizes, takes, sizes) else sizes
+}
+
+# What reaching `epoch` of a fresh sequential stream costs: list(calls, rows,
+# cost, complete, groups), groups the skipped epochs' groups of draws
+# (group_of(k) for k = 0..epoch - 1, list(sizes, takes); NULL group_of: one
+# permutation of n_rows each), NULL when over EPOCH_COST_MAX. Epochs are
+# priced one by one and pricing stops past the limit (complete = FALSE: the
+# numbers are lower bounds); every epoch costs at least one call, so at most
+# EPOCH_COST_MAX / CALL_COST epochs are ever priced. Python's
+# SequentialStream.skip_cost is the twin.
+epoch_skip_cost = function(epoch, rng, n_rows, group_of = NULL) {
+  epoch = as.double(epoch)
+  if (is.null(group_of)) {
+    rows = epoch * draw_rows(rng, n_rows, n_rows)
+    cost = rows + epoch * CALL_COST
+    groups = if (cost <= EPOCH_COST_MAX) rep(list(list(sizes = n_rows, takes = n_rows)), epoch)
+    return(list(calls = epoch, rows = rows, cost = cost, complete = TRUE, groups = groups))
   }
-  invisible(epoch)
+  if (epoch * (1 + CALL_COST) > EPOCH_COST_MAX) {
+    return(list(calls = epoch, rows = epoch, cost = epoch * (1 + CALL_COST), complete = FALSE,
+      groups = NULL))
+  }
+  groups = vector("list", epoch)
+  calls = 0
+  rows = 0
+  for (k in seq_len(epoch) - 1) {
+    group = group_of(k)
+    calls = calls + length(group$sizes)
+    rows = rows + sum(draw_rows(rng, group$sizes, group$takes))
+    cost = rows + calls * CALL_COST
+    if (cost > EPOCH_COST_MAX) {
+      return(list(calls = calls, rows = rows, cost = cost, complete = k == epoch - 1,
+        groups = NULL))
+    }
+    groups[[k + 1]] = group
+  }
+  list(calls = calls, rows = rows, cost = rows + calls * CALL_COST, complete = TRUE,
+    groups = groups)
+}
+
+# The skipped epochs' groups of draws (epoch_skip_cost()), or the refusal
+# saying the cost and the fix, before anything is drawn.
+epoch_skip_groups = function(epoch, rng, n_rows, group_of = NULL) {
+  price = epoch_skip_cost(epoch, rng, n_rows, group_of)
+  if (is.null(price$groups) && epoch > 0) {
+    count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+    least = if (price$complete) "" else "at least "
+    abort_value("epoch", sprintf(paste0(
+      "epoch=%s with rng='%s' means drawing the %s earlier epoch(s) of these %s rows first ",
+      "(epoch k of this stream is its (k+1)-th group of draws, counted from its seed): ",
+      "%s%s draw(s) of %s%s rows, a cost of %s%s row draws (each draw counts its rows plus ",
+      "%s for the call), over the limit of %s. Use rng='index', which reaches any epoch ",
+      "directly; or keep one sampler and walk the epochs in order (batch_sampler_stratified() ",
+      "keeps its stream's position, so each epoch costs only its own draws); or pick a ",
+      "smaller epoch."), format(epoch, scientific = FALSE), rng, count(epoch), count(n_rows), least,
+      count(price$calls), least, count(price$rows), least, count(price$cost),
+      count(CALL_COST), count(EPOCH_COST_MAX)))
+  }
+  price$groups
 }

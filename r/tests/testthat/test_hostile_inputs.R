@@ -112,15 +112,15 @@ test_that("every epoch is a whole number in [0, 2^31 - 1] and affordable", {
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, epoch = 1e12), "value_error",
     "epoch")
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, epoch = Inf), "type_error", "epoch")
-  # epoch * max(n_rows, 1000) > 1e8: refused at once, with the cost and the fix.
+  # epoch * (n_rows + 2000 a call) > 1e8: refused at once, with the cost and the fix.
   started = proc.time()[["elapsed"]]
   error = expect_pystratum_error(stratified_batches(y, 1, seed = 1, epoch = 100001),
-    "value_error", "epoch", "^epoch=100001 is too far to reach")
+    "value_error", "epoch", "^epoch=100001 with rng='R' means drawing")
   expect_lt(proc.time()[["elapsed"]] - started, 1)
-  expect_match(conditionMessage(error), "100,001,000 row draws")
+  expect_match(conditionMessage(error), "202,022,020 row draws")
   expect_match(conditionMessage(error), "batch_sampler_stratified()", fixed = TRUE)
   expect_pystratum_error(stratified_batches(rep(c("a", "b"), 1e5), 1, seed = 1, epoch = 501), "value_error",
-    "epoch", "200000 rows")
+    "epoch", "200,000 rows")
   # The rule depends on the stream being sequential, not on shuffle = FALSE rows.
   expect_length(stratified_batches(y, 1, seed = 1, epoch = 5), 10L)
 })

@@ -1,0 +1,94 @@
+# The epoch-jump guard prices the draws an epoch really makes (issue 18, item 3):
+# a sampling policy's epoch draws pass 0 of every stratum plus one draw per
+# extra pass of a recycled stratum, and each call has its own overhead. Not
+# timed: refusals come before any draw, and the price is compared with the
+# draws a stream is really asked for (counted by wrapping it).
+
+recycled = rep(c("a", "b"), c(20000, 1))
+recycling = policy_targets(c(a = 0.5, b = 0.5), 2)
+
+test_that("jumps over epochs recycling a one-row stratum are refused before drawing", {
+  for (epoch in c(5, 1000, 5000, 2^31 - 1)) {
+    error = expect_pystratum_error(stratified_batches(recycled, recycling, seed = 3,
+      epoch = epoch), "value_error", "epoch", sprintf(paste0("^epoch=%s with rng='R' means ",
+      "drawing the %s earlier epoch\\(s\\) of these 20,001 rows first"),
+      format(epoch, scientific = FALSE), format(epoch, big.mark = ",", scientific = FALSE)))
+    expect_match(conditionMessage(error), "rng='index'", fixed = TRUE)
+    expect_match(conditionMessage(error), "keep one sampler and walk the epochs in order",
+      fixed = TRUE)
+  }
+  error = expect_pystratum_error(stratified_batches(recycled, recycling, seed = 3, epoch = 5),
+    "value_error", "epoch")
+  # Priced epoch by epoch until past the limit: 3 epochs of 20,001 calls each.
+  expect_match(conditionMessage(error),
+    "at least 60,003 draw(s) of at least 120,000 rows, a cost of at least 120,126,000", fixed = TRUE)
+})
+
+test_that("the torch stream is priced by the same rule (nothing is drawn to refuse)", {
+  encoded = pystratum:::encode_strata(recycled)
+  price = pystratum:::epoch_skip_cost(5, "torch", encoded$n_rows, function(k)
+    pystratum:::skipped_epoch_draw_group(recycling, encoded, k, TRUE))
+  expect_null(price$groups)
+  expect_identical(c(price$calls, price$rows), c(60003, 120000))
+})
+
+test_that("many epochs of few rows are refused for their calls", {
+  y = rep(c("a", "b"), 10)
+  error = expect_pystratum_error(stratified_batches(y, 1, seed = 1, epoch = 99999),
+    "value_error", "epoch", "^epoch=99999 with rng='R'")
+  expect_match(conditionMessage(error),
+    "99,999 draw(s) of 1,999,980 rows, a cost of 201,997,980 row draws", fixed = TRUE)
+  # Cheap jumps pass: 40,000 epochs of 20 rows cost 80,800,000 row draws.
+  price = pystratum:::epoch_skip_cost(40000, "R", 20)
+  expect_identical(price$cost, 40000 * 2020)
+  expect_length(price$groups, 40000)
+  expect_length(stratified_batches(y, 1, seed = 1, epoch = 3), 10L)
+})
+
+test_that("negative_pair_batches prices its epoch jumps by the same rule", {
+  expect_pystratum_error(negative_pair_batches(0:19, 0:19, num_items = 20, negatives = 1,
+    batch_size = 5, seed = 1, epoch = 99999), "value_error", "epoch",
+    "^epoch=99999 with rng='R' means drawing the 99,999 earlier epoch")
+})
+
+# A torch backend that only records the sizes torch_randperm() is asked for.
+counting_backend = function(log) {
+  list(
+    randperm = function(n) {
+      log$sizes = c(log$sizes, n)
+      sample.int(n)
+    },
+    get_state = function() NULL,
+    set_state = function(state) NULL,
+    local_manual_seed = function(seed, envir) NULL
+  )
+}
+
+test_that("the price is the draws the sampler's stream makes, over random configurations", {
+  set.seed(20261125)
+  policies = list(policy_min_per_stratum(2), policy_fixed_size(30),
+    policy_targets("balanced", 6), policy_targets(c(a = 0.2, b = 0.3, c = 0.5), 10, epoch = 3),
+    policy_targets("balanced", 4, epoch = "smallest"), policy_downsample(c(a = 0.5), 3),
+    policy_downsample(c(a = 0.4, c = 0.5), policy_targets("balanced", 5)))
+  tried = 0L
+  for (case in seq_len(40)) {
+    sizes = sample(2:40, 3, replace = TRUE)
+    y = sample(rep(c("a", "b", "c"), sizes))
+    policy = policies[[sample.int(length(policies), 1L)]]
+    epoch = sample(0:6, 1L)
+    encoded = pystratum:::encode_strata(y)
+    by_stratum = pystratum:::assembles_by_stratum(policy,
+      suppressWarnings(pystratum:::checked_allocation(policy, encoded, 0)))
+    price = pystratum:::epoch_skip_cost(epoch, "torch", encoded$n_rows,
+      if (by_stratum) function(k) pystratum:::skipped_epoch_draw_group(policy, encoded, k, TRUE))
+    log = new.env()
+    log$sizes = numeric(0)
+    epochs = suppressWarnings(pystratum:::stratified_epochs(y, policy, seed = 7, rng = "torch",
+      torch_backend = counting_backend(log)))
+    for (k in seq_len(epoch)) suppressWarnings(epochs$next_epoch())
+    expect_identical(c(length(log$sizes), sum(log$sizes)), c(price$calls, price$rows))
+    expect_identical(price$cost, price$rows + 2000 * price$calls)
+    tried = tried + 1L
+  }
+  expect_identical(tried, 40L)
+})
