@@ -2,7 +2,7 @@
 
 The result is something the numpy core reads (:func:`pystratum._strata.encode_strata`):
 tensors become numpy arrays, a torchvision-style dataset gives its ``.targets``
-(or ``.labels``), a ``Subset`` gives its parent's labels at its indices, a
+(or ``.labels``; a ``TensorDataset`` only when one of them is set), a ``Subset`` gives its parent's labels at its indices, a
 callable is called once. What the core's rules for containers say (columns
 vs rows) is the core's business; this module only refuses the torch forms
 that cannot be read unambiguously and says which form to use instead.
@@ -119,11 +119,16 @@ def _list_of_labels(items, name):
 
 
 def _dataset_labels(dataset, name):
-    if isinstance(dataset, TensorDataset):
+    # A TensorDataset's tensors do not say which one holds the labels, unless
+    # the user said so by setting .targets or .labels (read below like a
+    # torchvision dataset's).
+    if isinstance(dataset, TensorDataset) and not any(
+            getattr(dataset, attribute, None) is not None for attribute in ("targets", "labels")):
         raise TypeError(
             f"{name} is a TensorDataset, whose tensors do not say which one holds the labels: "
             f"pass that tensor as {name} and the dataset as dataset=, e.g. "
-            f"StratifiedBatchSampler(ds.tensors[-1], m, dataset=ds)."
+            f"StratifiedBatchSampler(ds.tensors[-1], m, dataset=ds), or set ds.targets to the "
+            f"labels first."
         )
     if isinstance(dataset, Subset):
         parent = labels_from(dataset.dataset, f"{name}.dataset")[0]
