@@ -27,16 +27,18 @@ from ._members import StratumMembers, grouped_strata
 from ._parquet import parquet_strata
 from ._plan import BatchPlan, plan_batches, stratified_batches
 from ._rstream import RStream
-from .policies import FixedSize, MinPerStratum, StratumTooSmallWarning
+from .policies import Downsample, FixedSize, MinPerStratum, StratumTooSmallWarning, Targets
 
 __all__ = [
     "BatchPlan",
+    "Downsample",
     "FixedSize",
     "LazyPlan",
     "MinPerStratum",
     "RStream",
     "StratumMembers",
     "StratumTooSmallWarning",
+    "Targets",
     "grouped_strata",
     "lazy_plan",
     "parquet_strata",
