@@ -51,7 +51,9 @@ from ._conditions import RError, RWarning
 from ._session import r_package_available
 from ._wrappers import (
     StreamDefaultWarning,
+    batch_count_table,
     batch_sampler_stratified,
+    negative_pair_batches,
     sampler_from_r_task,
     strata_from_r_task,
     stratified_batches,
@@ -61,7 +63,9 @@ __all__ = [
     "RError",
     "RWarning",
     "StreamDefaultWarning",
+    "batch_count_table",
     "batch_sampler_stratified",
+    "negative_pair_batches",
     "r_package_available",
     "sampler_from_r_task",
     "strata_from_r_task",

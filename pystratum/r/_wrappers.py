@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ._conditions import raise_r_conditions
 from ._from_r import batches_from_r, field, task_frame_from_r, weights_from_r
 from ._session import session as _session
 from .._plan import resolve_policy
 from .._validation import check_bool
+from ._rvalues import R_INT_MAX, from_r_index, to_r_index
 from ._to_r import argument_to_r, check_python_types, policy_arguments
 
-__all__ = ["StreamDefaultWarning", "batch_sampler_stratified", "sampler_from_r_task",
-           "strata_from_r_task", "stratified_batches"]
+__all__ = ["StreamDefaultWarning", "batch_count_table", "batch_sampler_stratified",
+           "negative_pair_batches", "sampler_from_r_task", "strata_from_r_task",
+           "stratified_batches"]
 
 
 def _one_policy(policy, min_samples_per_stratum):
@@ -105,6 +109,118 @@ def stratified_batches(strata, policy=None, *, seed=None, rng=None, epoch=0,
         if return_weights:
             return batches, weights_from_r(outcome, batches)
         return batches
+
+
+def batch_count_table(strata, batches):
+    """R's ``pystratum::batch_count_table``: rows of every stratum in every batch.
+
+    ``batches``: a list of 1-D integer arrays of 0-based row positions (e.g.
+    what :func:`stratified_batches` or the Python core returns, or plain
+    shuffled batches to compare with). Returns a pandas DataFrame of int64
+    counts, one row per batch numbered from 0 (index ``batch``, as in Python
+    everywhere) and one column per stratum labelled as R labels it (several
+    columns joined by ``/``); for a plan it equals ``plan.counts``.
+
+    Raises TypeError naming ``batches`` when it is not a list of integer
+    arrays, ValueError when a position is outside ``0..len(strata)-1``, and
+    R's errors for the strata as :func:`stratified_batches` does.
+    """
+    pandas = _import_pandas("batch_count_table")
+    flat, sizes = _flat_batches(batches)
+    active = _session()
+    with active.calling():
+        arguments = _arguments_to_r(active, {"strata": strata})
+        outcome = active.bridge("bridge_batch_count_table")(
+            arguments["strata"], active.ri.IntSexpVector(to_r_index(flat).tolist()),
+            active.ri.IntSexpVector(sizes.tolist()))
+        raise_r_conditions(outcome, stacklevel=2)
+        value = field(outcome, "value")
+        labels = [str(label) for label in field(value, "labels")]
+        n_batches = int(field(value, "n_batches")[0])
+        counts = np.asarray(field(value, "counts"), dtype=np.int64).reshape(
+            n_batches, len(labels))
+    index = pandas.RangeIndex(n_batches, name="batch")
+    return pandas.DataFrame(counts, index=index, columns=pandas.Index(labels, name="stratum"))
+
+
+def _flat_batches(batches):
+    """``batches`` as one int64 array of positions and the batch sizes; TypeError if not batches."""
+    def refuse(detail):
+        error = TypeError(
+            f"batches must be a list of 1-D integer arrays of 0-based row positions (e.g. "
+            f"the value of stratified_batches), got batches={batches!r:.80}: {detail}.")
+        error.argument = "batches"
+        return error
+
+    if isinstance(batches, (str, bytes)) or not isinstance(batches, (list, tuple)):
+        raise refuse(f"a {type(batches).__name__}, not a list")
+    arrays = []
+    for b, batch in enumerate(batches):
+        array = np.asarray(batch)
+        if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)) \
+                or array.dtype == np.bool_:
+            raise refuse(f"batch {b} has dtype {array.dtype} and shape {array.shape}")
+        arrays.append(array.astype(np.int64))
+    flat = np.concatenate(arrays) if arrays else np.empty(0, np.int64)
+    if flat.size and (flat.min() < -R_INT_MAX or flat.max() >= R_INT_MAX):
+        # Beyond R's integers; smaller mistakes are worded by the bridge, which
+        # knows the number of rows.
+        error = ValueError(
+            f"batches must hold 0-based row positions (0 to the number of rows minus one), "
+            f"got values from {flat.min()} to {flat.max()}.")
+        error.argument = "batches"
+        raise error
+    sizes = np.array([a.shape[0] for a in arrays], dtype=np.int64)
+    return flat, sizes
+
+
+_R_NA_INTEGER = -(2**31)
+
+
+def negative_pair_batches(users, items, *, num_items, negatives, batch_size, seed, rng="R",
+                          num_users=None, epoch=0, reject_observed=True, pair_with="user",
+                          item_weights=None, duplicates="error", max_rounds=100):
+    """R's ``pystratum::negative_pair_batches``: one epoch of observed pairs with negatives.
+
+    Returns a list of :class:`pystratum.negatives.NegativeBatch`, equal to
+    ``NegativePairSampler(users, items, ..., seed=seed, rng="R").epoch_batches(epoch)``
+    (the same fields and dtypes: ``positive`` 0-based, -1 on generated rows).
+    R implements only ``rng="R"``. Arguments are R's (ids 0-based in both
+    languages); R validates them and its errors come back as
+    TypeError/ValueError naming the argument.
+    """
+    from ..negatives import NegativeBatch
+
+    active = _session()
+    with active.calling():
+        given = {"users": users, "items": items, "num_items": num_items,
+                 "negatives": negatives, "batch_size": batch_size, "seed": seed, "rng": rng,
+                 "num_users": num_users, "epoch": epoch, "reject_observed": reject_observed,
+                 "pair_with": pair_with, "item_weights": item_weights,
+                 "duplicates": duplicates, "max_rounds": max_rounds}
+        arguments = {name: argument_to_r(active, value, name) for name, value in given.items()}
+        outcome = active.bridge("bridge_negative_pair_batches")(**arguments)
+        raise_r_conditions(outcome, stacklevel=2)
+        sizes = np.asarray(field(outcome, "sizes") or [], dtype=np.int64)
+        columns = {}
+        for name, dtype in (("positive", np.int64), ("user", np.int64), ("item", np.int64),
+                            ("label", np.int8), ("log_q", np.float64), ("weight", np.float64)):
+            values = field(outcome, name)
+            columns[name] = np.asarray(values if values is not None else [], dtype=np.float64)
+            if name == "positive":
+                # R's NA_integer_ marks a generated row: -1 in Python, as the sampler's.
+                missing = np.isnan(columns[name]) | (columns[name] == _R_NA_INTEGER)
+                columns[name] = np.where(missing, -1, from_r_index(
+                    np.where(missing, 1, columns[name])))
+            columns[name] = columns[name].astype(dtype)
+    cuts = np.cumsum(sizes)[:-1]
+    typed = columns
+    split = {name: np.split(values, cuts) for name, values in typed.items()}
+    epoch_number = int(epoch)
+    k = int(negatives)
+    return [NegativeBatch(epoch=epoch_number, index=b, negatives=k,
+                          **{name: split[name][b] for name in typed})
+            for b in range(sizes.shape[0])]
 
 
 def _warn_stream_default(seed):

@@ -24,6 +24,7 @@
 #'
 #' @keywords internal
 #' @importFrom utils globalVariables
+#' @importFrom stats runif
 "_PACKAGE"
 
 # The torch sampler's methods use `self`, which R6 binds when the class is

@@ -181,3 +181,39 @@ bridge_column_info = function(x) {
 bridge_task_strata_captured = function(task) {
   bridge_call_capturing(bridge_task_strata, list(task))
 }
+
+# batch_count_table() for Python: batches arrive as `flat` 1-based positions
+# and batch `sizes`; positions outside the strata are refused in the Python
+# face's 0-based terms before R's own (1-based) check could word them.
+# The counts travel as one integer vector (row-major) plus the labels.
+bridge_batch_count_table = function(strata, flat, sizes) {
+  bridge_call_capturing(function() {
+    n_rows = encode_strata(strata)$n_rows
+    if (length(flat) && (min(flat) < 1L || max(flat) > n_rows)) {
+      abort_value("batches", sprintf(paste0(
+        "batches must hold row positions in 0..%d (0-based, as pystratum returns them), ",
+        "got values from %d to %d."), n_rows - 1L, min(flat) - 1L, max(flat) - 1L))
+    }
+    batches = unname(split(flat, factor(rep.int(seq_along(sizes), sizes),
+      levels = seq_along(sizes))))
+    counts = batch_count_table(strata, batches)
+    list(counts = as.integer(t(unclass(counts))), labels = colnames(counts),
+      n_batches = nrow(counts))
+  }, list())
+}
+
+# negative_pair_batches() for Python: every column of every batch
+# concatenated, plus the batch sizes (one transfer for the whole epoch).
+bridge_negative_pair_batches = function(...) {
+  outcome = bridge_call_capturing(negative_pair_batches, list(...))
+  batches = outcome[["value"]]
+  if (is.null(outcome[["error"]])) {
+    outcome[["value"]] = NULL
+    column = function(name) unlist(lapply(batches, `[[`, name), use.names = FALSE)
+    outcome[["sizes"]] = vapply(batches, nrow, integer(1L))
+    for (name in c("positive", "user", "item", "label", "log_q", "weight")) {
+      outcome[[name]] = column(name)
+    }
+  }
+  outcome
+}
