@@ -50,7 +50,12 @@ state$calls = 0
   marker = Sys.getenv("PYSTRATUM_FAKE_TORCH_MARKER")
   if (nzchar(marker)) cat(Sys.getpid(), "\\n", file = marker, append = TRUE)
 }
-torch_manual_seed = function(seed) { state$calls = as.numeric(seed) %% 97; invisible(NULL) }
+torch_manual_seed = function(seed) {
+  seeds = Sys.getenv("PYSTRATUM_FAKE_TORCH_SEEDS")
+  if (nzchar(seeds)) cat(format(seed, scientific = FALSE), "\n", file = seeds, append = TRUE)
+  state$calls = as.numeric(seed) %% 97
+  invisible(NULL)
+}
 local_torch_manual_seed = function(seed, .env = parent.frame()) torch_manual_seed(seed)
 torch_get_rng_state = function() state$calls
 torch_set_rng_state = function(value) { state$calls = value; invisible(NULL) }
@@ -155,6 +160,19 @@ def epoch_0_in_plain_r(strata, libraries):
                           capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return [[int(v) for v in line.split(",")] for line in done.stdout.split()]
+
+
+def test_rng_torch_without_a_seed_seeds_the_child_at_random(r_session, fake_torch_first,
+                                                            tmp_path, monkeypatch):
+    # A fresh process starts libtorch's global generator at a fixed default
+    # seed: unseeded, every call would serve the same "random" batches.
+    seeds = tmp_path / "seeds.txt"
+    monkeypatch.setenv("PYSTRATUM_FAKE_TORCH_SEEDS", str(seeds))
+    for _ in range(3):
+        batches = pr.stratified_batches(np.repeat([0, 1], [30, 6]), 2, rng="torch")
+        assert sorted(np.concatenate(batches).tolist()) == list(range(36))
+    drawn = seeds.read_text().split()
+    assert len(drawn) == 3 and len(set(drawn)) == 3  # one fresh seed per call
 
 
 def test_rng_torch_errors_come_back_from_the_child(r_session, fake_torch_first):
