@@ -95,3 +95,14 @@ def test_negative_pair_batches_errors_name_the_argument(r_session):
         pr.negative_pair_batches(users, items, num_items=30, negatives=2, batch_size=4, seed=1,
                                  rng="numpy")
     assert raised.value.argument == "rng"
+
+
+def test_negative_pair_batches_refuses_what_the_python_sampler_refuses(r_session):
+    users, items = _pairs()
+    with pytest.raises(TypeError) as raised:
+        pr.negative_pair_batches(users, items, num_items=30, negatives=2, batch_size=4, seed=1,
+                                 epoch=1.0)
+    assert raised.value.argument == "epoch"
+    with pytest.raises(TypeError):
+        NegativePairSampler(users, items, num_items=30, negatives=2, batch_size=4, seed=1,
+                            rng="R").epoch_batches(1.0)

@@ -193,6 +193,7 @@ def negative_pair_batches(users, items, *, num_items, negatives, batch_size, see
 
     active = _session()
     with active.calling():
+        check_python_types({"rng": rng, "epoch": epoch, "seed": seed})
         given = {"users": users, "items": items, "num_items": num_items,
                  "negatives": negatives, "batch_size": batch_size, "seed": seed, "rng": rng,
                  "num_users": num_users, "epoch": epoch, "reject_observed": reject_observed,
@@ -201,7 +202,8 @@ def negative_pair_batches(users, items, *, num_items, negatives, batch_size, see
         arguments = {name: argument_to_r(active, value, name) for name, value in given.items()}
         outcome = active.bridge("bridge_negative_pair_batches")(**arguments)
         raise_r_conditions(outcome, stacklevel=2)
-        sizes = np.asarray(field(outcome, "sizes") or [], dtype=np.int64)
+        sizes = field(outcome, "sizes")
+        sizes = np.asarray(sizes if sizes is not None else [], dtype=np.int64)
         columns = {}
         for name, dtype in (("positive", np.int64), ("user", np.int64), ("item", np.int64),
                             ("label", np.int8), ("log_q", np.float64), ("weight", np.float64)):
@@ -214,12 +216,9 @@ def negative_pair_batches(users, items, *, num_items, negatives, batch_size, see
                     np.where(missing, 1, columns[name])))
             columns[name] = columns[name].astype(dtype)
     cuts = np.cumsum(sizes)[:-1]
-    typed = columns
-    split = {name: np.split(values, cuts) for name, values in typed.items()}
-    epoch_number = int(epoch)
-    k = int(negatives)
-    return [NegativeBatch(epoch=epoch_number, index=b, negatives=k,
-                          **{name: split[name][b] for name in typed})
+    split = {name: np.split(values, cuts) for name, values in columns.items()}
+    return [NegativeBatch(epoch=int(epoch), index=b, negatives=int(negatives),
+                          **{name: split[name][b] for name in columns})
             for b in range(sizes.shape[0])]
 
 
