@@ -214,60 +214,24 @@ class Engine:
     def __init__(self, root, seed_sequence: np.random.SeedSequence):
         self.seed_sequence = seed_sequence
         self.leaves = []
-        n, repeat, mode, keys, rows, starts, counts, child_ids = [], [], [], [], [], [], [], []
-        leaf_ids, cumulative = [], {}
-
-        def compile_node(node):
-            # Depth is bounded by the config check (MAX_DEPTH levels), so recursion is safe.
-            if node.is_leaf:
-                ids = []
-                leaf_ids_here = len(self.leaves)
-                self.leaves.append(node)
-                longest = node.repeat
-                size = node.rows.shape[0]
-            else:
-                ids = [compile_node(child) for child in node.children]
-                leaf_ids_here = -1
-                longest = node.repeat * max(longest_of[i] for i in ids)
-                size = len(node.children)
-            index = len(n)
-            code = _MODES[node.mode]
-            if code == _REPLACEMENT and not node.is_leaf:
-                p = np.asarray([child.p_parent for child in node.children], dtype=np.float64)
-                if not np.allclose(p, p[0]):
-                    share = np.cumsum(p / p.sum())
-                    share[-1] = 1.0  # u < 1 always lands on a child
-                    cumulative[index] = share
-                    code = _WEIGHTED
-            n.append(size)
-            repeat.append(node.repeat)
-            mode.append(code)
-            keys.append(stream_key(node.path))
-            rows.append(np.asarray(node.rows, dtype=np.int64) if node.is_leaf else None)
-            starts.append(len(child_ids))
-            counts.append(len(ids))
-            child_ids.extend(ids)
-            leaf_ids.append(leaf_ids_here)
-            longest_of.append(longest)
-            return index
-
-        longest_of = []
-        self._root = compile_node(root)
-        self.longest = longest_of[self._root]
+        size = sum(1 for _ in root.walk())
+        # Filled in place: Python lists of a million ints would double the peak.
+        self._n = np.zeros(size, dtype=np.int64)
+        self._repeat = np.zeros(size, dtype=np.int64)
+        self._mode = np.zeros(size, dtype=np.int8)
+        self._key = np.zeros(size, dtype=np.uint64)  # spawn-key components (63 bits)
+        self._rows = [None] * size
+        self._start = np.zeros(size, dtype=np.int64)
+        self._count = np.zeros(size, dtype=np.int64)
+        self._children = np.zeros(max(size - 1, 0), dtype=np.int64)
+        self._leaf_id = np.full(size, -1, dtype=np.int32)
+        self._cumulative = {}
+        self._compiled = self._children_filled = 0
+        self._root, self.longest = self._compile(root)
         if self.longest > MAX_SEGMENT:  # the config check refuses such trees first
             raise ValueError(f"one entry into the root yields up to {self.longest} draws, "
                              f"more than {MAX_SEGMENT}; lower the repeats.")
-        self._n = np.asarray(n, dtype=np.int64)
-        self._repeat = np.asarray(repeat, dtype=np.int64)
-        self._mode = np.asarray(mode, dtype=np.int8)
-        self._key = np.asarray(keys, dtype=np.uint64)  # spawn-key components (63 bits)
-        self._rows = rows
-        self._start = np.asarray(starts, dtype=np.int64)
-        self._count = np.asarray(counts, dtype=np.int64)
-        self._children = np.asarray(child_ids, dtype=np.int64)
-        self._leaf_id = np.asarray(leaf_ids, dtype=np.int32)
-        self._cumulative = cumulative
-        size = len(n)
+
         self._block = np.full(size, -1, dtype=np.int64)
         self._pos = np.zeros(size, dtype=np.int64)
         # A node's generator between takes, valid when _live: PCG64 state and
@@ -283,6 +247,48 @@ class Engine:
         self._pending = np.empty(0, dtype=np.int64)
         self._offset = 0
         self._snapshot = self._source_states()
+
+    def _compile(self, node) -> tuple:
+        """Number ``node``'s subtree in post-order and fill its arrays: (index, the
+        longest segment one entry yields). Depth is bounded by the config check,
+        so the recursion is too."""
+        if node.is_leaf:
+            compiled = []
+            leaf_id = len(self.leaves)
+            self.leaves.append(node)
+            longest = node.repeat
+            size = node.rows.shape[0]
+        else:
+            compiled = [self._compile(child) for child in node.children]
+            leaf_id = -1
+            longest = node.repeat * max(child_longest for _, child_longest in compiled)
+            size = len(node.children)
+        index = self._compiled
+        self._compiled += 1
+        code = _MODES[node.mode]
+        if code == _REPLACEMENT and not node.is_leaf:
+            p = np.asarray([child.p_parent for child in node.children], dtype=np.float64)
+            if not np.allclose(p, p[0]):
+                share = np.cumsum(p / p.sum())
+                share[-1] = 1.0  # u < 1 always lands on a child
+                self._cumulative[index] = share
+                code = _WEIGHTED
+        self._n[index] = size
+        self._repeat[index] = node.repeat
+        self._mode[index] = code
+        self._key[index] = stream_key(node.path)
+        if node.is_leaf:
+            self._rows[index] = np.asarray(node.rows, dtype=np.int64)
+        self._leaf_id[index] = leaf_id
+        # Children of a node are numbered before it, so their slots are filled in
+        # the order their parents are numbered: a running position.
+        start = self._children_filled
+        self._start[index] = start
+        self._count[index] = len(compiled)
+        for offset, (child, _) in enumerate(compiled):
+            self._children[start + offset] = child
+        self._children_filled = start + len(compiled)
+        return index, longest
 
     @property
     def num_sources(self) -> int:

@@ -20,8 +20,11 @@ from ._config import TreeConfigError, parse_weight
 
 __all__ = ["TreeNode", "build_tree"]
 
+_NAN = float("nan")
 
-@dataclass(eq=False)
+
+# slots: a for_each over a million values makes a million nodes.
+@dataclass(eq=False, slots=True)
 class TreeNode:
     """One node of the pruned tree.
 
@@ -39,7 +42,7 @@ class TreeNode:
     prune: str
     weight_spec: object
     rows: np.ndarray
-    children: list = field(default_factory=list)
+    children: list = field(default_factory=list)  # a leaf's is the shared empty tuple
     weight: float = float("nan")
     p_parent: float = 1.0
     effective: float = 1.0
@@ -258,7 +261,7 @@ def _build(node: dict, path: str, frame, rows, pruned, *, label: str, selected=N
     return TreeNode(path=path, label=label, mode=node.get("mode", "replacement"),
                     repeat=int(node.get("repeat", 1)), prune=prune,
                     weight_spec=parse_weight(node.get("weight")), rows=reachable,
-                    children=children)
+                    children=children or ())
 
 
 def _build_child(child, path, frame, rows, pruned, *, label, selected=None):
@@ -292,11 +295,13 @@ def _expand(template: dict, path: str, frame, rows, pruned):
         codes, uniques = pd.factorize(values, sort=True)
     except TypeError:
         codes, uniques = pd.factorize(values)  # mixed types: order of first appearance
-    order = np.argsort(codes, kind="stable")
+    # Stable: each value's rows stay in ascending order, so every clone's rows are
+    # a slice (a view) of one array.
+    grouped = candidates[np.argsort(codes, kind="stable")]
     bounds = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(uniques)))])
     clones = []
     for code, value in enumerate(uniques.tolist() if hasattr(uniques, "tolist") else uniques):
-        members = np.sort(candidates[order[bounds[code]:bounds[code + 1]]])
+        members = grouped[bounds[code]:bounds[code + 1]]
         label = f"{template['name']}[{value!r}]" if "name" in template else f"{column}={value!r}"
         built = _build_child(template, f"{path}[{column}={value!r}]", frame, rows, pruned,
                              label=label, selected=members)
@@ -326,7 +331,7 @@ def _set_weights(node: TreeNode, frame) -> None:
     if node.mode != "replacement":
         share = 1.0 / len(node.children)
         for child in node.children:
-            child.weight = float("nan")
+            child.weight = _NAN
             child.p_parent = share
         return
     weights = []
