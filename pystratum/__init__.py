@@ -27,10 +27,12 @@ from ._members import StratumMembers, grouped_strata
 from ._parquet import parquet_strata
 from ._plan import BatchPlan, plan_batches, stratified_batches
 from ._rstream import RStream
-from .policies import Downsample, FixedSize, MinPerStratum, StratumTooSmallWarning, Targets
+from .policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
+                       StratumTooSmallWarning, Targets)
 
 __all__ = [
     "BatchPlan",
+    "ClassesPerBatch",
     "Downsample",
     "FixedSize",
     "LazyPlan",

@@ -576,3 +576,171 @@ def block_weights(row_weights, cuts, first_rows) -> np.ndarray:
     counts = np.diff(np.asarray(cuts, dtype=np.int64), axis=1)[turn]
     weights = np.asarray(row_weights, dtype=np.float64)[turn]
     return np.repeat(np.tile(weights, counts.shape[1]), counts.T.ravel())
+
+
+def slot_draws(slots, n_rows: int) -> list:
+    """``[(size, take), ...]``: a slot allocation's draws of one epoch, in draw order.
+
+    The permutation of all ``n_rows`` rows (pass 0 of every stratum), the
+    layout order (a permutation of the strata with slots), then one draw per
+    refill (``SlotPlan.refill_*``). See :class:`pystratum.policies.ClassesPerBatch`.
+    """
+    served = int(np.count_nonzero(slots.n_slots))
+    return [(n_rows, n_rows), (served, served)] + list(
+        zip(slots.refill_sizes.tolist(), slots.refill_takes.tolist()))
+
+
+def slot_epoch_draws(stream, n_rows: int, draws, epoch: int, draws_of=None) -> list:
+    """The epoch's draws of a slot allocation (:func:`slot_draws`), one array each.
+
+    Sequential streams (R, torch) make one stream draw per entry (R:
+    ``sample.int(size, take)``). The numpy stream draws from the epoch's
+    generator: ``permutation(N)``, ``permutation(S')``, then every refill
+    from one ``integers(0, highs)`` call resolved as partial Fisher-Yates
+    shuffles (:func:`partial_shuffles`), so ten thousand refills cost one
+    call, not ten thousand.
+    """
+    generator_for_epoch = getattr(stream, "generator_for_epoch", None)
+    if generator_for_epoch is None:
+        return stream.epoch_draws(n_rows, draws, epoch, draws_of)
+    from ._streams import _permutation
+
+    generator = generator_for_epoch(epoch)
+    first = [_permutation(generator, size) for size, _ in draws[:2]]
+    sizes = np.asarray([size for size, _ in draws[2:]], dtype=np.int64)
+    takes = np.asarray([take for _, take in draws[2:]], dtype=np.int64)
+    # The refills as one flat array (entry after entry): what assemble_slots reads.
+    return first + ([partial_shuffles(generator, sizes, takes)] if sizes.shape[0] else [])
+
+
+def partial_shuffles(generator, sizes, takes) -> np.ndarray:
+    """``takes[i]`` distinct values of ``range(sizes[i])`` per entry, from one ``integers`` call.
+
+    Returned flat, entry after entry.
+
+    ``highs`` lists ``size, size - 1, ..., size - take + 1`` entry by entry;
+    ``j = generator.integers(0, highs)``; entry ``i`` is R's ``sample.int``
+    loop on a virtual array ``x = 0..size-1``: step ``t`` takes ``x[j_t]``
+    and moves ``x[size - 1 - t]`` into its place. Vectorised over entries,
+    one step at a time (a step reads the earlier steps' moves): O(max(take)^2)
+    numpy calls over the entries.
+    """
+    count = sizes.shape[0]
+    if count == 0:
+        return np.empty(0, dtype=np.int64)
+    total = int(takes.sum())
+    first = np.cumsum(takes) - takes
+    step_of = np.arange(total, dtype=np.int64) - np.repeat(first, takes)
+    highs = np.repeat(sizes, takes) - step_of
+    picks = generator.integers(0, highs)
+    values = np.empty(total, dtype=np.int64)
+    longest = int(takes.max())
+    moved_at = np.full((longest, count), -1, dtype=np.int64)  # position written at step t
+    moved_value = np.zeros((longest, count), dtype=np.int64)
+
+    def read(entries, positions, steps):
+        value = positions.copy()
+        for t in range(steps):  # later moves override earlier ones
+            hit = moved_at[t, entries] == positions
+            value[hit] = moved_value[t, entries[hit]]
+        return value
+
+    for t in range(longest):
+        entries = np.flatnonzero(takes > t)
+        at = first[entries] + t
+        position = picks[at]
+        values[at] = read(entries, position, t)
+        moved_at[t, entries] = position
+        moved_value[t, entries] = read(entries, sizes[entries] - 1 - t, t)
+    return values
+
+
+@dataclass(frozen=True)
+class SlotLayout:
+    """Where a slot allocation's slots go in one epoch.
+
+    run_start: int64 ``(S,)``: stratum ``s``'s slot ``j`` is slot position
+               ``run_start[s] + j`` (strata laid out one after the other in
+               the epoch's layout order).
+    batch_strata: ``(B, P)``: the stratum of every slot of every batch, in order.
+    """
+
+    run_start: np.ndarray
+    batch_strata: np.ndarray
+
+
+def slot_layout(slots, first_rows, layout_draw) -> SlotLayout:
+    """The epoch's layout: slot position ``q`` goes to batch ``(q mod B) * g mod B``, place ``q // B``."""
+    n_slots = np.asarray(slots.n_slots, dtype=np.int64)
+    turn = np.argsort(first_rows, kind="stable")
+    served = turn[n_slots[turn] > 0]
+    layout = served[np.asarray(layout_draw, dtype=np.int64)]
+    runs = n_slots[layout]
+    run_start = np.zeros(n_slots.shape[0], dtype=np.int64)
+    run_start[layout] = np.cumsum(runs) - runs
+    batches, per_batch = slots.num_batches, slots.per_batch
+    position = np.arange(batches * per_batch, dtype=np.int64)
+    batch_strata = np.empty((batches, per_batch), dtype=smallest_index_dtype(n_slots.shape[0]))
+    batch_strata[(position % batches) * slots.step % batches, position // batches] = \
+        np.repeat(layout, runs)
+    return SlotLayout(run_start, batch_strata)
+
+
+def smallest_index_dtype(count: int):
+    """int32 when indices below ``count`` fit, else int64."""
+    return np.int32 if count <= np.iinfo(np.int32).max else np.int64
+
+
+def assemble_slots(drawn, slots, codes, sizes, first_rows) -> tuple:
+    """Batches of a slot allocation: ``(BatchOrder, SlotLayout)``.
+
+    ``drawn``: the arrays of :func:`slot_epoch_draws` (permutation of the
+    rows, layout order, refills: one array each, or all in one flat array). Stratum ``s``'s epoch sequence (its rows in
+    the permutation's order, then its refills, each refill indexing those
+    rows) is cut into slots of K; slot ``j`` is slot position ``run_start[s]
+    + j`` and goes to batch ``(q mod B) * g mod B`` as its ``(q // B)``-th
+    slot. Vectorised: O(N + B*P*K) time and memory, no O(S x B) table.
+    """
+    permutation, layout_draw, *refills = drawn
+    sizes = np.asarray(sizes, dtype=np.int64)
+    layout = slot_layout(slots, first_rows, layout_draw)
+    width, per_batch, batches = slots.width, slots.per_batch, slots.num_batches
+    n_slots = np.asarray(slots.n_slots, dtype=np.int64)
+    # Pass 0: rows of each stratum in permuted order (a stable sort by stratum).
+    permutation = np.asarray(permutation)
+    codes = codes.astype(smallest_code_dtype(sizes.shape[0]), copy=False)
+    grouped = permutation[np.argsort(codes[permutation], kind="stable")]
+    offsets = np.cumsum(sizes) - sizes
+    # The epoch sequences, strata in layout order: rank u of s at K * run_start[s] + u.
+    base = width * layout.run_start
+    sequence = np.empty(batches * per_batch * width, dtype=np.int64)
+    served = n_slots > 0
+    destination = np.repeat(base - offsets, sizes)
+    destination += np.arange(destination.shape[0], dtype=np.int64)
+    if served.all():
+        sequence[destination] = grouped
+    else:
+        keep = np.repeat(served, sizes)
+        sequence[destination[keep]] = grouped[keep]
+    if refills:
+        strata = np.asarray(slots.refill_strata, dtype=np.int64)
+        takes = np.asarray(slots.refill_takes, dtype=np.int64)
+        picks = np.concatenate(refills).astype(np.int64, copy=False)
+        # Each refill's first rank: after the stratum's rows and its earlier refills.
+        order = np.argsort(strata, kind="stable")
+        before = np.empty_like(takes)
+        ends = np.cumsum(takes[order])
+        group_first = np.r_[0, ends[:-1]]
+        is_new = np.r_[True, strata[order][1:] != strata[order][:-1]]
+        group_start = np.maximum.accumulate(np.where(is_new, group_first, 0))
+        before[order] = group_first - group_start
+        start = base[strata] + sizes[strata] + before
+        at = np.repeat(start, takes) + (np.arange(picks.shape[0], dtype=np.int64)
+                                        - np.repeat(np.cumsum(takes) - takes, takes))
+        sequence[at] = grouped[np.repeat(offsets[strata], takes) + picks]
+    # Slot position q = place * B + i goes to batch i * g mod B: gather the K-row blocks.
+    inverse = pow(slots.step, -1, batches) if batches > 1 else 0
+    columns = np.arange(batches, dtype=np.int64) * inverse % batches
+    order = sequence.reshape(per_batch, batches, width)[:, columns, :].transpose(1, 0, 2)
+    bounds = np.arange(batches + 1, dtype=np.int64) * (per_batch * width)
+    return BatchOrder(order=np.ascontiguousarray(order).reshape(-1), bounds=bounds), layout

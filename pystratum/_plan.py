@@ -11,7 +11,8 @@ from functools import cached_property
 import numpy as np
 
 from ._assemble import (BatchOrder, assemble_batches, assemble_by_stratum, assemble_in_place,
-                        block_weights, in_place_kernels, stratum_draws)
+                        assemble_slots, block_weights, in_place_kernels, slot_draws,
+                        slot_epoch_draws, stratum_draws)
 from ._strata import EncodedStrata, encode_strata
 from ._streams import RNG_CHOICES, stream_for
 from ._validation import check_bool, check_choice, check_epoch, check_int, show
@@ -44,6 +45,10 @@ class BatchPlan:
     weights: None when the policy has no importance weights (every row 1),
              else float64 aligned with ``order``: the weight of each served
              row (see :class:`pystratum.policies.Downsample`).
+    batch_strata: slot policies (:class:`pystratum.policies.ClassesPerBatch`)
+             only, else None: int ``(num_batches, P)``, the stratum code of
+             every slot of every batch (each slot ``K`` rows). ``cuts`` is
+             then None: the sparse plan never builds an S x B table.
     """
 
     order: np.ndarray
@@ -56,11 +61,46 @@ class BatchPlan:
     shuffle: bool
     policy: Policy
     weights: np.ndarray | None = None
+    batch_strata: np.ndarray | None = None
 
     @cached_property
     def counts(self) -> np.ndarray:
-        """Rows of each stratum in each batch, shape ``(num_batches, n_strata)``, the cuts' dtype."""
-        return np.diff(self.cuts, axis=1).T
+        """Rows of each stratum in each batch, shape ``(num_batches, n_strata)``, the cuts' dtype.
+
+        Slot plans (``batch_strata`` set) build the dense table only up to
+        ``max(N, 2**20)`` entries; beyond that (10**4 classes and 10**4
+        batches would be 10**8 entries) it is a ValueError pointing to
+        ``batch_strata`` and :meth:`slot_counts`, the sparse views.
+        """
+        if self.batch_strata is None:
+            return np.diff(self.cuts, axis=1).T
+        n_batches, n_strata = self.num_batches, len(self.strata)
+        limit = max(self.order.shape[0], 1 << 20)
+        if n_batches * n_strata > limit:
+            raise ValueError(
+                f"plan.counts would be a dense {n_batches:,} x {n_strata:,} table "
+                f"({n_batches * n_strata:,} entries, over the limit of {limit:,}) for a "
+                f"{self.policy!r} plan. Use plan.batch_strata (the stratum of every slot of "
+                f"every batch) or plan.slot_counts() (stratum, batch, rows triples).")
+        counts = np.zeros((n_batches, n_strata), dtype=np.int64)
+        width = self.policy.per_class
+        np.add.at(counts, (np.repeat(np.arange(n_batches), self.batch_strata.shape[1]),
+                           self.batch_strata.ravel()), width)
+        return counts
+
+    def slot_counts(self) -> tuple:
+        """``(batch, stratum, rows)`` int64 arrays: the nonzero entries of :attr:`counts`.
+
+        Sparse (one entry per slot for slot plans), so it works at any size.
+        """
+        if self.batch_strata is not None:
+            n_batches, per_batch = self.batch_strata.shape
+            return (np.repeat(np.arange(n_batches, dtype=np.int64), per_batch),
+                    self.batch_strata.ravel().astype(np.int64),
+                    np.full(n_batches * per_batch, self.policy.per_class, dtype=np.int64))
+        batch, stratum = np.nonzero(self.counts)
+        return (batch.astype(np.int64), stratum.astype(np.int64),
+                self.counts[batch, stratum].astype(np.int64))
 
     @property
     def min_samples_per_stratum(self):
@@ -165,7 +205,24 @@ class BatchPlan:
         """
         from .plot import plot_counts
 
+        if self.batch_strata is not None and \
+                self.num_batches * len(self.strata) > max(self.order.shape[0], 1 << 20):
+            counts, labels = self._lumped_slot_counts(max_strata)
+            return plot_counts(counts, labels, ax=ax, title=title, max_strata=max_strata)
         return plot_counts(self.counts, self.strata, ax=ax, title=title, max_strata=max_strata)
+
+    def _lumped_slot_counts(self, max_strata: int):
+        """A slot plan's counts for the ``max_strata - 1`` strata with most slots, plus "other"."""
+        batch, stratum, rows = self.slot_counts()
+        totals = np.bincount(stratum, weights=rows, minlength=len(self.strata))
+        keep = np.sort(np.argsort(-totals, kind="stable")[:max(max_strata - 1, 1)])
+        column = np.full(len(self.strata), keep.shape[0], dtype=np.int64)
+        column[keep] = np.arange(keep.shape[0])
+        counts = np.zeros((self.num_batches, keep.shape[0] + 1), dtype=np.int64)
+        np.add.at(counts, (batch, column[stratum]), rows)
+        labels = [self.strata[k] for k in keep.tolist()] + \
+            [f"other ({len(self.strata) - keep.shape[0]} strata)"]
+        return counts, labels
 
     def __repr__(self) -> str:
         return (
@@ -279,6 +336,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     n = encoded.n_rows
     allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
                                   num_batches=num_batches)
+    if allocation.slots is not None:
+        return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
     if draws_by_stratum(policy, allocation):
         planned = stratum_draws(allocation, encoded.sizes, encoded.first_rows)
         sizes = [(size, take) for _, size, take in planned]
@@ -330,6 +389,23 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     )
 
 
+def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
+    """A slot allocation's plan (ClassesPerBatch): :func:`pystratum._assemble.assemble_slots`."""
+    n = encoded.n_rows
+    planned = slot_draws(allocation.slots, n)
+    if stream is None:
+        drawn = [np.arange(take, dtype=np.int64) for _, take in planned]
+    else:
+        drawn = slot_epoch_draws(stream, n, planned, epoch,
+                                 draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
+    batches, layout = assemble_slots(drawn, allocation.slots, encoded.codes, encoded.sizes,
+                                     encoded.first_rows)
+    return BatchPlan(order=batches.order, bounds=batches.bounds, strata=encoded.labels,
+                     cuts=None, seed=None if stream is None else stream.seed, rng=rng,
+                     epoch=epoch, shuffle=stream is not None, policy=policy,
+                     batch_strata=layout.batch_strata)
+
+
 def row_weights(encoded: EncodedStrata, policy: Policy) -> np.ndarray:
     """float64 weight of every row under ``policy`` (ones when it has none).
 
@@ -340,7 +416,7 @@ def row_weights(encoded: EncodedStrata, policy: Policy) -> np.ndarray:
     the plan's order.
     """
     allocation = check_allocation(policy.allocate(encoded, 0), encoded, policy, 0)
-    if allocation.row_weights is None:
+    if allocation.slots is not None or allocation.row_weights is None:
         return np.ones(encoded.n_rows, dtype=np.float64)
     weights = np.asarray(allocation.row_weights, dtype=np.float64)
     if not hasattr(encoded, "codes"):  # member lists (rng="index")
@@ -368,6 +444,8 @@ def epoch_draw_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StratumTooSmallWarning)  # said for the epoch served
         allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch)
+    if allocation.slots is not None:
+        return slot_draws(allocation.slots, encoded.n_rows)
     if not draws_by_stratum(policy, allocation):
         return [(encoded.n_rows, encoded.n_rows)]
     return [(size, take)

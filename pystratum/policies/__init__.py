@@ -13,6 +13,9 @@ torch sampler, R package) does the rest. Pass a policy wherever
 * :class:`Targets` ``(shares, batch_size, epoch="largest")``: every batch of
   exactly ``batch_size`` rows with each stratum's target share; small strata
   recycled or large ones undersampled (R: ``policy_targets()``).
+* :class:`ClassesPerBatch` ``(classes_per_batch, per_class)``: P distinct strata x
+  K rows in every batch, every row served each epoch, for metric learning
+  (R: ``policy_classes_per_batch()``).
 * :class:`Downsample` ``(keep, base)``: a fresh random fraction of some strata
   each epoch, batched by ``base``, with importance weights
   (R: ``policy_downsample()``).
@@ -20,8 +23,9 @@ torch sampler, R package) does the rest. Pass a policy wherever
 New compositions subclass :class:`Policy`; see docs/ARCHITECTURE.md.
 """
 
-from ._base import (Allocation, Policy, as_policy, check_allocation, policy_from_params,
-                    registered_policies, strata_of_sizes)
+from ._base import (Allocation, Policy, SlotPlan, as_policy, check_allocation,
+                    policy_from_params, registered_policies, strata_of_sizes)
+from ._classes_per_batch import ClassesPerBatch, SmallStrataWarning
 from ._downsample import Downsample
 from ._fixed_size import FixedSize
 from ._min_per_stratum import MinPerStratum, StratumTooSmallWarning
@@ -29,10 +33,13 @@ from ._targets import Targets
 
 __all__ = [
     "Allocation",
+    "ClassesPerBatch",
     "Downsample",
     "FixedSize",
     "MinPerStratum",
     "Policy",
+    "SlotPlan",
+    "SmallStrataWarning",
     "StratumTooSmallWarning",
     "Targets",
     "as_policy",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import abc
 import inspect
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -26,8 +27,8 @@ import numpy as np
 
 from .._validation import _show, check_int
 
-__all__ = ["Allocation", "Policy", "as_policy", "check_allocation", "policy_from_params",
-           "registered_policies", "strata_of_sizes"]
+__all__ = ["Allocation", "Policy", "SlotPlan", "as_policy", "check_allocation",
+           "policy_from_params", "registered_policies", "slot_step", "strata_of_sizes"]
 
 _REGISTRY: dict = {}
 
@@ -58,18 +59,98 @@ class Allocation:
     permutation of all rows.
     """
 
-    cuts: np.ndarray
+    cuts: np.ndarray | None
     row_weights: np.ndarray | None = None
     pool_sizes: np.ndarray | None = None
+    # The sparse form (ClassesPerBatch): slots of K rows laid out by the engine;
+    # then ``cuts`` is None (a dense table would hold S x B entries).
+    slots: SlotPlan | None = None
 
     @property
     def num_batches(self) -> int:
+        if self.slots is not None:
+            return self.slots.num_batches
         return int(self.cuts.shape[1] - 1)
 
     @property
     def counts(self) -> np.ndarray:
-        """Rows of each stratum in each batch, shape ``(num_batches, n_strata)``."""
+        """Rows of each stratum in each batch, shape ``(num_batches, n_strata)``.
+
+        For a slot allocation the table depends on the epoch's layout draw:
+        see ``BatchPlan.counts``.
+        """
+        if self.slots is not None:
+            raise ValueError("a slot allocation (ClassesPerBatch) has no count table before "
+                             "its epoch's layout is drawn; use plan_batches(...).counts or "
+                             ".batch_strata.")
         return np.diff(self.cuts, axis=1).T
+
+
+@dataclass(frozen=True)
+class SlotPlan:
+    """A sparse allocation: every batch is ``per_batch`` slots of ``width`` rows.
+
+    n_slots:       int64 ``(n_strata,)``: slots of each stratum (0: left out),
+                   at most ``num_batches`` each, adding up to
+                   ``num_batches * per_batch``.
+    width:         K, rows per slot; ``per_batch``: P, slots per batch.
+    step:          the layout step ``g`` (:func:`slot_step`), coprime to B.
+    refill_*:      int64 arrays, one entry per refill draw in draw order:
+                   stratum ``refill_strata[i]`` appends ``refill_takes[i]``
+                   distinct ranks drawn from its first ``refill_sizes[i]``
+                   pass-0 ranks to its epoch sequence.
+
+    Stratum ``s``'s epoch sequence is its ``N_s`` rows in the epoch
+    permutation's order (pass 0) followed by its refills, ``n_slots[s] *
+    width`` ranks in all; slot ``j`` holds ranks ``j*K .. j*K + K - 1``.
+    The engine (``pystratum._assemble.slot_layout``) lays the slots into
+    batches given the epoch's layout order of the strata. Memory O(S + refills).
+    """
+
+    n_slots: np.ndarray
+    width: int
+    per_batch: int
+    num_batches: int
+    step: int
+    refill_strata: np.ndarray
+    refill_sizes: np.ndarray
+    refill_takes: np.ndarray
+
+
+def slot_step(num_batches: int) -> int:
+    """The layout step ``g`` for ``num_batches`` batches (R: the same rule).
+
+    Candidates ``c, c + 1, c - 1, c + 2, c - 2, ...`` (``c = floor(0.618034 *
+    B)``, at most 400 either side, within ``1..B-1``), coprime to ``B``; the
+    first whose continued fraction ``B / g`` has all partial quotients <= 3
+    is taken, else the first with the smallest largest quotient. Small
+    quotients keep the points ``k * g mod B`` evenly spread (three-distance
+    theorem), which is the policy's spread guarantee. ``B <= 2``: 1 (0 for 1).
+    """
+    if num_batches <= 2:
+        return num_batches - 1
+    centre = num_batches * 618034 // 1000000
+    best = None
+    for distance in range(401):
+        for step in ((centre,) if distance == 0 else (centre + distance, centre - distance)):
+            if not 1 <= step < num_batches or math.gcd(step, num_batches) != 1:
+                continue
+            largest = max(_largest_quotient(num_batches, step), 3)
+            if best is None or largest < best[0]:
+                best = (largest, step)
+            if largest == 3:
+                return step
+    return best[1]
+
+
+def _largest_quotient(a: int, b: int) -> int:
+    """The largest partial quotient of the continued fraction of ``a / b``."""
+    largest = 0
+    while b:
+        quotient, rest = divmod(a, b)
+        largest = max(largest, quotient)
+        a, b = b, rest
+    return largest
 
 
 class Policy(abc.ABC):
@@ -239,6 +320,8 @@ def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> 
     if not isinstance(allocation, Allocation):
         raise TypeError(f"{where} must return a pystratum.policies.Allocation, got a "
                         f"{type(allocation).__name__}.")
+    if allocation.slots is not None:
+        return _check_slots(allocation, strata, policy, where, num_batches)
     cuts = allocation.cuts
     sizes = np.asarray(strata.sizes, dtype=np.int64)
     n_strata = sizes.shape[0]
@@ -314,6 +397,59 @@ def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> 
     return Allocation(small_cuts(wide, np.maximum(sizes, wide[:, -1]))
                       if cuts.dtype not in (np.int32, np.int64) else cuts, weights,
                       allocation.pool_sizes)
+
+
+def _check_slots(allocation, strata, policy, where, num_batches) -> Allocation:
+    """A slot allocation (:class:`SlotPlan`) checked: O(S + refills)."""
+    plan = allocation.slots
+    sizes = np.asarray(strata.sizes, dtype=np.int64)
+    n_strata = sizes.shape[0]
+
+    def fail(message):
+        raise ValueError(f"{where} returned a SlotPlan that {message}.")
+
+    if not isinstance(plan, SlotPlan) or allocation.cuts is not None or \
+            allocation.pool_sizes is not None or allocation.row_weights is not None:
+        fail("comes with cuts, pool_sizes or row_weights, or is no SlotPlan; a slot "
+             "allocation is Allocation(None, slots=SlotPlan(...)) alone")
+    n_slots = _per_stratum(plan.n_slots, "n_slots", "iu", "integers", n_strata, where)
+    n_slots = n_slots.astype(np.int64)
+    width, per_batch, batches = plan.width, plan.per_batch, plan.num_batches
+    if not all(isinstance(v, int) and v >= 1 for v in (width, per_batch, batches)):
+        fail(f"has width={width!r}, per_batch={per_batch!r}, num_batches={batches!r}; each "
+             f"must be an int >= 1")
+    if (n_slots < 0).any() or (n_slots > batches).any():
+        fail(f"gives a stratum {int(n_slots.max())} slots (or fewer than 0) for {batches} "
+             f"batches; a stratum has at most one slot per batch")
+    if int(n_slots.sum()) != batches * per_batch:
+        fail(f"has {int(n_slots.sum())} slots for {batches} batches of {per_batch}")
+    if not (isinstance(plan.step, int) and 0 <= plan.step < max(batches, 2)
+            and math.gcd(plan.step, batches) == 1):
+        fail(f"has step={plan.step!r}, not coprime to num_batches={batches}")
+    strata_, sizes_, takes = (np.asarray(a) for a in (plan.refill_strata, plan.refill_sizes,
+                                                      plan.refill_takes))
+    if not (strata_.shape == sizes_.shape == takes.shape and strata_.ndim == 1):
+        fail("has refill arrays of different shapes")
+    if strata_.size:
+        if strata_.min() < 0 or strata_.max() >= n_strata or (n_slots[strata_] == 0).any():
+            fail("refills a stratum outside the strata or without slots")
+        if (takes < 1).any() or (takes > sizes_).any() or (sizes_ > sizes[strata_]).any():
+            fail("has a refill taking more ranks than it draws from, or drawing from more "
+                 "ranks than its stratum has")
+    served = n_slots * width
+    refilled = np.bincount(strata_.astype(np.int64), weights=takes, minlength=n_strata)
+    short = np.flatnonzero((n_slots > 0) & (np.minimum(sizes, served) + refilled != served))
+    if short.size:
+        s = int(short[0])
+        fail(f"fills stratum {_show(strata.labels[s])} with {int(min(sizes[s], served[s]))} "
+             f"pass-0 rows and {int(refilled[s])} refills for {int(served[s])} ranks")
+    if num_batches is not None and batches != num_batches:
+        raise ValueError(f"{where} gives {batches} batches, but epoch 0 has "
+                         f"{num_batches}: num_batches must not depend on the epoch "
+                         f"(len(sampler) relies on it); only the counts may vary.")
+    if not policy.may_recycle() and strata_.size:
+        fail("refills rows while the policy's may_recycle() is False")
+    return allocation
 
 
 def _per_stratum(values, name, kinds, what, n_strata, where) -> np.ndarray:
