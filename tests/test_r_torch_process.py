@@ -49,6 +49,11 @@ state$calls = 0
 .onLoad = function(libname, pkgname) {
   marker = Sys.getenv("PYSTRATUM_FAKE_TORCH_MARKER")
   if (nzchar(marker)) cat(Sys.getpid(), "\\n", file = marker, append = TRUE)
+  # A child that dies while loading torch (as a broken libtorch can).
+  if (nzchar(Sys.getenv("PYSTRATUM_FAKE_TORCH_DIE"))) {
+    cat("libtorch could not be loaded\\n", file = stderr())
+    quit(save = "no", status = 7)
+  }
 }
 torch_manual_seed = function(seed) {
   seeds = Sys.getenv("PYSTRATUM_FAKE_TORCH_SEEDS")
@@ -173,6 +178,16 @@ def test_rng_torch_without_a_seed_seeds_the_child_at_random(r_session, fake_torc
         assert sorted(np.concatenate(batches).tolist()) == list(range(36))
     drawn = seeds.read_text().split()
     assert len(drawn) == 3 and len(set(drawn)) == 3  # one fresh seed per call
+
+
+def test_a_child_that_dies_is_an_error_with_its_output(r_session, fake_torch_first,
+                                                       monkeypatch):
+    monkeypatch.setenv("PYSTRATUM_FAKE_TORCH_DIE", "1")
+    with pytest.raises(pr.RError, match="exit status 7") as raised:
+        pr.stratified_batches([0, 1] * 4, 1, seed=1, rng="torch")
+    assert "libtorch could not be loaded" in str(raised.value)
+    assert "pystratum_subprocess_error" in raised.value.r_classes
+    assert not _loaded_in_embedded_r(r_session)
 
 
 def test_rng_torch_errors_come_back_from_the_child(r_session, fake_torch_first):
