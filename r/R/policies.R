@@ -133,7 +133,8 @@ resolve_policy = function(policy, min_samples_per_stratum) {
 # The policies the package defines: name -> constructor.
 known_policies = function() {
   list(min_per_stratum = policy_min_per_stratum, fixed_size = policy_fixed_size,
-    targets = policy_targets, downsample = policy_downsample)
+    targets = policy_targets, downsample = policy_downsample,
+    classes_per_batch = policy_classes_per_batch)
 }
 
 # Rebuild a policy from its name and parameters (the golden vectors' record,

@@ -133,6 +133,10 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
     require_torch("stratified_batches(rng = \"torch\")")
   }
   check_strata_are_groups(encoded)
+  if (inherits(policy, "pystratum_policy_classes_per_batch")) {
+    # A sparse allocation (slots), assembled by its own engine step.
+    return(classes_per_batch_batches(encoded, policy, seed, rng, epoch, shuffle))
+  }
   allocation = checked_allocation(policy, encoded, epoch)
   if (shuffle && rng == "index") {
     # Keyed bijections per stratum: no permutation of the rows is drawn.
