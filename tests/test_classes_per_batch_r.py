@@ -1,0 +1,52 @@
+"""ClassesPerBatch in R (live, through rpy2): the same batches as the core for rng="R"."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
+from pystratum import plan_batches
+from pystratum.policies import ClassesPerBatch, SmallStrataWarning
+
+
+def r_batches(session, labels, p, k, small, seed, epoch):
+    call = r_function(session, """function(y, p, k, small, seed, epoch) {
+      out = suppressWarnings(pystratum::stratified_batches(y,
+        pystratum::policy_classes_per_batch(p, k, small = small), seed = seed, epoch = epoch))
+      lapply(out, as.integer)
+    }""")
+    with session.calling():
+        out = call(session.ro.IntVector(labels.tolist()), p, k, small, seed, epoch)
+        return [list(batch) for batch in out]
+
+
+@settings(max_examples=25)
+@given(sizes=st.lists(st.integers(1, 25), min_size=2, max_size=10), p=st.integers(1, 4),
+       k=st.integers(1, 5), small=st.sampled_from(["drop", "repeat"]),
+       seed=st.integers(0, 2**31 - 2), epoch=st.integers(0, 2))
+def test_r_gives_the_core_batches_plus_one(r_session, sizes, p, k, small, seed, epoch):
+    labels = np.random.default_rng(seed % 13).permutation(np.repeat(np.arange(len(sizes)), sizes))
+    policy = ClassesPerBatch(p, k, small=small)
+    can_fill = len(sizes) if small == "repeat" else sum(s >= k for s in sizes)
+    if can_fill < p:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallStrataWarning)
+        plan = plan_batches(labels, policy, seed=seed, rng="R", epoch=epoch)
+    assert r_batches(r_session, labels, p, k, small, seed, epoch) == \
+        [(batch + 1).tolist() for batch in plan.batches]
+
+
+def test_r_refuses_like_python(r_session):
+    call = r_function(r_session, """function() tryCatch(pystratum::stratified_batches(
+      c(1, 1, 2, 2, 2, 3), pystratum::policy_classes_per_batch(2, 3), seed = 1),
+      error = function(e) conditionMessage(e))""")
+    with r_session.calling():
+        message = str(call()[0])
+    assert "2 stratum/strata have fewer" in message and "small='drop'" in message
+    with pytest.raises(ValueError, match="2 stratum/strata have fewer"):
+        plan_batches([1, 1, 2, 2, 2, 3], ClassesPerBatch(2, 3), seed=1, rng="R")
