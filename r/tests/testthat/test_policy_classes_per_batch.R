@@ -1,0 +1,44 @@
+test_that("policy_classes_per_batch gives P distinct strata x K rows and serves every row", {
+  y = rep(1:8, c(9, 4, 13, 7, 22, 5, 16, 11))
+  for (seed in 1:5) {
+    batches = stratified_batches(y, policy_classes_per_batch(3, 4), seed = seed, epoch = seed %% 3)
+    for (b in batches) {
+      expect_length(b, 12L)
+      expect_equal(anyDuplicated(b), 0L)
+      slots = matrix(y[b], nrow = 4)
+      expect_true(all(slots == rep(slots[1, ], each = 4)))
+      expect_equal(length(unique(slots[1, ])), 3L)
+    }
+    expect_setequal(unique(unlist(batches)), seq_along(y))
+    # ceil(N_s / K) = 3, 1, 4, 2, 6, 2, 4, 3: T = 25, B = max(9, 6) = 9.
+    expect_length(batches, 9L)
+  }
+})
+
+test_that("small strata: error naming them, drop with a warning, repeat", {
+  y = rep(1:5, c(10, 2, 9, 3, 12))
+  expect_error(stratified_batches(y, policy_classes_per_batch(2, 4), seed = 1),
+    "2 stratum/strata have fewer", class = "pystratum_value_error")
+  expect_warning(batches <- stratified_batches(y, policy_classes_per_batch(2, 4, small = "drop"),
+    seed = 1), "leaves out 2 stratum/strata")
+  expect_false(any(y[unlist(batches)] %in% c(2, 4)))
+  batches = stratified_batches(y, policy_classes_per_batch(2, 4, small = "repeat"), seed = 1)
+  expect_true(all(which(y == 2) %in% unlist(batches)))
+})
+
+test_that("infeasible requests state the largest feasible P and K", {
+  y = rep(1:4, c(10, 3, 9, 2))
+  expect_error(stratified_batches(y, policy_classes_per_batch(3, 4, small = "drop"), seed = 1),
+    "largest feasible classes_per_batch with per_class=4 is 2; the largest feasible per_class with classes_per_batch=3 is 3",
+    fixed = TRUE)
+  expect_error(policy_classes_per_batch(0, 2), "classes_per_batch", class = "pystratum_value_error")
+  expect_error(policy_classes_per_batch(2, 2, small = "skip"), "small")
+})
+
+test_that("the slot step is coprime with small continued-fraction quotients", {
+  for (b in c(3:200, 1000, 15773)) {
+    g = slot_step(b)
+    expect_equal(whole_gcd(g, b), 1)
+    expect_lte(largest_quotient(b, g), 6)
+  }
+})
