@@ -131,10 +131,11 @@ import numpy as np
 from ._pairset import PairSet
 from .serving import EpochProgress, EpochServed
 from ._state_record import same_seed, seed_to_record
-from .serving._state import check_format, read_resume
+from .serving._state import check_format, differs, read_resume
 from ._spawned_pcg64 import spawned_generators
 from ._streams import PERMUTATION_RNG_CHOICES, make_stream
-from ._validation import _show, check_bool, check_choice, check_epoch, check_int
+from ._validation import (SIZE_MAX, _show, check_bool, check_choice, check_epoch, check_int,
+                          check_served_size)
 
 __all__ = ["NegativeBatch", "NegativePairSampler", "batch_seed"]
 
@@ -142,6 +143,8 @@ PAIR_WITH_CHOICES = ("user", "random")
 DUPLICATES_CHOICES = ("error", "drop")
 
 _STATE_FORMAT = "pystratum.negatives.NegativePairSampler/1"
+# R's sample.int(n, ...) refuses n above this (its longest vector).
+_R_SAMPLE_MAX = 4_500_000_000_000_000
 _STATE_FIX = "pass what NegativePairSampler.state_dict() returned, unmodified"
 _STATE_KEYS = ("format", "epoch", "batches_yielded", "seed", "rng", "num_replicas", "drop_last",
                "negatives", "batch_size", "num_users", "num_items", "reject_observed",
@@ -279,10 +282,10 @@ class NegativePairSampler(EpochServed):
                  rank=0, drop_last=False):
         self.num_items = check_int(num_items, "num_items", minimum=1)
         self.negatives = check_int(
-            negatives, "negatives", minimum=1,
+            negatives, "negatives", minimum=1, maximum=SIZE_MAX,
             fix="Each observed pair needs at least one generated negative; without negatives "
                 "use an ordinary shuffled batch sampler.")
-        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1, maximum=SIZE_MAX)
         if num_users is not None:
             num_users = check_int(num_users, "num_users", minimum=1)
         self.rng = check_choice(rng, "rng", PERMUTATION_RNG_CHOICES)
@@ -313,6 +316,13 @@ class NegativePairSampler(EpochServed):
         else:
             _check_upper(users, "users", num_users, "num_users")
         self.num_users = num_users
+        if self.rng == "R":
+            for name, value in (("num_items", self.num_items), ("num_users", num_users)):
+                if value > _R_SAMPLE_MAX:
+                    raise ValueError(
+                        f"{name} must be at most 4.5e15 with rng='R' (R's sample.int draws "
+                        f"from at most 4.5e15 values), got {name}={value}. Remap ids to a "
+                        f"smaller range.")
         if self.num_users * self.num_items > _MAX_KEY:
             raise ValueError(
                 f"num_users * num_items must be at most 2^62 (pairs are keyed as "
@@ -346,6 +356,11 @@ class NegativePairSampler(EpochServed):
         self.items = items
         self.num_pairs = int(users.shape[0])
         self.num_batches = -(-self.num_pairs // self.batch_size)
+        # A batch is built at once: bounded by the input before any draw.
+        pairs = min(self.batch_size, self.num_pairs)
+        check_served_size(pairs * (1 + self.negatives), 0, self.num_pairs, "negatives",
+                          self.negatives, f"batches of {pairs:,} observed pair(s) with "
+                          f"{self.negatives:,} negative(s) each", "Lower negatives or batch_size.")
         if self.drop_last and self.num_batches < self.num_replicas:
             raise ValueError(
                 f"drop_last=True leaves no batch for any rank: {self.num_batches} batch(es) per "
@@ -383,6 +398,12 @@ class NegativePairSampler(EpochServed):
     def epoch_batches(self, epoch: int) -> list:
         """All batches of ``epoch`` (every rank's), in order; progress unchanged."""
         epoch = check_epoch(epoch)
+        # The whole epoch at once (as R's negative_pair_batches() builds it): bounded too.
+        check_served_size(self.num_pairs * (1 + self.negatives), 0, self.num_pairs, "negatives",
+                          self.negatives, f"an epoch of {self.num_pairs:,} observed pair(s) with "
+                          f"{self.negatives:,} negative(s) each",
+                          "Lower negatives, or iterate the sampler (it builds one batch at a "
+                          "time).")
         permutation = self._epoch_permutation(epoch)
         return [self._make_batch(epoch, b, permutation) for b in range(self.num_batches)]
 
@@ -392,12 +413,28 @@ class NegativePairSampler(EpochServed):
         -inf where the pair cannot be drawn (observed pairs with rejection on,
         zero-weight items).
         """
-        users = np.asarray(users, dtype=np.int64)
-        items = np.asarray(items, dtype=np.int64)
-        out = self._log_q(users, items)
+        users = _query_ids(users, "users", self.num_users, "num_users")
+        items = _query_ids(items, "items", self.num_items, "num_items")
+        try:
+            users, items = np.broadcast_arrays(users, items)
+        except ValueError:
+            raise ValueError(
+                f"users and items must have the same shape (one user per item), got "
+                f"{users.shape} and {items.shape}.") from None
+        shape = users.shape
+        users, items = users.reshape(-1), items.reshape(-1)
+        inside = users < self._log_free.shape[0] if self.pair_with == "user" else None
+        if inside is not None and not inside.all():
+            # Users without observed pairs: every item is free, as in the tables' own rows.
+            known = np.where(inside, users, 0)
+            out = self._log_q(known, items)
+            log_w = 0.0 if self._weights is None else self._log_weights[items]
+            out = np.where(inside, out, log_w - math.log(self._total_weight))
+        else:
+            out = self._log_q(users, items)
         if self.reject_observed:
             out = np.where(self._pairs.contains(users * self.num_items + items), -np.inf, out)
-        return out
+        return np.asarray(out, dtype=np.float64).reshape(shape)
 
     def state_dict(self) -> dict:
         """Progress to resume from (plain Python values; ``torch.load(weights_only=True)`` safe)."""
@@ -432,12 +469,12 @@ class NegativePairSampler(EpochServed):
         for key in ("rng", "num_replicas", "drop_last", "negatives", "batch_size", "num_users",
                     "num_items", "reject_observed", "pair_with", "num_pairs"):
             mine = getattr(self, key)
-            if _differs(state_dict[key], mine):
+            if differs(state_dict[key], mine):
                 raise ValueError(
                     f"Cannot resume: the state was saved with {key}={_short(state_dict[key])} "
                     f"but this sampler has {key}={mine!r}. Build the sampler with the same "
                     f"pairs and arguments as the run that saved it.")
-        if _differs(state_dict["pairs_digest"], self._pairs_digest()):
+        if differs(state_dict["pairs_digest"], self._pairs_digest()):
             raise ValueError(
                 "Cannot resume: the state was saved for other observed pairs or item weights "
                 "(pairs_digest differs). Build the sampler from the same users, items and "
@@ -496,7 +533,10 @@ class NegativePairSampler(EpochServed):
     def _set_up_probabilities(self):
         k = self.negatives
         weights = self._weights
-        n_observed = np.bincount(self.users, minlength=self.num_users)
+        # Per-user tables span the users that have pairs (max(users) + 1), not
+        # num_users: what the input can use, however large num_users is. Users
+        # beyond have observed nothing (log_q reads them as such).
+        n_observed = np.bincount(self.users)
         if weights is None:
             total = float(self.num_items)
             observed_weight = n_observed.astype(np.float64)
@@ -507,8 +547,7 @@ class NegativePairSampler(EpochServed):
             # inverse-CDF boundaries (and hence weighted draws) agree bit for bit.
             self._cumulative = np.cumsum(weights.astype(np.longdouble)).astype(np.float64)
             total = float(self._cumulative[-1])
-            observed_weight = np.bincount(self.users, weights=weights[self.items],
-                                          minlength=self.num_users)
+            observed_weight = np.bincount(self.users, weights=weights[self.items])
             pair_weight_total = float(observed_weight.sum())
         self._total_weight = total
         if self.pair_with == "user":
@@ -780,14 +819,6 @@ class _PairEpoch:
 
 # -------------------------------------------------------------------- helpers
 
-def _differs(saved, mine) -> bool:
-    """Whether a saved setting differs from this sampler's (a forged value never raises)."""
-    try:
-        return type(saved) is not type(mine) or bool(saved != mine)
-    except Exception:  # an array or an object whose comparison fails: not this setting
-        return True
-
-
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 80 else f"{text[:77]}..."
@@ -820,8 +851,15 @@ def _id_array(values, name: str) -> np.ndarray:
                 raise TypeError(
                     f"{name} must hold integer ids, got {name}[{position}]={value!r} of type "
                     f"{type(value).__name__}.")
-        array = np.asarray(array.tolist(), dtype=np.float64 if any(
-            isinstance(v, (float, np.floating)) for v in array.tolist()) else np.int64)
+        values_list = array.tolist()
+        for position, value in enumerate(values_list):
+            if isinstance(value, (numbers.Integral, np.integer)) and \
+                    not -2**63 <= int(value) < 2**63:
+                raise ValueError(
+                    f"{name} must hold ids below 2^63 (int64), got {name}[{position}]="
+                    f"{_show(value)}. Remap ids to 0..n-1 first (e.g. pandas.factorize).")
+        array = np.asarray(values_list, dtype=np.float64 if any(
+            isinstance(v, (float, np.floating)) for v in values_list) else np.int64)
     if array.dtype.kind == "f":
         bad = np.flatnonzero(np.isnan(array))
         if bad.size:
@@ -834,11 +872,17 @@ def _id_array(values, name: str) -> np.ndarray:
                 f"{name} must hold whole-number ids, got {name}[{int(bad[0])}]="
                 f"{float(array[bad[0]])!r}. Map ids to integers 0..n-1 first.")
         if array.size and np.abs(array).max() >= 2.0**53:
-            raise ValueError(f"{name} holds ids too large to be exact as floats; pass integers.")
+            position = int(np.flatnonzero(np.abs(array) >= 2.0**53)[0])
+            raise ValueError(
+                f"{name} must hold float ids below 2^53 (exact as floats), got {name}"
+                f"[{position}]={float(array[position])!r}; pass integers.")
         array = array.astype(np.int64)
     elif array.dtype.kind == "u":
         if array.size and array.max() > np.iinfo(np.int64).max:
-            raise ValueError(f"{name} holds ids above 2^63 - 1; remap ids to 0..n-1.")
+            position = int(np.flatnonzero(array > np.iinfo(np.int64).max)[0])
+            raise ValueError(
+                f"{name} must hold ids below 2^63 (int64), got {name}[{position}]="
+                f"{int(array[position])}. Remap ids to 0..n-1 first (e.g. pandas.factorize).")
         array = array.astype(np.int64)
     elif array.dtype.kind != "i":
         raise TypeError(
@@ -854,6 +898,16 @@ def _id_array(values, name: str) -> np.ndarray:
                 f"{name} must hold ids >= 0 (0-based), got {name}[{position}]="
                 f"{int(array[position])}. Map ids to 0..n-1 first (e.g. pandas.factorize).")
     return np.ascontiguousarray(array)
+
+
+def _query_ids(values, name: str, upper: int, upper_name: str) -> np.ndarray:
+    """Ids asked about (``log_q``): as :func:`_id_array`, any shape, each in ``[0, upper)``."""
+    shape = np.shape(values)
+    array = _id_array(np.reshape(np.asarray(values, dtype=object), -1)
+                      if len(shape) != 1 else values, name)
+    if array.size:
+        _check_upper(array, name, upper, upper_name)
+    return array.reshape(shape)
 
 
 def _fill_columns(out, values, k):

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._validation import _show
 from ._base import Allocation, Policy, as_policy, policy_from_params
 from ._shares import StrataCache, labelled_numbers, match_keys
 
@@ -63,7 +64,14 @@ class Downsample(Policy):
                 raise TypeError(f"base must be a policy, an int or a record {{'name': ..., "
                                 f"'params': ...}}, got base={base!r}.")
             base = policy_from_params(base["name"], base["params"])
-        self.base = as_policy(base)
+        try:
+            self.base = as_policy(base)
+        except (TypeError, ValueError) as error:
+            # as_policy blames its shorthand's name; here the argument is `base`.
+            raise type(error)(
+                f"base must be a policy, an int m (MinPerStratum(m)) or a record {{'name': ..., "
+                f"'params': ...}}, got base={_show(base)} of type {type(base).__name__}: "
+                f"{error}") from None
         self._cached_kept = StrataCache()
 
     def params(self) -> dict:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._validation import check_int
+from .._validation import SIZE_MAX, check_int, check_served_size
 from ._base import Allocation, Policy, small_cuts
 from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, labelled_numbers,
                       StrataCache, match_keys, share_weights, weyl_step, window_hits)
@@ -75,7 +75,9 @@ class Targets(Policy):
     name = "targets"
 
     def __init__(self, shares, batch_size, epoch="largest"):
-        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1, maximum=SIZE_MAX,
+                                    fix="Sizes are whole numbers R holds exactly (up to 2**53); "
+                                        "an epoch may serve at most max(N, 2**28) rows.")
         self.shares = _check_shares(shares)
         if isinstance(epoch, str):
             if epoch not in _EPOCH_MODES:
@@ -83,7 +85,7 @@ class Targets(Policy):
                                  f"(batches per epoch), got epoch={epoch!r}.")
             self.epoch = epoch
         else:
-            self.epoch = check_int(epoch, "epoch", minimum=1,
+            self.epoch = check_int(epoch, "epoch", minimum=1, maximum=SIZE_MAX,
                                    fix="Pass 'largest', 'smallest' or a number of batches.")
         if self.shares != "balanced":
             positive = sum(1 for share in self.shares.values() if share > 0)
@@ -114,9 +116,15 @@ class Targets(Policy):
         cached = self._cached.get(strata, key)
         if cached is not None:
             return cached
+        batch = self.batch_size
+        n_rows = int(sizes.sum())
+        # Bounded by the input before any table is built (and before batch * weight
+        # could pass int64): one batch alone, then a fixed number of batches.
+        self._check_size(batch, 1, sizes.shape[0], n_rows)
+        if not isinstance(self.epoch, str):
+            self._check_size(batch, self.epoch, sizes.shape[0], n_rows)
         weights = self._weights(strata)
         total = int(weights.sum())
-        batch = self.batch_size
         floors = batch * weights // total
         remainders = batch * weights - floors * total
         starts = np.empty_like(remainders)
@@ -124,9 +132,25 @@ class Targets(Policy):
         step = weyl_step(total)
         layout = (weights, starts, floors, remainders, total, step)
         num_batches = self._num_batches(strata, layout)
+        self._check_size(batch, num_batches, sizes.shape[0], n_rows)
         result = layout + (num_batches,)
         self._cached.put(strata, key, result)
         return result
+
+    def _check_size(self, batch: int, num_batches: int, n_strata: int, n_rows: int) -> None:
+        """An epoch of ``num_batches`` batches of ``batch`` rows must fit the input's bound."""
+        if isinstance(self.epoch, str) or num_batches == 1:
+            name, value = "batch_size", batch
+            fix = ("Lower batch_size" + ("" if isinstance(self.epoch, str) and num_batches == 1
+                                         else ", or raise the smallest positive shares (a "
+                                              "small share of a large stratum needs many "
+                                              "batches to serve it once)") + ".")
+        else:
+            name, value = "epoch", num_batches
+            fix = "Lower epoch (batches per epoch) or batch_size, or use epoch='largest'."
+        check_served_size(num_batches * batch, n_strata * (num_batches + 1), n_rows, name, value,
+                          f"an epoch of {num_batches:,} batch(es) of {batch:,} rows with "
+                          f"Targets(epoch={self.epoch!r})", fix)
 
     def _weights(self, strata) -> np.ndarray:
         n_strata = strata.sizes.shape[0]
