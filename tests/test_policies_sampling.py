@@ -336,7 +336,7 @@ def test_downsample_epochs_are_groups_of_r_sample_int_draws_stratum_by_stratum()
     (lambda: Downsample({0: 0}, FixedSize(4)), ValueError, "keep fractions must be in (0, 1]"),
     (lambda: Downsample({0: 1.5}, FixedSize(4)), ValueError, "keep fractions must be in (0, 1]"),
     (lambda: Downsample([0.5], FixedSize(4)), TypeError, "keep must be a non-empty dict"),
-    (lambda: Downsample({0: 0.5}, "fixed"), TypeError, "min_samples_per_stratum must be"),
+    (lambda: Downsample({0: 0.5}, "fixed"), TypeError, "base must be a policy"),
 ])
 def test_bad_arguments_are_refused_naming_the_argument_and_the_fix(call, error, argument):
     with pytest.raises(error, match=None) as caught:
