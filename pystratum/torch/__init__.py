@@ -9,7 +9,10 @@
 The package's parts, each tested on its own: ``_labels`` (labels out of
 tensors, datasets, callables), ``_distributed`` (rank, world size, the shared
 seed), ``_epoch`` (the epoch iterator), ``_state`` (the resume format),
-``_guards`` (misuse checks) and ``_sampler`` (the coordinator). Sharding of
+``_guards`` (misuse checks) and ``_sampler`` (the coordinator);
+``_flat_sampler`` (``StratifiedSampler``, the ``sampler=`` face: the batch
+sampler's batches row after row) and ``_wrapper``
+(``DistributedSamplerWrapper``: any sampler under DDP, one order for every rank). Sharding of
 whole batches across ranks is the torch-free ``pystratum._sharding``.
 """
 
@@ -21,6 +24,9 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
     ) from error
 
 from ._sampler import StratifiedBatchSampler
+from ._flat_sampler import StratifiedSampler
 from ._weights import WeightedDataset
+from ._wrapper import DistributedSamplerWrapper
 
-__all__ = ["StratifiedBatchSampler", "WeightedDataset"]
+__all__ = ["DistributedSamplerWrapper", "StratifiedBatchSampler", "StratifiedSampler",
+           "WeightedDataset"]
