@@ -523,3 +523,68 @@ def teardown_abort_worker(config):
     else:
         abort()
     return {"rank": rank}
+
+
+def wrapper_overlap_worker(config):
+    """Two ways to shard a randomly drawing sampler over gloo ranks whose global torch
+    seeds differ (seed + rank, as many scripts do): the list-it-on-every-rank pattern
+    (each rank lists its own copy and keeps positions rank::n) and
+    pystratum.torch.DistributedSamplerWrapper; also a sampler drawing from a generator the
+    wrapper cannot see (a random.Random), whose order rank 0 broadcasts."""
+    import random
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
+    from torch.utils.data import WeightedRandomSampler
+
+    from pystratum.torch import DistributedSamplerWrapper
+
+    class OwnRandomSampler(torch.utils.data.Sampler):
+        def __init__(self, n, seed):
+            self.n, self.rnd = n, random.Random(seed)
+
+        def __iter__(self):
+            return iter(self.rnd.sample(range(self.n), self.n))
+
+        def __len__(self):
+            return self.n
+
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    try:
+        rank, world = dist.get_rank(), dist.get_world_size()
+        torch.manual_seed(1000 + rank)
+        n = config["n_rows"]
+        dataset = TensorDataset(torch.arange(n))
+        result = {"rank": rank}
+        inner = RandomSampler(range(n))
+        listed = list(inner)  # the pattern: every rank lists its own copy
+        result["pattern"] = listed[rank::world]
+        weighted = WeightedRandomSampler(torch.ones(n), num_samples=n, replacement=False)
+        result["pattern_weighted"] = list(weighted)[rank::world]
+        epochs = {}
+        for name, make in (("random", lambda: RandomSampler(range(n))),
+                           ("weighted", lambda: WeightedRandomSampler(torch.ones(n), n,
+                                                                      replacement=False)),
+                           ("own", lambda: OwnRandomSampler(n, seed=rank))):
+            sampler = DistributedSamplerWrapper(make(), seed=config["seed"])
+            loader = DataLoader(dataset, sampler=sampler, batch_size=config["batch_size"])
+            seen = []
+            for epoch in range(2):
+                sampler.set_epoch(epoch)
+                seen.append([row for (index,) in loader for row in index.tolist()])
+            epochs[name] = {"epochs": seen, "len": len(sampler)}
+        # A batch sampler: whole batches per rank.
+        batch_sampler = DistributedSamplerWrapper(
+            BatchSampler(RandomSampler(range(n)), config["batch_size"], drop_last=False),
+            seed=config["seed"])
+        batch_sampler.set_epoch(0)
+        loader = DataLoader(dataset, batch_sampler=batch_sampler)
+        epochs["batches"] = {"epochs": [[index.tolist() for (index,) in loader]],
+                             "len": len(batch_sampler)}
+        result["wrapper"] = epochs
+        dist.barrier()
+        return result
+    finally:
+        dist.destroy_process_group()

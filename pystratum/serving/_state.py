@@ -26,7 +26,7 @@ import numpy as np
 from .._state_record import seed_from_record
 from .._validation import check_epoch, check_int
 
-__all__ = ["Resume", "check_format", "read_resume", "read_seed", "read_stream"]
+__all__ = ["Resume", "check_format", "differs", "read_resume", "read_seed", "read_stream"]
 
 _INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
 
@@ -149,6 +149,15 @@ def read_stream(stream, rng: str | None, *, fix: str, key: str = "stream") -> di
                 f"{where} must be a uint8 tensor of one dimension (what "
                 f"torch.Generator.get_state() returns), got {type(position).__name__}; {fix}.")
     return dict(stream)
+
+
+def differs(saved, mine) -> bool:
+    """Whether a saved setting differs from the sampler's own (a forged value never raises:
+    an array, a tensor or an object whose comparison fails is simply not this setting)."""
+    try:
+        return type(saved) is not type(mine) or bool(saved != mine)
+    except Exception:
+        return True
 
 
 def _short(value) -> str:

@@ -20,7 +20,7 @@ import torch
 from .._state_record import same_seed, seed_to_record
 from .._streams import RNG_CHOICES
 from .._validation import check_bool, check_choice, check_epoch, check_int
-from ..serving._state import read_seed, read_stream
+from ..serving._state import check_format, differs, read_seed, read_stream
 
 __all__ = ["STATE_FORMAT", "SamplerState", "parse_state", "same_seed", "check_resumable"]
 
@@ -82,23 +82,8 @@ class SamplerState:
 
 def parse_state(state) -> SamplerState:
     """Validate a saved state (any supported format) into a :class:`SamplerState`."""
-    if not isinstance(state, dict):
-        raise TypeError(
-            f"state_dict must be the dict StratifiedBatchSampler.state_dict() returned, got "
-            f"{type(state).__name__}."
-        )
-    form = state.get("format")
-    if form not in _FORMATS:
-        raise ValueError(
-            f"state_dict is not a StratifiedBatchSampler state: state_dict['format'] is "
-            f"{form!r}, expected one of {list(_FORMATS)}; {_FIX}."
-        )
-    missing = [key for key in (_KEYS_2 if form == STATE_FORMAT else _KEYS_1) if key not in state]
-    if missing:
-        raise ValueError(
-            f"state_dict is not a complete StratifiedBatchSampler state (format {form!r}): "
-            f"missing keys {missing}; {_FIX}."
-        )
+    form = check_format(state, "StratifiedBatchSampler", _FORMATS,
+                        {STATE_FORMAT: _KEYS_2, _FORMAT_1: _KEYS_1})
 
     def integer(key, minimum=0):
         return check_int(state[key], f"state_dict[{key!r}]", minimum=minimum, fix=_FIX_SENTENCE)
@@ -144,7 +129,7 @@ def check_resumable(saved: SamplerState, mine: SamplerState, length: int) -> Non
     """Raise ValueError unless ``saved`` can resume a sampler whose own state is ``mine``."""
     for key in _MUST_MATCH:
         theirs, ours = getattr(saved, key), getattr(mine, key)
-        if theirs != ours:
+        if differs(theirs, ours):
             raise ValueError(
                 f"Cannot resume: the state was saved with {key}={theirs!r} but this "
                 f"sampler has {key}={ours!r}. Build the sampler with the same strata and "

@@ -36,7 +36,7 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
 from .._state_record import seed_to_record
 from .._validation import check_bool, check_int
 from ..serving import EpochProgress, EpochServed
-from ..serving._state import check_format, read_resume
+from ..serving._state import check_format, differs, read_resume
 from ..torch._distributed import broadcast_object_from_rank0, initialised_world_size, resolve_replicas
 from ..torch._epoch import EpochSetter
 from ._sampler import TreeSampler
@@ -203,7 +203,7 @@ class TreeBatchSampler(EpochServed, Sampler[list]):
                 "drop_last": self.drop_last, "epoch_length": self.epoch_length}
         for key, value in mine.items():
             saved = state[key]
-            if type(saved) is not type(value) or saved != value:
+            if differs(saved, value):
                 raise ValueError(
                     f"Cannot resume: the state was saved with {key}={_short(saved)} but this "
                     f"sampler has {key}={value!r}. Build it with the tree and arguments of the "
@@ -211,7 +211,7 @@ class TreeBatchSampler(EpochServed, Sampler[list]):
         length = None if self.num_batches is None else len(self)
         resume = read_resume(state, fix=_STATE_FIX, length=length)
         stream = resume.stream
-        if stream.get("seed", resume.seed) != state["seed"]:
+        if "seed" not in stream or differs(stream["seed"], state["seed"]):
             raise ValueError(
                 f"state_dict['seed']={_short(state['seed'])} is not the seed of "
                 f"state_dict['stream'] ({_short(stream.get('seed'))}); {_STATE_FIX}.")
