@@ -663,10 +663,12 @@ class SlotLayout:
                ``run_start[s] + j`` (strata laid out one after the other in
                the epoch's layout order).
     batch_strata: ``(B, P)``: the stratum of every slot of every batch, in order.
+    columns:   int64 ``(B,)``: batch ``b`` holds slot positions ``p * B + columns[b]``.
     """
 
     run_start: np.ndarray
     batch_strata: np.ndarray
+    columns: np.ndarray
 
 
 def slot_layout(slots, first_rows, layout_draw) -> SlotLayout:
@@ -679,11 +681,12 @@ def slot_layout(slots, first_rows, layout_draw) -> SlotLayout:
     run_start = np.zeros(n_slots.shape[0], dtype=np.int64)
     run_start[layout] = np.cumsum(runs) - runs
     batches, per_batch = slots.num_batches, slots.per_batch
-    position = np.arange(batches * per_batch, dtype=np.int64)
-    batch_strata = np.empty((batches, per_batch), dtype=smallest_index_dtype(n_slots.shape[0]))
-    batch_strata[(position % batches) * slots.step % batches, position // batches] = \
-        np.repeat(layout, runs)
-    return SlotLayout(run_start, batch_strata)
+    # Slot position q = place * B + i is slot `place` of batch i * g mod B.
+    inverse = pow(slots.step, -1, batches) if batches > 1 else 0
+    columns = np.arange(batches, dtype=np.int64) * inverse % batches
+    strata = np.repeat(layout.astype(smallest_index_dtype(n_slots.shape[0])), runs)
+    batch_strata = strata.reshape(per_batch, batches)[:, columns].T.copy()
+    return SlotLayout(run_start, batch_strata, columns)
 
 
 def smallest_index_dtype(count: int):
@@ -706,41 +709,56 @@ def assemble_slots(drawn, slots, codes, sizes, first_rows) -> tuple:
     layout = slot_layout(slots, first_rows, layout_draw)
     width, per_batch, batches = slots.width, slots.per_batch, slots.num_batches
     n_slots = np.asarray(slots.n_slots, dtype=np.int64)
-    # Pass 0: rows of each stratum in permuted order (a stable sort by stratum).
-    permutation = np.asarray(permutation)
-    codes = codes.astype(smallest_code_dtype(sizes.shape[0]), copy=False)
-    grouped = permutation[np.argsort(codes[permutation], kind="stable")]
-    offsets = np.cumsum(sizes) - sizes
-    # The epoch sequences, strata in layout order: rank u of s at K * run_start[s] + u.
-    base = width * layout.run_start
-    sequence = np.empty(batches * per_batch * width, dtype=np.int64)
     served = n_slots > 0
-    destination = np.repeat(base - offsets, sizes)
-    destination += np.arange(destination.shape[0], dtype=np.int64)
-    if served.all():
-        sequence[destination] = grouped
+    run_start = np.where(served, layout.run_start, -1)
+    # The epoch sequences, strata in layout order: rank u of s at K * run_start[s] + u, so
+    # slot position q is sequence[q*K:(q+1)*K].
+    base = np.where(served, width * layout.run_start, -1)
+    sequence = np.empty(batches * per_batch * width, dtype=np.int64)
+    permutation = np.asarray(permutation)
+    n = permutation.shape[0]
+    kernels = compiled_kernels() if in_place_min_rows() <= n <= _PACKED_MAX_ROWS else None
+    if kernels is not None:
+        # One pass: each row's rank by a running count per stratum (a counting sort).
+        kernels.place_slot_rows(permutation, codes, base, sequence)
     else:
-        keep = np.repeat(served, sizes)
-        sequence[destination[keep]] = grouped[keep]
+        # Rows of each stratum in permuted order: a stable sort by stratum.
+        codes = codes.astype(smallest_code_dtype(sizes.shape[0]), copy=False)
+        grouped = permutation[np.argsort(codes[permutation], kind="stable")]
+        destination = np.repeat(base - (np.cumsum(sizes) - sizes), sizes)
+        destination += np.arange(n, dtype=np.int64)
+        if served.all():
+            sequence[destination] = grouped
+        else:
+            keep = np.repeat(served, sizes)
+            sequence[destination[keep]] = grouped[keep]
     if refills:
         strata = np.asarray(slots.refill_strata, dtype=np.int64)
         takes = np.asarray(slots.refill_takes, dtype=np.int64)
         picks = np.concatenate(refills).astype(np.int64, copy=False)
         # Each refill's first rank: after the stratum's rows and its earlier refills.
-        order = np.argsort(strata, kind="stable")
+        by_stratum = np.argsort(strata, kind="stable")
         before = np.empty_like(takes)
-        ends = np.cumsum(takes[order])
+        ends = np.cumsum(takes[by_stratum])
         group_first = np.r_[0, ends[:-1]]
-        is_new = np.r_[True, strata[order][1:] != strata[order][:-1]]
-        group_start = np.maximum.accumulate(np.where(is_new, group_first, 0))
-        before[order] = group_first - group_start
-        start = base[strata] + sizes[strata] + before
-        at = np.repeat(start, takes) + (np.arange(picks.shape[0], dtype=np.int64)
-                                        - np.repeat(np.cumsum(takes) - takes, takes))
-        sequence[at] = grouped[np.repeat(offsets[strata], takes) + picks]
+        is_new = np.r_[True, strata[by_stratum][1:] != strata[by_stratum][:-1]]
+        before[by_stratum] = group_first - np.maximum.accumulate(np.where(is_new, group_first, 0))
+        owner_base = np.repeat(base[strata], takes)
+        within = np.arange(picks.shape[0], dtype=np.int64) - np.repeat(np.cumsum(takes) - takes,
+                                                                        takes)
+        # A pick is a pass-0 rank of the stratum, already in its sequence: copy that row.
+        sequence[owner_base + np.repeat(sizes[strata] + before, takes) + within] = \
+            sequence[owner_base + picks]
     # Slot position q = place * B + i goes to batch i * g mod B: gather the K-row blocks.
-    inverse = pow(slots.step, -1, batches) if batches > 1 else 0
-    columns = np.arange(batches, dtype=np.int64) * inverse % batches
-    order = sequence.reshape(per_batch, batches, width)[:, columns, :].transpose(1, 0, 2)
+    columns = layout.columns
+    if kernels is not None:
+        order = np.empty(sequence.shape[0], dtype=np.int64)
+        kernels.gather_slot_blocks(sequence, columns, per_batch, width, order)
+    else:
+        order = np.empty((batches, per_batch, width), dtype=np.int64)
+        np.take(sequence.reshape(per_batch, batches, width), columns, axis=1,
+                out=order.transpose(1, 0, 2))
+        order = order.reshape(-1)
     bounds = np.arange(batches + 1, dtype=np.int64) * (per_batch * width)
-    return BatchOrder(order=np.ascontiguousarray(order).reshape(-1), bounds=bounds), layout
+    return BatchOrder(order=order, bounds=bounds), layout
+

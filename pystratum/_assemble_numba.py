@@ -36,7 +36,7 @@ import numpy as np
 from ._numba_tools import prefetch
 
 __all__ = ["pack_rows", "pack_permuted", "shuffle_like_numpy", "place_ranks",
-           "move_to_places"]
+           "move_to_places", "place_slot_rows", "gather_slot_blocks"]
 
 _LOW = 0xFFFFFFFF
 # Swaps whose partner is prefetched ahead of use (a power of two for the ring
@@ -219,3 +219,51 @@ def move_to_places(packed, leaf_bits=_LEAF_BITS, fan_bits=_FAN_BITS):
     for low in range(0, n, width):
         _settle(packed, low, min(n, low + width))
 
+
+
+@numba.njit(nogil=True, boundscheck=False, cache=True)
+def place_slot_rows(permutation, codes, base, sequence):
+    """Pass 0 of a slot allocation: ``sequence[base[s] + u] = row`` for the row of rank ``u``.
+
+    Walking the permutation, a running count per stratum gives each row its
+    rank ``u`` within its stratum ``s``; strata with ``base[s] < 0`` are left
+    out. A counting sort in one pass: each stratum's run is written in
+    order, so the writes stay in about one cache line per stratum (random
+    writes over the whole output were measured twice as slow).
+    """
+    seen = base.copy()
+    for i in range(permutation.shape[0]):
+        row = permutation[i]
+        s = codes[row]
+        at = seen[s]
+        if at < 0:
+            continue
+        sequence[at] = row
+        seen[s] = at + 1
+
+
+@numba.njit(nogil=True, boundscheck=False, cache=True)
+def gather_slot_blocks(sequence, columns, per_batch, width, order):
+    """``order[b, p, :] = sequence[p, columns[b], :]`` (shapes ``(B, P, K)`` and ``(P, B, K)``).
+
+    The slot layout's last step: K-row blocks read in batch order, each
+    prefetched a few batches ahead (the reads jump across the sequence; the
+    writes are in order).
+    """
+    n_batches = columns.shape[0]
+    at = 0
+    for b in range(n_batches):
+        if b + _SLOT_AHEAD < n_batches:
+            ahead = columns[b + _SLOT_AHEAD]
+            for p in range(per_batch):
+                prefetch(sequence, (p * n_batches + ahead) * width)
+        column = columns[b]
+        for p in range(per_batch):
+            start = (p * n_batches + column) * width
+            for r in range(width):
+                order[at] = sequence[start + r]
+                at += 1
+
+
+# Batches whose slot blocks gather_slot_blocks prefetches ahead of use.
+_SLOT_AHEAD = 4

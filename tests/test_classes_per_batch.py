@@ -345,3 +345,32 @@ def test_strata_of_sizes_allocation_is_sparse():
     assert allocation.cuts is None
     assert allocation.slots.n_slots.shape == (10_000,)
     assert allocation.num_batches == 1250
+
+
+def test_lazy_plans_are_refused_with_the_fix():
+    y = labels_of([8, 9, 10, 11])
+    with pytest.raises(ValueError, match="no lazy plan yet.*rng='numpy'"):
+        plan_batches(y, ClassesPerBatch(2, 4), seed=1, rng="index")
+
+
+def test_compiled_and_numpy_paths_give_the_same_batches(monkeypatch):
+    # From 2**17 rows, with numba, pass 0 is placed by one compiled pass (no sort).
+    import importlib
+
+    import pystratum._assemble as assemble
+
+    kernels = importlib.import_module("pystratum._assemble_numba")  # numba: the fast extra
+    sizes = np.random.default_rng(2).integers(1, 60, 5000)
+    y = labels_of(sizes.tolist(), 5)
+    assert y.shape[0] >= assemble.in_place_min_rows()
+    policy = ClassesPerBatch(8, 4, small="drop")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallStrataWarning)
+        for rng in ["numpy", "R"]:
+            monkeypatch.setattr(assemble, "compiled_kernels", lambda: kernels)
+            compiled = plan_batches(y, policy, seed=3, rng=rng, epoch=1)
+            monkeypatch.setattr(assemble, "compiled_kernels", lambda: None)
+            plain = plan_batches(y, policy, seed=3, rng=rng, epoch=1)
+            monkeypatch.undo()
+            assert np.array_equal(compiled.order, plain.order)
+            check_plan(y, policy, compiled)

@@ -122,6 +122,13 @@ class ClassesPerBatch(Policy):
     def num_batches(self, strata) -> int:
         return self._layout(strata, warn=True)[2]
 
+    def batch_cuts(self, strata, epoch, batches):
+        """Not available: a slot allocation has no rank ranges per batch (no lazy plan yet)."""
+        raise ValueError(
+            "ClassesPerBatch has no lazy plan yet: rng='index' (and lazy_plan()) need rank "
+            "ranges per batch, which its slot layout does not give. Use rng='numpy' (default) "
+            "or rng='R' (the R package's batches).")
+
     def allocate(self, strata, epoch) -> Allocation:
         own, served, num_batches = self._layout(strata, warn=True)
         sizes = np.asarray(strata.sizes, dtype=np.int64)
