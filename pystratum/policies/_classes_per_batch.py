@@ -152,7 +152,7 @@ class ClassesPerBatch(Policy):
                               for s in which[:10].tolist())
             more = "" if which.shape[0] <= 10 else f" and {which.shape[0] - 10} more"
             raise ValueError(
-                f"ClassesPerBatch(per_class={k}) needs at least {k} rows of every stratum, but "
+                f"per_class={k} needs at least {k} rows of every stratum (ClassesPerBatch), but "
                 f"{which.shape[0]} stratum/strata have fewer: {shown}{more}. Pass "
                 f"small='drop' to leave them out, small='repeat' to repeat their rows inside "
                 f"their slot, or a smaller per_class."
@@ -169,7 +169,7 @@ class ClassesPerBatch(Policy):
                      f"; there are only {sizes.shape[0]} strata, so classes_per_batch="
                      f"{p} is never feasible")
             raise ValueError(
-                f"ClassesPerBatch(classes_per_batch={p}, per_class={k}) needs {p} distinct "
+                f"classes_per_batch={p} with per_class={k} needs {p} distinct "
                 f"strata that can fill a slot of {k} rows in every batch, but only {n_served} "
                 f"of the {sizes.shape[0]} strata can ({hint}). Lower classes_per_batch or "
                 f"per_class" + ("" if self.small == "repeat" else

@@ -55,8 +55,8 @@ classes_per_batch_slots = function(policy, encoded, epoch, warn = TRUE) {
     shown = paste(sprintf("%s (%s rows)", labels(utils::head(which, 10L)),
       format(sizes[utils::head(which, 10L)], scientific = FALSE)), collapse = ", ")
     more = if (length(which) <= 10L) "" else sprintf(" and %d more", length(which) - 10L)
-    abort_value("strata", sprintf(paste0(
-      "ClassesPerBatch(per_class=%s) needs at least %s rows of every stratum, but %d ",
+    abort_value("per_class", sprintf(paste0(
+      "per_class=%s needs at least %s rows of every stratum (ClassesPerBatch), but %d ",
       "stratum/strata have fewer: %s%s. Pass small='drop' to leave them out, small='repeat' ",
       "to repeat their rows inside their slot, or a smaller per_class."),
       format(k, scientific = FALSE), format(k, scientific = FALSE), length(which), shown, more))
@@ -74,7 +74,7 @@ classes_per_batch_slots = function(policy, encoded, epoch, warn = TRUE) {
       sprintf("; there are only %d strata, so classes_per_batch=%s is never feasible",
         length(sizes), format(p, scientific = FALSE)))
     abort_value("classes_per_batch", sprintf(paste0(
-      "ClassesPerBatch(classes_per_batch=%s, per_class=%s) needs %s distinct strata that can ",
+      "classes_per_batch=%s with per_class=%s needs %s distinct strata that can ",
       "fill a slot of %s rows in every batch, but only %d of the %d strata can (%s). Lower ",
       "classes_per_batch or per_class%s."), format(p, scientific = FALSE),
       format(k, scientific = FALSE), format(p, scientific = FALSE),

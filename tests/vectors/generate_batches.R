@@ -121,6 +121,10 @@ mixed = data.frame(
 ten = rep(sprintf("class_%02d", 1:10), c(5L, 9L, 12L, 30L, 7L, 5L, 11L, 40L, 6L, 25L))
 set.seed(20250906)
 shuffled_ten = sample(ten)
+# Seven classes for the P x K cases, interleaved (first appearance differs from label order).
+pk_classes = rep(sprintf("id_%d", c(7L, 3L, 5L, 1L, 6L, 2L, 4L)),
+  c(9L, 4L, 13L, 7L, 22L, 5L, 16L))[c(seq(1L, 76L, by = 3L), seq(2L, 76L, by = 3L),
+  seq(3L, 76L, by = 3L))]
 
 cases = list(
   run_case("blog_no_shuffle_m1",
@@ -279,7 +283,28 @@ cases = list(
   run_case("error_seed_out_of_range", "seed = 3000000000, beyond what set.seed() takes.", small,
     1L, seed = 3e9),
   run_case("error_shuffle_number", "shuffle = 1 (a number, not TRUE/FALSE).", small, 1L,
-    shuffle = 1L)
+    shuffle = 1L),
+  # P classes x K rows (policy_classes_per_batch / ClassesPerBatch).
+  run_case("classes_per_batch_refills",
+    "Seven classes (9, 4, 13, 7, 22, 5, 16 rows), 3 classes x 4 rows: partial slots refilled, B = 8.",
+    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
+      per_class = 4L, classes = "proportional", small = "error")), seed = 7L, epoch = 1L),
+  run_case("classes_per_batch_extras",
+    "Same classes, 4 x 3 rows: extra slots by water-filling, epoch 2.",
+    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 4L,
+      per_class = 3L, classes = "proportional", small = "error")), seed = 2026L, epoch = 2L),
+  run_case("classes_per_batch_repeat", "Same classes, 2 x 6 rows, small = 'repeat' (4 and 5 rows repeat).",
+    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 2L,
+      per_class = 6L, classes = "proportional", small = "repeat")), seed = 3L),
+  run_case("classes_per_batch_no_shuffle", "Same classes, 3 x 4 rows, row order.",
+    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
+      per_class = 4L, classes = "proportional", small = "error")), shuffle = FALSE),
+  run_case("error_classes_per_batch_small", "per_class = 6 with classes of 4 and 5 rows: an error naming per_class.",
+    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 2L,
+      per_class = 6L, classes = "proportional", small = "error")), seed = 1L),
+  run_case("error_classes_per_batch_infeasible", "8 classes per batch of 7 classes: an error naming classes_per_batch.",
+    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 8L,
+      per_class = 2L, classes = "proportional", small = "error")), seed = 1L)
 )
 
 ids = vapply(cases, function(case) case$id, "")
