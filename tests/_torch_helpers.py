@@ -588,3 +588,62 @@ def wrapper_overlap_worker(config):
         return result
     finally:
         dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------------------
+# Hugging Face trainers (the hf extra): tiny models built from configs, no download.
+
+def hf_tiny_classifier(n_rows: int, seed: int = 0):
+    """A one-layer BERT classifier with random weights over tokens ``2 .. n_rows + 1`` (row
+    ``r`` is the sequence ``[1, r + 2]``), and a list its forward pre-hook fills with the rows
+    of every batch it is called on."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(seed)
+    model = BertForSequenceClassification(BertConfig(
+        vocab_size=n_rows + 2, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+        intermediate_size=8, max_position_embeddings=4, num_labels=2))
+    seen = []
+
+    def record(module, args, kwargs):
+        if module.training:
+            seen.append((kwargs["input_ids"][:, 1] - 2).tolist())
+
+    model.register_forward_pre_hook(record, with_kwargs=True)
+    return model, seen
+
+
+def hf_rows_dataset(labels):
+    """A ``datasets.Dataset`` of rows ``[1, r + 2]`` with ``labels`` and a ``group`` column."""
+    import datasets
+
+    labels = [int(v) for v in labels]
+    return datasets.Dataset.from_dict({"input_ids": [[1, r + 2] for r in range(len(labels))],
+                                       "labels": labels, "group": labels})
+
+
+def hf_trainer_worker(config):
+    """StratifiedTrainer under accelerate's multi-process CPU state (gloo), launched like
+    torchrun: the rows of every training step on this process."""
+    import warnings
+
+    from transformers import TrainingArguments
+
+    from pystratum.integrations.transformers import StratifiedTrainer
+    from pystratum.policies import policy_from_params
+
+    warnings.filterwarnings("ignore")
+    labels = np.asarray(config["labels"])
+    model, seen = hf_tiny_classifier(len(labels))
+    args = TrainingArguments(
+        output_dir=config["output_dir"], per_device_train_batch_size=config["batch_size"],
+        num_train_epochs=config["epochs"], use_cpu=True, report_to=[], save_strategy="no",
+        logging_strategy="no", disable_tqdm=True, seed=config["seed"], ddp_backend="gloo")
+    policy = config.get("policy")
+    trainer = StratifiedTrainer(
+        model=model, args=args, train_dataset=hf_rows_dataset(labels), strata="group",
+        policy=None if policy is None else policy_from_params(policy["name"], policy["params"]))
+    trainer.train()
+    return {"rank": trainer.args.process_index, "world": trainer.args.world_size,
+            "steps": seen}

@@ -1,0 +1,151 @@
+"""``StratifiedTrainer``: a Hugging Face ``Trainer`` that trains on stratified batches.
+
+::
+
+    from pystratum.integrations.transformers import StratifiedTrainer
+
+    trainer = StratifiedTrainer(model=model, args=args, train_dataset=train,
+                                strata="label")          # or an array of labels
+    trainer.train()
+
+The training loader is ``DataLoader(dataset, batch_sampler=StratifiedBatchSampler(...))``
+built the way ``Trainer`` builds its own (the same collator, unused columns
+removed, workers, pinning), then passed through ``accelerator.prepare``.
+Under several processes (``accelerate launch``, ``torchrun``) every process
+plans the same epoch from (seed, epoch) and accelerate's
+``BatchSamplerShard`` hands whole batches to the processes in turn, so each
+process trains on whole stratified batches. Resuming from a checkpoint
+skips the batches already trained (``skip_first_batches``); the batches are
+a function of (seed, epoch), so the rest are those of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from transformers import Trainer, TrainerCallback
+
+from .._streams import RNG_CHOICES
+from .._validation import check_choice
+from ..torch import StratifiedBatchSampler
+from ._common import column_labels, declared_batch_size, served_sizes, trainer_policy
+
+__all__ = ["StratifiedTrainer"]
+
+logger = logging.getLogger(__name__)
+
+
+class _EpochCallback(TrainerCallback):
+    """Sets the sampler's epoch at every epoch start, whatever wraps the loader.
+
+    ``Trainer`` calls ``set_epoch`` through the prepared loader, but after a
+    resume under several processes the loader is ``SkipBatchSampler(
+    BatchSamplerShard(sampler))`` and the call does not reach the sampler.
+    ``state.epoch`` is ``epoch + step / steps_in_epoch`` (exactly ``epoch + 1``
+    after an epoch's last step), so its integer part is the epoch starting.
+    """
+
+    def __init__(self, trainer):
+        self._trainer = trainer
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        sampler = self._trainer.stratified_sampler
+        if sampler is not None:
+            sampler.set_epoch(int(state.epoch or 0))
+
+
+class StratifiedTrainer(Trainer):
+    """A ``transformers.Trainer`` whose training batches come from a pystratum policy.
+
+    Parameters (besides ``Trainer``'s own, passed through)
+    ----------
+    strata
+        The name of a column of ``train_dataset`` (a ``datasets.Dataset``),
+        or one label per training row (anything ``StratifiedBatchSampler``
+        accepts). Keyword-only.
+    policy : pystratum.policies.Policy, optional
+        None: ``FixedSize(per_device_train_batch_size)``. A policy with one
+        fixed batch size (``FixedSize``, ``Targets``, ``ClassesPerBatch``):
+        ``per_device_train_batch_size`` must equal it (ValueError otherwise).
+        A policy whose batch size follows from the data (``MinPerStratum``,
+        ``Downsample``): ``per_device_train_batch_size`` is not used, and the
+        trainer logs (logger ``pystratum.integrations.transformers``, level
+        WARNING) the number and sizes of the batches it serves.
+    seed : int, optional
+        The batches' seed; None uses ``args.seed`` (so every process, and a
+        resumed run, plan the same epochs).
+    rng : {"numpy", "R", "torch", "index"}
+        As ``StratifiedBatchSampler``'s.
+
+    Guarantees
+    ----------
+    * Every training step's batch is one batch of
+      ``StratifiedBatchSampler(strata, policy, seed=seed, rng=rng)``'s epoch
+      (epoch ``k`` of training is the sampler's epoch ``k``); with one
+      process, the epoch's batches in order; with ``n`` processes, process
+      ``r`` gets batches ``r, r + n, ...`` whole (accelerate's
+      ``BatchSamplerShard``; a short tail is completed with whole batches
+      from the epoch's start, or dropped with ``dataloader_drop_last``).
+    * Resuming from a checkpoint (``train(resume_from_checkpoint=...)``)
+      serves the batches an uninterrupted run would have served after it.
+    * ``split_batches=True`` in accelerate's configuration would cut each
+      batch across processes (and its composition with it); accelerate
+      refuses it here, as the sampler declares no fixed batch size.
+    """
+
+    def __init__(self, *args, strata, policy=None, seed=None, rng="numpy", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.strata = strata
+        self.stratified_rng = check_choice(rng, "rng", RNG_CHOICES)
+        self.stratified_seed = seed
+        self.policy = trainer_policy(policy, self.args.per_device_train_batch_size,
+                                     "per_device_train_batch_size")
+        self.stratified_sampler = None
+        self.add_callback(_EpochCallback(self))
+
+    def _stratified_batch_sampler(self) -> StratifiedBatchSampler:
+        labels = column_labels(self.train_dataset, self.strata)
+        seed = self.args.seed if self.stratified_seed is None else self.stratified_seed
+        # num_replicas=1: accelerate shards the batches across processes itself
+        # (whole batches in turn); every process plans the same epochs from the seed.
+        sampler = StratifiedBatchSampler(
+            labels, self.policy, seed=seed, rng=self.stratified_rng, num_replicas=1, rank=0,
+            drop_last=self.args.dataloader_drop_last, dataset=self.train_dataset)
+        if declared_batch_size(self.policy) is None:
+            count, smallest, largest = served_sizes(sampler)
+            sizes = f"{smallest}" if smallest == largest else f"{smallest} to {largest}"
+            logger.warning(
+                "StratifiedTrainer: %r serves %d batches of %s rows per epoch (the batch size "
+                "follows from the data); per_device_train_batch_size=%d is not used.",
+                self.policy, count, sizes, self.args.per_device_train_batch_size)
+        return sampler
+
+    def get_train_dataloader(self):
+        """The training loader: the stratified batch sampler, prepared by accelerate."""
+        if self.train_dataset is None:
+            raise ValueError("Trainer: training requires a train_dataset.")
+        from torch.utils.data import DataLoader
+
+        dataset = self.train_dataset
+        collator = self.data_collator
+        if _is_hf_dataset(dataset):
+            dataset = self._remove_unused_columns(dataset, description="training")
+        else:
+            collator = self._get_collator_with_removed_columns(collator, description="training")
+        sampler = self._stratified_batch_sampler()
+        self.stratified_sampler = sampler
+        params = {"batch_sampler": sampler, "collate_fn": collator,
+                  "num_workers": self.args.dataloader_num_workers,
+                  "pin_memory": self.args.dataloader_pin_memory,
+                  "persistent_workers": self.args.dataloader_persistent_workers}
+        if self.args.dataloader_num_workers > 0:
+            params["prefetch_factor"] = self.args.dataloader_prefetch_factor
+        return self.accelerator.prepare(DataLoader(dataset, **params))
+
+
+def _is_hf_dataset(dataset) -> bool:
+    try:
+        import datasets
+    except ImportError:  # a torch dataset then (datasets is in the hf extra)
+        return False
+    return isinstance(dataset, datasets.Dataset)

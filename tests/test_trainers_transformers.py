@@ -1,0 +1,121 @@
+"""StratifiedTrainer with the real transformers (the hf extra): the batches each training
+step actually ran on, one process and two, and after a resume from a checkpoint."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded: models come from configs
+
+from transformers import TrainingArguments  # noqa: E402
+
+from _torch_helpers import hf_rows_dataset, hf_tiny_classifier, run_ranks  # noqa: E402
+from pystratum.integrations.transformers import StratifiedTrainer  # noqa: E402
+from pystratum.policies import MinPerStratum, Targets  # noqa: E402
+from pystratum.torch import StratifiedBatchSampler  # noqa: E402
+
+LABELS = np.random.default_rng(1).permutation(np.repeat([0, 1], [40, 8]))  # 48 rows, 17% ones
+
+
+def arguments(tmp_path, batch_size=8, epochs=2, **kwargs):
+    kwargs.setdefault("save_strategy", "no")
+    return TrainingArguments(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=batch_size,
+        num_train_epochs=epochs, use_cpu=True, report_to=[], logging_strategy="no",
+        disable_tqdm=True, seed=7, **kwargs)
+
+
+def planned(policy, epochs, seed=7):
+    sampler = StratifiedBatchSampler(LABELS, policy, seed=seed)
+    return [[list(map(int, b)) for b in sampler.plan(e).batches] for e in range(epochs)]
+
+
+def test_default_policy_is_fixed_size_of_the_per_device_batch(tmp_path):
+    model, seen = hf_tiny_classifier(len(LABELS))
+    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path),
+                                train_dataset=hf_rows_dataset(LABELS), strata="group")
+    trainer.train()
+    from pystratum.policies import FixedSize
+
+    assert trainer.policy == FixedSize(8)
+    expected = planned(FixedSize(8), 2)
+    assert seen == expected[0] + expected[1]  # every step, both epochs, in order
+    for batch in seen:  # the composition: 8 rows, the minority 1 or 2 of them
+        assert len(batch) == 8 and 1 <= LABELS[batch].sum() <= 2
+
+
+def test_targets_with_labels_given_as_an_array(tmp_path):
+    policy = Targets({0: 0.5, 1: 0.5}, 8)
+    model, seen = hf_tiny_classifier(len(LABELS))
+    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
+                                train_dataset=hf_rows_dataset(LABELS), strata=LABELS,
+                                policy=policy)
+    trainer.train()
+    assert seen == planned(policy, 1)[0]
+    assert all(LABELS[batch].sum() == 4 for batch in seen)  # half minority, every step
+
+
+def test_a_fixed_size_policy_must_match_per_device_train_batch_size(tmp_path):
+    model, _ = hf_tiny_classifier(len(LABELS))
+    with pytest.raises(ValueError, match=r"^per_device_train_batch_size must equal the batch "
+                                         r"size of policy=Targets.*\(16 rows\), got "
+                                         r"per_device_train_batch_size=8"):
+        StratifiedTrainer(model=model, args=arguments(tmp_path),
+                          train_dataset=hf_rows_dataset(LABELS), strata="group",
+                          policy=Targets({0: 0.5, 1: 0.5}, 16))
+
+
+def test_a_policy_sized_by_the_data_logs_the_sizes_it_serves(tmp_path, caplog):
+    model, seen = hf_tiny_classifier(len(LABELS))
+    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path, batch_size=3, epochs=1),
+                                train_dataset=hf_rows_dataset(LABELS), strata="group",
+                                policy=MinPerStratum(2))
+    with caplog.at_level(logging.WARNING, logger="pystratum.integrations.transformers"):
+        trainer.train()
+    assert "MinPerStratum(m=2) serves 4 batches of 12 rows per epoch" in caplog.text
+    assert "per_device_train_batch_size=3 is not used" in caplog.text
+    assert seen == planned(MinPerStratum(2), 1)[0]
+    assert all(LABELS[batch].sum() == 2 for batch in seen)
+
+
+def test_a_missing_column_is_named(tmp_path):
+    model, _ = hf_tiny_classifier(len(LABELS))
+    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path),
+                                train_dataset=hf_rows_dataset(LABELS), strata="grup")
+    with pytest.raises(ValueError, match=r"^strata must name a column of the training dataset, "
+                                         r"got strata='grup'"):
+        trainer.train()
+
+
+@pytest.mark.parametrize("checkpoint", [4, 9])  # mid-epoch 0, mid-epoch 1
+def test_resuming_from_a_checkpoint_serves_the_remaining_batches(tmp_path, checkpoint):
+    model, full = hf_tiny_classifier(len(LABELS))
+    trainer = StratifiedTrainer(
+        model=model, args=arguments(tmp_path, save_strategy="steps", save_steps=checkpoint),
+        train_dataset=hf_rows_dataset(LABELS), strata="group")
+    trainer.train()
+    assert len(full) == 12
+    model, resumed = hf_tiny_classifier(len(LABELS), seed=1)
+    trainer = StratifiedTrainer(
+        model=model, args=arguments(tmp_path, save_strategy="no"),
+        train_dataset=hf_rows_dataset(LABELS), strata="group")
+    trainer.train(resume_from_checkpoint=str(tmp_path / "out" / f"checkpoint-{checkpoint}"))
+    assert resumed == full[checkpoint:]
+
+
+def test_two_processes_each_train_on_whole_stratified_batches(tmp_path):
+    config = {"labels": LABELS.tolist(), "batch_size": 8, "epochs": 2, "seed": 7,
+              "output_dir": str(tmp_path / "out")}
+    results = run_ranks("hf_trainer_worker", 2, config, tmp_path, timeout=400,
+                        extra_env={"HF_HUB_OFFLINE": "1", "ACCELERATE_USE_CPU": "true"})
+    assert [r["world"] for r in results] == [2, 2]
+    from pystratum.policies import FixedSize
+
+    expected = planned(FixedSize(8), 2)
+    for rank, result in enumerate(results):
+        # 6 batches per epoch: process r trains on batches r, r + 2, r + 4, whole.
+        assert result["steps"] == expected[0][rank::2] + expected[1][rank::2]
