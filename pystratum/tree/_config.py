@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import os
 import re
 from pathlib import Path
 
 from .._validation import _show
 
-__all__ = ["TreeConfigError", "load_config", "node_path", "MODES", "OPS", "PRUNE"]
+__all__ = ["TreeConfigError", "load_config", "node_path", "MODES", "OPS", "PRUNE", "LIMITS"]
 
 MODES = ("replacement", "shuffle", "sequential")
 OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in")
@@ -36,6 +37,27 @@ class TreeConfigError(ValueError):
     def __init__(self, message: str, path: str = "config"):
         super().__init__(message)
         self.path = path
+
+
+class TreeConfigFileNotFound(TreeConfigError, FileNotFoundError):
+    """A config path that names no file (a ValueError like every config error, and a
+    FileNotFoundError as before)."""
+
+
+# Bounds checked before a config is expanded or validated. A tree config is a
+# few kilobytes; these are far above any real one and far below what exhausts
+# memory, time or the stack (YAML anchors and aliases can make a 300-byte text
+# expand to gigabytes; a deep or cyclic structure overflows recursive checkers).
+LIMITS = {
+    "bytes": 1 << 20,        # YAML text (characters)
+    "aliases": 1_000,        # YAML aliases (*name)
+    "values": 100_000,       # mappings, lists and scalars, aliases expanded
+    "depth": 64,             # nesting of mappings and lists
+}
+# Draws one entry into the root may yield (the product of the repeats along a
+# path): the engine builds a segment whole, 8 bytes per draw.
+MAX_SEGMENT = 1 << 24
+MAX_EPOCH_LENGTH = (1 << 63) - 1  # len() must fit in a C ssize_t
 
 
 _NODE_SCHEMA = {
@@ -149,13 +171,94 @@ def load_config(config) -> dict:
     (a ValueError) naming the node path for an invalid config.
     """
     raw = _read(config)
+    _check_bounds(raw)
+    _check_keys(raw)
     _validate_schema(raw)
     config = copy.deepcopy(raw)
     config.setdefault("epoch_length", None)
     config.setdefault("aux", {})
-    _check_node(config["root"], ["root"], parent_mode=None)
+    if config["epoch_length"] is not None:
+        config["epoch_length"] = _whole(config["epoch_length"], "epoch_length", MAX_EPOCH_LENGTH,
+                                        "a count of draws")
+    _check_node(config["root"], ["root"], parent_mode=None, segment=1)
     _check_aux(config["aux"])
     return config
+
+
+def _whole(value, path: str, most: int, what: str) -> int:
+    """An integer-valued field as an int (JSON Schema counts 2.0 as an integer), bounded."""
+    value = int(value)
+    if value > most:
+        raise TreeConfigError(
+            f"{path} must be at most {most:,} ({what}), got {path}={value}. Use a smaller "
+            f"value.", path)
+    return value
+
+
+# ----------------------------------------------------------------- bounds
+
+def _check_bounds(data, where: str = "config") -> None:
+    """Refuse cycles, nesting deeper than LIMITS['depth'] and more than
+    LIMITS['values'] values (shared sub-structures counted at every use), before
+    anything walks the config recursively or copies it."""
+    sizes = {}     # id -> values in the expanded sub-structure (shared ones counted once here)
+    enclosing = set()
+
+    def visit(value, parts, depth):
+        if not isinstance(value, (dict, list, tuple)):
+            return 1
+        key = id(value)
+        if key in enclosing:
+            raise TreeConfigError(
+                f"{where} contains itself at {node_path(parts)} (a cycle, e.g. a YAML alias to "
+                f"an enclosing node, or a dict that holds itself); a tree config must be a "
+                f"tree. Repeat the node's text instead.", node_path(parts))
+        if key in sizes:
+            return sizes[key]
+        if depth > LIMITS["depth"]:
+            raise TreeConfigError(
+                f"{where} is nested deeper than {LIMITS['depth']} levels of mappings and lists "
+                f"(at {_short_path(parts)}); a tree's levels are a few. Flatten the tree "
+                f"(for_each makes one node per value without nesting).", node_path(parts[:3]))
+        enclosing.add(key)
+        total = 1
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for name, item in items:
+            total += visit(item, parts + [name], depth + 1)
+            if total > LIMITS["values"]:
+                raise TreeConfigError(
+                    f"{where} holds more than {LIMITS['values']:,} values (mappings, lists and "
+                    f"scalars, each YAML alias expanded where it is used); a tree config holds "
+                    f"a few hundred. Use for_each instead of listing nodes, and check the "
+                    f"config for anchors/aliases that nest each other.", node_path(parts[:3]))
+        enclosing.discard(key)
+        sizes[key] = total
+        return total
+
+    visit(data, [], 0)
+
+
+def _short_path(parts) -> str:
+    text = node_path(parts)
+    return text if len(text) <= 120 else text[:60] + " ... " + text[-55:]
+
+
+def _check_keys(data) -> None:
+    """Mapping keys are strings (YAML reads ``1:`` and ``true:`` as other types)."""
+    def visit(value, parts):
+        if isinstance(value, dict):
+            for name, item in value.items():
+                if not isinstance(name, str):
+                    raise TreeConfigError(
+                        f"{node_path(parts) if parts else 'config'} has the key {name!r} of type "
+                        f"{type(name).__name__}; keys (node fields and aux names) must be "
+                        f"strings. In YAML quote it: '{name}':", node_path(parts))
+                visit(item, parts + [name])
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                visit(item, parts + [index])
+
+    visit(data, [])
 
 
 # ---------------------------------------------------------------- reading
@@ -166,6 +269,10 @@ def _read(config):
     if isinstance(config, os.PathLike):
         return _parse_yaml(_read_file(Path(config)), f"file {os.fspath(config)!r}")
     if isinstance(config, str):
+        if not config.strip():
+            raise TreeConfigError(
+                f"config is an empty string ({_show(config)}): pass YAML text with a `root:` "
+                f"node, the path of a YAML file, or a dict.")
         if "\n" not in config and ":" not in config.split(os.sep)[-1]:
             # One line without a mapping colon: a path, not YAML.
             return _parse_yaml(_read_file(Path(config)), f"file {config!r}")
@@ -177,12 +284,30 @@ def _read(config):
 
 
 def _read_file(path: Path) -> str:
-    if not path.is_file():
-        raise FileNotFoundError(
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except (OSError, ValueError):  # a name the system cannot hold (too long, NUL)
+        is_dir = is_file = False
+    if is_dir:
+        raise TreeConfigError(
+            f"config {os.fspath(path)!r} is a directory; pass the path of a YAML file, YAML "
+            f"text or a dict.")
+    if not is_file:
+        raise TreeConfigFileNotFound(
             f"config file {os.fspath(path)!r} does not exist. Pass an existing path, YAML text "
             f"(a string with a newline or 'key: value'), or a dict."
         )
-    return path.read_text(encoding="utf-8")
+    size = path.stat().st_size
+    if size > LIMITS["bytes"]:
+        raise TreeConfigError(
+            f"config file {os.fspath(path)!r} is {size:,} bytes, more than the {LIMITS['bytes']:,}"
+            f" a tree config may have (they are a few kilobytes). Is it the right file?")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise TreeConfigError(
+            f"config file {os.fspath(path)!r} is not UTF-8 text (byte {error.start}). Save it "
+            f"as UTF-8.") from None
 
 
 INSTALL_TREE = "pip install 'stratabatch[tree]'"
@@ -195,8 +320,14 @@ def _parse_yaml(text: str, where: str):
         raise ImportError(f"YAML configs need PyYAML: {INSTALL_TREE} (or pass a dict).") \
             from error
 
+    if len(text) > LIMITS["bytes"]:
+        raise TreeConfigError(
+            f"config ({where}) is {len(text):,} characters long, more than the "
+            f"{LIMITS['bytes']:,} a tree config may have (they are a few kilobytes).")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_loader_class(yaml, where))
+    except RecursionError:  # pragma: no cover - the depth bound comes first
+        raise TreeConfigError(f"config ({where}) is nested too deeply.") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -211,6 +342,108 @@ def _parse_yaml(text: str, where: str):
             f"{type(data).__name__}: {_show(data)}."
         )
     return data
+
+
+def _loader_class(yaml, where: str):
+    """PyYAML's safe loader (no ``!!python`` tags), bounded while it composes.
+
+    Composition is where anchors and aliases are still a small graph: aliases,
+    nodes and nesting are counted there, and the size the document would have
+    with every alias expanded is computed on that graph (each node once)
+    before any Python object is built. A key given twice in one mapping is
+    refused (YAML would keep the last one silently).
+    """
+
+    def limit(what: str, mark, detail: str):
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return TreeConfigError(
+            f"config ({where}) exceeds the limit of {LIMITS[what]:,} {detail}{at}. A tree config "
+            f"is a few kilobytes; check it for anchors and aliases that nest each other, or "
+            f"flatten it (for_each makes one node per value).")
+
+    class BoundedLoader(yaml.SafeLoader):
+        aliases = 0
+        composed = 0
+        depth = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                self.aliases += 1
+                if self.aliases > LIMITS["aliases"]:
+                    raise limit("aliases", self.peek_event().start_mark, "aliases (*name)")
+            self.composed += 1
+            if self.composed > LIMITS["values"]:
+                raise limit("values", self.peek_event().start_mark, "values")
+            self.depth += 1
+            try:
+                if self.depth > LIMITS["depth"]:
+                    raise limit("depth", self.peek_event().start_mark,
+                                "levels of nested mappings and lists")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def construct_document(self, node):
+            _expanded_size(yaml, node, limit)
+            return super().construct_document(node)
+
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue  # '<<: *defaults' is meant to be overridden
+                    key = self.construct_object(key_node, deep=True)
+                    try:
+                        first = seen.setdefault(key, key_node.start_mark)
+                    except TypeError:
+                        continue  # an unhashable key: the base class reports it
+                    if first is not key_node.start_mark:
+                        mark = key_node.start_mark
+                        raise TreeConfigError(
+                            f"config ({where}) gives the key {key!r} twice in one mapping, at "
+                            f"line {first.line + 1} and line {mark.line + 1}; YAML would keep "
+                            f"only the last one. Remove or merge one of them.")
+            return super().construct_mapping(node, deep=deep)
+
+    return BoundedLoader
+
+
+def _expanded_size(yaml, root, limit) -> int:
+    """Values in the document with every alias expanded, from the composed graph.
+
+    Each node is sized once (aliases share nodes, so this is linear in the
+    text); a node reached from inside itself is a cycle and refused.
+    """
+    sizes = {}
+    enclosing = set()
+
+    def size(node, depth):
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in enclosing:
+            mark = node.start_mark
+            raise TreeConfigError(
+                f"config contains itself: the node at line {mark.line + 1}, column "
+                f"{mark.column + 1} is used inside itself through an alias; a tree config must "
+                f"be a tree. Repeat the node's text instead.")
+        if isinstance(node, yaml.ScalarNode):
+            return 1
+        enclosing.add(key)
+        total = 1
+        children = (node.value if isinstance(node, yaml.SequenceNode)
+                    else [part for pair in node.value for part in pair])
+        for child in children:
+            total += size(child, depth + 1)
+            if total > LIMITS["values"]:
+                raise limit("values", node.start_mark,
+                            "values once its aliases are expanded, for the node")
+        enclosing.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(root, 0)
 
 
 # ----------------------------------------------------------- schema check
@@ -254,7 +487,7 @@ def _message(error):
     kind = error.validator
     if kind == "additionalProperties":
         allowed = list(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(allowed))
+        extra = sorted(set(error.instance) - set(allowed), key=repr)
         hints = []
         for key in extra:
             close = difflib.get_close_matches(str(key), allowed, n=1)
@@ -297,8 +530,29 @@ def _field_of(parts):
 
 # --------------------------------------------------------- semantic check
 
-def _check_node(node: dict, parts: list, parent_mode) -> None:
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int beyond a float's range
+        return False
+
+
+def _check_node(node: dict, parts: list, parent_mode, segment: int) -> None:
     path = node_path(parts)
+    if "weight" in node and not isinstance(node["weight"], str) and not _finite(node["weight"]):
+        raise TreeConfigError(
+            f"{path}.weight must be a finite number >= 0, got {path}.weight="
+            f"{_show(node['weight'])}. e.g. weight: 0.3.", f"{path}.weight")
+    if "repeat" in node:
+        node["repeat"] = int(node["repeat"])
+    segment *= node.get("repeat", 1)
+    if segment > MAX_SEGMENT:
+        raise TreeConfigError(
+            f"{path}.repeat={node.get('repeat', 1)} makes one entry into the root yield up to "
+            f"{segment:,} draws in a row (the product of the repeats from the root down to "
+            f"{path}); the sampler builds such a run in memory ({segment * 8 / 2**20:,.0f} MiB). "
+            f"Keep the product of the repeats along any path at most {MAX_SEGMENT:,}.",
+            f"{path}.repeat")
     if "weight" in node and parent_mode is not None and parent_mode != "replacement":
         raise TreeConfigError(
             f"{path}.weight is used only under a parent with mode 'replacement', but the "
@@ -316,19 +570,48 @@ def _check_node(node: dict, parts: list, parent_mode) -> None:
                 raise TreeConfigError(
                     f"{path}.value must be a non-empty list for op {op!r}, got "
                     f"{path}.value={_show(value)}. e.g. value: [a, b].", f"{path}.value")
-        elif isinstance(value, (list, dict)) or value is None:
+        elif isinstance(value, (list, dict, tuple, set)) or value is None:
             raise TreeConfigError(
                 f"{path}.value must be a single value (number, string or bool) for op {op!r}, "
                 f"got {path}.value={_show(value)}. Use op: in for a list of values.",
                 f"{path}.value")
+        if op in ("in", "not in"):
+            for item in value:
+                if isinstance(item, (list, dict, tuple, set)) or item is None:
+                    raise TreeConfigError(
+                        f"{path}.value must list single values (numbers, strings or bools) "
+                        f"for op {op!r}, got the item {_show(item)}. e.g. value: [a, b].",
+                        f"{path}.value")
     mode = node.get("mode", "replacement")
     for index, child in enumerate(node.get("children", ())):
-        _check_node(child, parts + ["children", index], mode)
+        _check_node(child, parts + ["children", index], mode, segment)
 
 
 def _check_aux(aux: dict) -> None:
     for name, spec in aux.items():
         path = f"aux.{name}"
+        if not name:
+            raise TreeConfigError(
+                "aux names must be non-empty strings, got ''. Name the generator, e.g. "
+                "aux: {angle: {kind: uniform, low: 0, high: 360}}.", "aux")
+        for field in ("low", "high", "mean", "std"):
+            if field in spec and not _finite(spec[field]):
+                raise TreeConfigError(
+                    f"{path}.{field} must be a finite number, got {path}.{field}="
+                    f"{_show(spec[field])}.", f"{path}.{field}")
+        if spec["kind"] == "uniform" and not _finite(float(spec["high"]) - float(spec["low"])):
+            raise TreeConfigError(
+                f"{path}: high - low must be a finite number, got low={spec['low']!r}, "
+                f"high={spec['high']!r}. Use a narrower range.", path)
+        if "p" in spec and not all(_finite(x) for x in spec["p"]):
+            raise TreeConfigError(
+                f"{path}.p must hold finite weights >= 0, got {path}.p={_show(spec['p'])}.",
+                f"{path}.p")
+        for item in spec.get("values", ()):
+            if isinstance(item, (dict, set)):
+                raise TreeConfigError(
+                    f"{path}.values must hold plain values (numbers, strings, bools, lists), got "
+                    f"the item {_show(item)}.", f"{path}.values")
         if spec["kind"] == "uniform" and not spec["low"] < spec["high"]:
             raise TreeConfigError(
                 f"{path} must have low < high, got low={spec['low']!r}, high={spec['high']!r}.",
