@@ -18,11 +18,14 @@ feature tables.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 try:
     import torch
     from torch.utils.data import DataLoader, Dataset, Sampler
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
 except ImportError as error:  # pragma: no cover - exercised without torch installed
     raise ImportError(
         "pystratum.negatives_torch needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
@@ -37,6 +40,15 @@ __all__ = ["NegativePairBatchSampler", "PairFeatureDataset", "collate_pairs", "p
 
 class NegativePairBatchSampler(NegativePairSampler, Sampler):
     """:class:`~pystratum.negatives.NegativePairSampler` as a DataLoader ``batch_sampler``.
+
+    It yields :class:`~pystratum.negatives.NegativeBatch` objects (observed
+    pairs plus their generated negatives), not row indices, so the loader's
+    dataset must fetch a whole batch: use :func:`pair_loader` (dicts of
+    tensors, feature tables gathered), or ``DataLoader(dataset,
+    batch_sampler=sampler, collate_fn=...)`` with a dataset that defines
+    ``__getitems__(batch)`` (as :class:`PairFeatureDataset` does). A
+    DataLoader over a dataset of rows (no ``__getitems__``), or the sampler
+    passed as ``sampler=``, is refused with a TypeError when its loop starts.
 
     Same arguments and guarantees; additionally ``users``/``items`` may be
     tensors, ``num_replicas``/``rank`` default to ``torch.distributed``'s
@@ -62,6 +74,16 @@ class NegativePairBatchSampler(NegativePairSampler, Sampler):
             reject_observed=reject_observed, pair_with=pair_with, item_weights=item_weights,
             duplicates=duplicates, max_rounds=max_rounds, num_replicas=num_replicas, rank=rank,
             drop_last=drop_last)
+
+    def __iter__(self):
+        # DataLoader calls iter() on its batch sampler when a loop starts: the place to
+        # see a dataset that cannot fetch a NegativeBatch. The error is raised at the first
+        # batch, which DataLoader asks for in the main process before any fetch (raised
+        # inside iter(), a loader with workers would fail again while cleaning up).
+        problem = _loader_problem(self, sys._getframe(1))
+        if problem is not None:
+            return _Refused(problem)
+        return NegativePairSampler.__iter__(self)
 
     @property
     def sampler(self) -> EpochSetter:
@@ -140,6 +162,50 @@ def pair_loader(sampler: NegativePairSampler, user_features=None, item_features=
     dataset = PairFeatureDataset(user_features, item_features)
     dataset.check_covers(sampler)
     return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_pairs, **loader_kwargs)
+
+
+class _Refused:
+    """An iterator whose first batch is the TypeError saying why the loader cannot work."""
+
+    def __init__(self, message: str):
+        self._message = message
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        raise TypeError(self._message)
+
+
+def _loader_problem(sampler, frame):
+    """Why a DataLoader would hand NegativeBatch objects to a dataset of rows (or None)."""
+    caller = frame.f_locals.get("self") if frame is not None else None
+    if caller is None or caller is sampler:
+        return None
+    fix = ("Use pair_loader(sampler, user_features=..., item_features=...) from "
+           "pystratum.negatives_torch (a DataLoader of dicts of tensors), or a dataset with "
+           "__getitems__(batch) such as PairFeatureDataset, with collate_fn=collate_pairs.")
+    if isinstance(caller, _BaseDataLoaderIter):
+        dataset = caller._dataset
+        if getattr(caller, "_index_sampler", None) is sampler \
+                and not callable(getattr(dataset, "__getitems__", None)):
+            return (
+                f"NegativePairBatchSampler yields NegativeBatch objects (observed pairs with "
+                f"their generated negatives), not row indices, but the DataLoader's dataset "
+                f"({type(dataset).__name__}) fetches rows one index at a time. {fix} For "
+                f"example: loader = pair_loader(sampler, num_workers=2).")
+        return None
+    try:
+        holds_us = caller.__dict__.get("sampler") is sampler
+    except AttributeError:  # no instance dict (slots): not a wrapper we know
+        return None
+    if holds_us:
+        return (
+            f"NegativePairBatchSampler is a batch sampler (it yields whole NegativeBatch "
+            f"objects) but a {type(caller).__name__} iterates it as a per-row sampler, as "
+            f"DataLoader(dataset, sampler=sampler) does. {fix} For example: loader = "
+            f"pair_loader(sampler, num_workers=2).")
+    return None
 
 
 def _table(table, name):

@@ -200,3 +200,26 @@ def test_set_epoch_hook_where_lightning_looks():
     assert sampler.epoch == 3
     assert [b.epoch for b in sampler] == [3] * len(sampler)
     assert "NegativePairBatchSampler" in repr(sampler.sampler)
+
+
+def test_a_dataloader_over_a_row_dataset_is_refused_pointing_to_pair_loader():
+    """Issue 18 item 14: DataLoader(dataset, batch_sampler=sampler) over a dataset of rows
+    failed inside torch ("'NegativeBatch' object is not iterable"); it is refused when the
+    loop starts, before any worker, naming pair_loader."""
+    users, items, _ = data()
+    sampler = NegativePairBatchSampler(users, items, num_items=30, negatives=1, batch_size=8,
+                                       seed=1)
+    rows = torch.utils.data.TensorDataset(torch.arange(len(users)))
+    for loader in (DataLoader(rows, batch_sampler=sampler),
+                   DataLoader(rows, batch_sampler=sampler, num_workers=2),
+                   DataLoader(rows, sampler=sampler, batch_size=4)):
+        with pytest.raises(TypeError, match=r"NegativeBatch.*pair_loader\(sampler"):
+            next(iter(loader))
+    # A dataset that fetches whole batches (__getitems__) is what the sampler is for.
+
+    class Whole(torch.utils.data.Dataset):
+        def __getitems__(self, batch):
+            return {"n": len(batch), "epoch": batch.epoch}
+
+    got = list(DataLoader(Whole(), batch_sampler=sampler, collate_fn=lambda fetched: fetched))
+    assert [g["n"] for g in got] == [len(b) for b in sampler.epoch_batches(0)]
