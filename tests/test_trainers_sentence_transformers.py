@@ -1,0 +1,108 @@
+"""batch_sampler() with the real sentence-transformers trainer (the hf extra): a
+StaticEmbedding model over a generated word-level vocabulary (no download); the rows of every
+training step, read from the model's input, are the stratified batches."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import datasets  # noqa: E402
+from sentence_transformers import SentenceTransformer  # noqa: E402
+from sentence_transformers import SentenceTransformerTrainer  # noqa: E402
+from sentence_transformers import SentenceTransformerTrainingArguments  # noqa: E402
+from sentence_transformers.base.sampler import DefaultBatchSampler  # noqa: E402
+from sentence_transformers.sentence_transformer import losses  # noqa: E402
+from sentence_transformers.sentence_transformer.modules import StaticEmbedding  # noqa: E402
+from tokenizers import Tokenizer  # noqa: E402
+from tokenizers.models import WordLevel  # noqa: E402
+from tokenizers.pre_tokenizers import Whitespace  # noqa: E402
+
+from pystratum.integrations.sentence_transformers import batch_sampler  # noqa: E402
+from pystratum.policies import ClassesPerBatch, MinPerStratum, Targets  # noqa: E402
+from pystratum.torch import StratifiedBatchSampler  # noqa: E402
+
+# 6 classes of 8, 8, 8, 6, 6, 4 rows; row r is the one-word sentence "w<r>".
+LABELS = np.random.default_rng(2).permutation(np.repeat(np.arange(6), [8, 8, 8, 6, 6, 4]))
+
+
+def tiny_model():
+    import torch
+
+    vocab = {"[UNK]": len(LABELS)} | {f"w{r}": r for r in range(len(LABELS))}
+    tokenizer = Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = Whitespace()
+    torch.manual_seed(0)
+    model = SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_dim=8)],
+                                device="cpu")
+    seen = []
+
+    def record(module, args):
+        if module.training:
+            seen.append(args[0]["input_ids"].tolist())
+
+    model[0].register_forward_pre_hook(record)
+    return model, seen
+
+
+def train(tmp_path, sampler, *, batch_size=8, epochs=2, labels=LABELS):
+    model, seen = tiny_model()
+    dataset = datasets.Dataset.from_dict({"sentence": [f"w{r}" for r in range(len(labels))],
+                                          "label": [int(v) for v in labels]})
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=batch_size,
+        num_train_epochs=epochs, use_cpu=True, report_to=[], save_strategy="no",
+        logging_strategy="no", disable_tqdm=True, seed=5, batch_sampler=sampler)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
+                                         loss=losses.BatchAllTripletLoss(model))
+    trainer.train()
+    return seen
+
+
+def planned(policy, epochs, seed=5):
+    sampler = StratifiedBatchSampler(LABELS, policy, seed=seed)
+    return [list(map(int, b)) for e in range(epochs) for b in sampler.plan(e).batches]
+
+
+def test_classes_per_batch_gives_p_x_k_batches_for_triplet_mining(tmp_path):
+    seen = train(tmp_path, batch_sampler(ClassesPerBatch(2, 4)))
+    assert seen == planned(ClassesPerBatch(2, 4), 2)  # both epochs: set_epoch reached it
+    for batch in seen:
+        counts = np.bincount(LABELS[batch], minlength=6)
+        assert sorted(counts[counts > 0].tolist()) == [4, 4]  # P = 2 labels x K = 4 rows
+
+
+def test_a_policy_sized_by_the_data_ignores_the_batch_size(tmp_path):
+    seen = train(tmp_path, batch_sampler(MinPerStratum(1), strata_column="label"),
+                 batch_size=3, epochs=1)
+    assert seen == planned(MinPerStratum(1), 1)
+    assert all(set(LABELS[batch].tolist()) == set(range(6)) for batch in seen)
+
+
+def test_what_the_arguments_accept_and_refuse(tmp_path):
+    make = batch_sampler(Targets({c: 1 / 6 for c in range(6)}, 12), seed=3)
+    dataset = datasets.Dataset.from_dict({"label": LABELS.tolist(), "x": LABELS.tolist()})
+    sampler = make(dataset, batch_size=12, drop_last=False, valid_label_columns=["label"],
+                   generator=None, seed=0)
+    assert isinstance(sampler, DefaultBatchSampler) and sampler.stratified.seed == 3
+    sampler.set_epoch(1)
+    assert list(sampler) == [list(map(int, b)) for b in StratifiedBatchSampler(
+        LABELS, Targets({c: 1 / 6 for c in range(6)}, 12), seed=3).plan(1).batches]
+    with pytest.raises(ValueError, match=r"^per_device_train_batch_size must equal the batch "
+                                         r"size of policy=Targets.*\(12 rows\), got "
+                                         r"per_device_train_batch_size=8"):
+        make(dataset, batch_size=8, drop_last=False, valid_label_columns=["label"])
+    with pytest.raises(ValueError, match=r"^strata_column must be given: the dataset has none "
+                                         r"of the trainer's label columns \['score'\]"):
+        batch_sampler()(dataset, batch_size=8, drop_last=False, valid_label_columns=["score"])
+    with pytest.raises(ValueError, match=r"^strata_column must name a column of the training "
+                                         r"dataset, got strata_column='y'"):
+        batch_sampler(strata_column="y")(dataset, batch_size=8, drop_last=False)
+    with pytest.raises(TypeError, match=r"^policy must be a pystratum policy"):
+        batch_sampler(4)
+    with pytest.raises(TypeError, match=r"^strata_column must be a column name"):
+        batch_sampler(strata_column=["label"])
