@@ -15,6 +15,7 @@ User errors print one ``pystratum: error: ...`` line, never a traceback.
 from __future__ import annotations
 
 import argparse
+import codecs
 import csv
 import io
 import json
@@ -45,6 +46,12 @@ EXAMPLES = {
   pystratum plan train.csv --stratum label --stratum site --batch-size 64 --format csv -o counts.csv
   pystratum plan train.parquet --stratum label --min 5 --seed 1 --batches --format json -o batches.json
   pystratum plan train.csv --stratum label --policy fixed_size --param batch_size=64 --param min_per_stratum=2
+  # --param values are JSON where they parse (numbers, true/false, lists, objects; quote
+  # them for the shell), else plain text:
+  pystratum plan train.csv --stratum label --policy targets --param 'shares={"pos": 0.5, "neg": 0.5}' --param batch_size=32 --seed 1
+  # downsample's base is the policy that batches the kept rows: an int m, or {"name", "params"}:
+  pystratum plan train.csv --stratum label --policy downsample --param 'keep={"neg": 0.2}' --param base=5 --seed 1
+  pystratum plan train.csv --stratum label --policy downsample --param 'keep={"neg": 0.2}' --param 'base={"name": "fixed_size", "params": {"batch_size": 64}}' --seed 1
 """,
     "check": """examples:
   pystratum check train.csv --stratum label --min 10
@@ -94,13 +101,16 @@ def _format_of(path: Path, given: str | None) -> str:
     return "csv"
 
 
-def read_strata(path, columns, *, input_format=None, encoding="utf-8", delimiter=None):
+def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delimiter=None):
     """The stratum column(s) of a data file: a list of numpy arrays, one per column.
 
     CSV cells are read as text (so ``1`` and ``1.0`` are different strata, as
-    written); an empty cell is refused, naming the column and line. Parquet
-    and Arrow keep their column types; nulls are refused the same way.
+    written); an empty cell is refused, naming the column and line. A UTF-8
+    byte-order mark (Excel's "CSV UTF-8") is not part of the first column's
+    name. Parquet and Arrow keep their column types; nulls are refused the
+    same way.
     """
+    _check_encoding(encoding)
     path = Path(path)
     fmt = _format_of(path, input_format)
     if not path.exists():
@@ -112,6 +122,15 @@ def read_strata(path, columns, *, input_format=None, encoding="utf-8", delimiter
     if fmt == "csv":
         return _read_csv(path, columns, encoding, delimiter)
     return _read_arrow(path, columns, fmt)
+
+
+def _check_encoding(encoding) -> None:
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError, ValueError):
+        raise UserError(f"--encoding {encoding!r} is not a text encoding Python knows; use e.g. "
+                        f"utf-8 (the default, with or without a byte-order mark), latin-1 or "
+                        f"cp1252.") from None
 
 
 def _read_csv(path: Path, columns, encoding, delimiter):
@@ -127,6 +146,9 @@ def _read_csv(path: Path, columns, encoding, delimiter):
             handle.seek(0)
             reader = csv.reader(handle, delimiter=delimiter)
             header = next(reader)
+            if header and header[0].startswith("\ufeff"):
+                # A byte-order mark read with an encoding that keeps it (e.g. utf-8).
+                header[0] = header[0][1:]
             positions = [_column_position(header, name, path) for name in columns]
             values = [[] for _ in columns]
             for line, record in enumerate(reader, start=2):
@@ -141,9 +163,14 @@ def _read_csv(path: Path, columns, encoding, delimiter):
                     values[k].append(record[position])
     except UnicodeDecodeError as error:
         raise UserError(
-            f"DATA {str(path)!r} is not valid {encoding} (byte {error.object[error.start]:#04x} "
+            f"DATA {str(path)!r} is not valid "
+            f"{'utf-8' if encoding == 'utf-8-sig' else encoding} (byte "
+            f"{error.object[error.start]:#04x} "
             f"at offset {error.start} of a read block): pass --encoding with the file's "
             f"encoding, e.g. --encoding latin-1.") from None
+    except UnicodeError as error:  # other codecs' decode errors
+        raise UserError(f"DATA {str(path)!r} cannot be decoded as {encoding}: {error}. Pass "
+                        f"--encoding with the file's encoding.") from None
     except csv.Error as error:
         raise UserError(f"DATA {str(path)!r} is not a readable CSV file: {error}.") from None
     except OSError as error:
@@ -233,6 +260,9 @@ def policy_from_args(args) -> Policy:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UserError(f"--param must look like key=value, got --param {item!r}.")
+        if key in params:
+            raise UserError(f"--param {key} is given twice ({key}={params[key]!r} and "
+                            f"{key}={_param_value(value)!r}); give each parameter once.")
         params[key] = _param_value(value)
     return policy_from_params(args.policy, params)
 
@@ -293,6 +323,12 @@ def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
                 # Importance weights of sampling policies, row for row.
                 record["weights"] = [plan.batch_weights(b).tolist()
                                      for b in range(plan.num_batches)]
+        elif plan.batch_strata is not None:
+            # Slot plans (ClassesPerBatch): the strata of every batch, K rows each; a
+            # dense count table would hold batches x strata entries.
+            record["batch_strata"] = [[_label_json(plan.strata[s]) for s in row]
+                                      for row in plan.batch_strata.tolist()]
+            record["rows_per_stratum"] = plan.policy.per_class
         else:
             record["counts"] = plan.counts.tolist()
         return json.dumps(record) + "\n"
@@ -309,12 +345,20 @@ def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
                 writer.writerow(["row", "batch", "weight"])
                 writer.writerows(zip(plan.order.tolist(), batch_ids.tolist(),
                                      plan.weights.tolist()))
+        elif plan.batch_strata is not None:
+            # Slot plans: one line per (batch, stratum) of the batch, in slot order.
+            writer.writerow(["batch", "stratum", "rows"])
+            for b, row in enumerate(plan.batch_strata.tolist()):
+                writer.writerows([b, _label_text(plan.strata[s]), plan.policy.per_class]
+                                 for s in row)
         else:
             writer.writerow(["batch"] + [_label_text(s) for s in plan.strata] + ["total"])
             for b, counts in enumerate(plan.counts.tolist()):
                 writer.writerow([b] + counts + [sum(counts)])
         return out.getvalue()
     sizes = np.diff(plan.bounds)
+    if plan.batch_strata is not None:
+        return _slot_table(plan, max_rows)
     lines = [plan.counts_table(max_rows=max_rows if max_rows > 0 else plan.num_batches + 1),
              "",
              f"{plan.num_batches} batches (numbered from 0) of {sizes.min()}-{sizes.max()} rows; "
@@ -322,6 +366,25 @@ def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
              f"{int(plan.counts.min())}",
              f"policy {plan.policy!r}, rng={plan.rng!r}, seed={plan.seed!r}, epoch={plan.epoch}"
              + ("" if plan.shuffle else ", no shuffle")]
+    return "\n".join(lines) + "\n"
+
+
+def _slot_table(plan: BatchPlan, max_rows: int) -> str:
+    """A slot plan (ClassesPerBatch) as text: each batch's strata, K rows each."""
+    shown = list(range(plan.num_batches))
+    if 0 < max_rows < len(shown):
+        shown = shown[:max_rows // 2] + [None] + shown[-(max_rows - max_rows // 2):]
+    lines = ["batch  strata (%d rows each)" % plan.policy.per_class]
+    for b in shown:
+        lines.append("  ..." if b is None else f"{b:5d}  " + ", ".join(
+            _label_text(plan.strata[s]) for s in plan.batch_strata[b].tolist()))
+    served = int(np.count_nonzero(np.bincount(plan.batch_strata.ravel(),
+                                              minlength=len(plan.strata))))
+    lines += ["", f"{plan.num_batches} batches (numbered from 0) of "
+                  f"{plan.batch_strata.shape[1]} strata x {plan.policy.per_class} rows; "
+                  f"{served} of {len(plan.strata)} strata served",
+              f"policy {plan.policy!r}, rng={plan.rng!r}, seed={plan.seed!r}, epoch={plan.epoch}"
+              + ("" if plan.shuffle else ", no shuffle")]
     return "\n".join(lines) + "\n"
 
 
@@ -358,6 +421,11 @@ def _feasibility(policy: Policy, strata) -> tuple:
             return False, str(error)
     if caught:
         return False, str(caught[0].message)
+    if allocation.slots is not None:
+        slots = allocation.slots
+        return True, (f"{slots.num_batches} batches of {slots.per_batch} strata x "
+                      f"{slots.width} rows; {int((slots.n_slots > 0).sum())} strata served, "
+                      f"{int(slots.refill_takes.sum())} rows refilled per epoch")
     counts = allocation.counts
     totals = counts.sum(axis=1)
     return True, (f"{allocation.num_batches} batches of {totals.min()}-{totals.max()} rows; "
@@ -474,7 +542,12 @@ def cmd_plot(args, progress) -> int:
         plain = [permutation[i:i + size] for i in range(0, n, size)]
         counts, labels = batch_counts(columns, plain)
         panels.append((f"plain shuffling, batch_size={size}", counts, labels))
-    panels.append((f"pystratum {policy!r}", plan.counts, plan.strata))
+    if plan.batch_strata is not None:
+        # Slot plans: the strata with most slots and "other" (no batches x strata table).
+        counts, labels = plan._lumped_slot_counts(args.max_strata)
+        panels.append((f"pystratum {policy!r}", counts, labels))
+    else:
+        panels.append((f"pystratum {policy!r}", plan.counts, plan.strata))
     progress(f"drawing {args.output}")
     try:
         composition_figure(panels, args.output, max_strata=args.max_strata)
@@ -519,7 +592,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "is one stratum)")
     group.add_argument("--input-format", choices=["csv", "parquet", "arrow"],
                        help="override the format guessed from DATA's extension")
-    group.add_argument("--encoding", default="utf-8", help="CSV text encoding (default utf-8)")
+    group.add_argument("--encoding", default="utf-8-sig",
+                       help="CSV text encoding (default utf-8, with or without a byte-order "
+                            "mark as Excel writes)")
     group.add_argument("--delimiter", help="CSV delimiter (default: guessed from the header "
                                            "among , ; tab |)")
     policy = data.add_argument_group("policy (give exactly one)")
@@ -557,7 +632,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Batches and rows are numbered from 0. Exit codes: 0 ok; 1 the answer is no "
                "(check: not feasible; crosscheck: different); 2 usage or input error; "
                "3 a needed optional package is missing.\n\n"
-               + EXAMPLES["plan"] + "\n" + EXAMPLES["check"],
+               + EXAMPLES["plan"] + "\n" + EXAMPLES["check"] + "\n" + EXAMPLES["crosscheck"]
+               + "\n" + EXAMPLES["plot"],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"pystratum {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

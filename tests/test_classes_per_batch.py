@@ -374,3 +374,70 @@ def test_compiled_and_numpy_paths_give_the_same_batches(monkeypatch):
             monkeypatch.undo()
             assert np.array_equal(compiled.order, plain.order)
             check_plan(y, policy, compiled)
+
+
+def run_cli(*args):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, "-m", "pystratum", *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def class_csv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cpb") / "d.csv"
+    y = labels_of([9, 4, 13, 7, 22, 5, 16], 2)
+    path.write_text("x,label\n" + "".join(f"{i},c{v}\n" for i, v in enumerate(y)))
+    return path, np.asarray([f"c{v}" for v in y])
+
+
+def test_cli_plans_checks_and_plots_classes_per_batch(class_csv, tmp_path):
+    import json
+
+    path, labels = class_csv
+    policy = ["--policy", "classes_per_batch", "--param", "classes_per_batch=3",
+              "--param", "per_class=4"]
+    done = run_cli("plan", path, "--stratum", "label", *policy, "--seed", 4, "--format", "json",
+                   "--batches")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    expected = plan_batches(labels, ClassesPerBatch(3, 4), seed=4)
+    assert record["batches"] == [b.tolist() for b in expected.batches]
+    done = run_cli("plan", path, "--stratum", "label", *policy, "--seed", 4, "--format", "json")
+    record = json.loads(done.stdout)
+    assert record["batch_strata"] == [[str(expected.strata[s]) for s in row]
+                                      for row in expected.batch_strata.tolist()]
+    assert record["rows_per_stratum"] == 4
+    done = run_cli("plan", path, "--stratum", "label", *policy, "--seed", 4)
+    assert done.returncode == 0 and "8 batches (numbered from 0) of 3 strata x 4 rows" in \
+        done.stdout
+    done = run_cli("plan", path, "--stratum", "label", *policy, "--seed", 4, "--format", "csv")
+    assert done.stdout.splitlines()[0] == "batch,stratum,rows"
+    assert len(done.stdout.splitlines()) == 1 + 8 * 3
+    done = run_cli("check", path, "--stratum", "label", *policy)
+    assert done.returncode == 0 and "8 batches of 3 strata x 4 rows" in done.stdout
+    done = run_cli("check", path, "--stratum", "label", "--policy", "classes_per_batch",
+                   "--param", "classes_per_batch=3", "--param", "per_class=6")
+    assert done.returncode == 1 and "per_class=6 needs at least 6 rows" in done.stdout
+    png = tmp_path / "f.png"
+    done = run_cli("plot", path, "--stratum", "label", *policy, "--seed", 1, "--output", png)
+    assert done.returncode == 0, done.stderr
+    assert png.stat().st_size > 1000
+
+
+def test_plan_plot_of_a_large_slot_plan_lumps_strata():
+    import matplotlib  # the plot extra, installed for the tests
+
+    matplotlib.use("Agg")
+    y = np.repeat(np.arange(3000), 4)
+    plan = plan_batches(y, ClassesPerBatch(1, 4), seed=0)
+    axes = plan.plot()
+    assert axes is not None
