@@ -266,3 +266,41 @@ classes_per_batch_batches = function(encoded, policy, seed, rng, epoch, shuffle)
   attr(batches, "batch_strata") = NULL
   batches
 }
+
+# stratified_epochs() for this policy (the torch sampler's bookkeeping): the
+# same environment, one stream kept across epochs, so $next_epoch() gives
+# stratified_batches(seed = , epoch = k) for k = 0, 1, ...
+classes_per_batch_epochs = function(encoded, policy, shuffle, seed, rng, torch_backend) {
+  if (shuffle && rng == "index") {
+    abort_value("rng", paste0("policy_classes_per_batch() does not support rng='index' yet; ",
+      "use rng='R' (the default)."))
+  }
+  slots_0 = classes_per_batch_slots(policy, encoded, 0)
+  self = new.env(parent = emptyenv())
+  self$n_rows = encoded$n_rows
+  self$batch_sizes = rep(slots_0$per_batch * slots_0$width, slots_0$n_batches)
+  self$prediction_sizes = prediction_batch_sizes(encoded$n_rows, self$batch_sizes)
+  self$shuffle = shuffle
+  self$seed = seed
+  self$rng = rng
+  draw = NULL
+  served = 0L
+  self$length = function() length(self$batch_sizes)
+  self$epochs_served = function() served
+  self$next_epoch = function() {
+    slots = if (served == 0L) slots_0 else
+      classes_per_batch_slots(policy, encoded, served, warn = FALSE)
+    group = classes_per_batch_draw_group(slots, encoded$n_rows)
+    if (shuffle && is.null(draw)) {
+      draw <<- permutation_stream(rng, seed, torch_backend)
+    }
+    draws = if (shuffle) draw_group(draw, group) else lapply(group$takes, seq_len)
+    served <<- served + 1L
+    batches = assemble_slots(encoded, slots, draws)
+    attr(batches, "batch_strata") = NULL
+    batches
+  }
+  self$in_order = function() consecutive_batches(self$prediction_sizes)
+  class(self) = "pystratum_epochs"
+  self
+}

@@ -30,6 +30,10 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   if (rng == "index") seed = assert_index_seed(seed)
   encoded = encode_strata(strata)
   check_strata_are_groups(encoded)
+  if (inherits(policy, "pystratum_policy_classes_per_batch")) {
+    # A sparse allocation (slots): its own epochs (policy_classes_per_batch.R).
+    return(classes_per_batch_epochs(encoded, policy, shuffle, seed, rng, torch_backend))
+  }
   # Epoch 0's allocation (and any warning) now; later epochs may rotate counts
   # but keep the number of batches.
   allocation_0 = checked_allocation(policy, encoded, 0)

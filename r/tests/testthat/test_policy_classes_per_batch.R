@@ -42,3 +42,18 @@ test_that("the slot step is coprime with small continued-fraction quotients", {
     expect_lte(largest_quotient(b, g), 6)
   }
 })
+
+test_that("the sampler's epochs (stratified_epochs) walk stratified_batches epoch by epoch", {
+  y = rep(c("a", "b", "c", "d", "e"), c(9, 4, 13, 7, 11))
+  policy = policy_classes_per_batch(2, 4)
+  epochs = stratified_epochs(y, policy, seed = 17)
+  expect_equal(epochs$length(), length(stratified_batches(y, policy, seed = 17)))
+  for (k in 0:2) {
+    expect_identical(epochs$next_epoch(), stratified_batches(y, policy, seed = 17, epoch = k))
+  }
+  expect_equal(sort(unlist(epochs$in_order())), seq_along(y))
+  plain = stratified_epochs(y, policy, shuffle = FALSE)
+  expect_identical(plain$next_epoch(), stratified_batches(y, policy, shuffle = FALSE))
+  expect_error(stratified_epochs(y, policy, seed = 1, rng = "index"), "rng='index'",
+    class = "pystratum_value_error")
+})
