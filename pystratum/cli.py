@@ -111,6 +111,9 @@ def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delim
     same way.
     """
     _check_encoding(encoding)
+    repeated = sorted({name for name in columns if list(columns).count(name) > 1}, key=str)
+    if repeated:
+        raise UserError(f"--stratum {repeated[0]!r} is given twice; give each column once.")
     path = Path(path)
     fmt = _format_of(path, input_format)
     if not path.exists():
