@@ -111,7 +111,15 @@ policy_downsample = function(keep, base) {
     setequal(names(base), c("name", "params"))) {
     base = policy_from_params(base$name, base$params)
   }
-  base = as_policy(base)
+  # as_policy() blames its shorthand's name (min_samples_per_stratum); here the
+  # argument is `base`, as in Python.
+  base = tryCatch(as_policy(base), pystratum_error = function(e) {
+    kind = if (inherits(e, "pystratum_type_error")) "type_error" else "value_error"
+    abort_pystratum(kind, "base", sprintf(paste0(
+      "base must be a policy, a whole number m (policy_min_per_stratum(m)) or a ",
+      "list(name, params), got base=%s of type %s: %s"),
+      show_value(base), type_name(base), conditionMessage(e)))
+  })
   # Recorded as a plain list(name, params), as the golden vectors and Python store it.
   new_policy("downsample", list(keep = keep, base = list(name = base$name, params = base$params)))
 }
