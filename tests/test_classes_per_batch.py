@@ -441,3 +441,11 @@ def test_plan_plot_of_a_large_slot_plan_lumps_strata():
     plan = plan_batches(y, ClassesPerBatch(1, 4), seed=0)
     axes = plan.plot()
     assert axes is not None
+
+
+def test_an_epoch_far_larger_than_the_data_is_refused_before_any_table():
+    # One stratum of 3e6 rows sets B = 3e6 with K = 1; P = 100 asks 3e8 rows (over 2**28).
+    sizes = [3_000_000] + [4] * 99
+    with pytest.raises(ValueError, match=r"^classes_per_batch=100 makes an epoch of 3,000,000 "
+                                         r"batches of 100 x 1 rows.*split the largest strata"):
+        ClassesPerBatch(100, 1).allocate(strata_of_sizes(sizes), 0)

@@ -91,6 +91,13 @@ classes_per_batch_slots = function(policy, encoded, epoch, warn = TRUE) {
   }
   own = ifelse(served, pmax(ceiling(sizes / k), 1), 0)
   n_batches = max(ceiling(sum(own) / p), max(own))
+  # Checked before any table exists: a huge stratum with a large P asks B * P * K rows.
+  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+  check_served_size(n_batches * p * k, sum(own) + length(sizes), sum(sizes),
+    "classes_per_batch", p, sprintf(paste0("an epoch of %s batches of %s x %s rows (B is set ",
+      "by the largest stratum's %s slots or by the total of %s slots)"), count(n_batches),
+      format(p, scientific = FALSE), format(k, scientific = FALSE), count(max(own)),
+      count(sum(own))), "Lower classes_per_batch or per_class, or split the largest strata.")
   first_rows = match(seq_along(sizes), encoded$codes)
   n_slots = own + extra_slots(own, sizes, served, n_batches * p, first_rows, epoch)
   refills = classes_per_batch_refills(sizes, own, n_slots, k, first_rows)

@@ -57,3 +57,10 @@ test_that("the sampler's epochs (stratified_epochs) walk stratified_batches epoc
   expect_error(stratified_epochs(y, policy, seed = 1, rng = "index"), "rng='index'",
     class = "pystratum_value_error")
 })
+
+test_that("an epoch far larger than the data is refused before any table", {
+  y = rep(seq_len(100), c(3000000, rep(4, 99)))
+  expect_error(stratified_batches(y, policy_classes_per_batch(100, 1), seed = 1),
+    "^classes_per_batch=100 makes an epoch of 3,000,000 batches of 100 x 1 rows",
+    class = "pystratum_value_error")
+})
