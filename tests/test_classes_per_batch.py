@@ -449,3 +449,23 @@ def test_an_epoch_far_larger_than_the_data_is_refused_before_any_table():
     with pytest.raises(ValueError, match=r"^classes_per_batch=100 makes an epoch of 3,000,000 "
                                          r"batches of 100 x 1 rows.*split the largest strata"):
         ClassesPerBatch(100, 1).allocate(strata_of_sizes(sizes), 0)
+
+
+ODD_VALUES = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=True), st.text(max_size=4),
+                       st.integers(-5, 5), st.integers(2**53, 2**64), st.lists(st.integers(),
+                                                                               max_size=2))
+
+
+@settings(max_examples=200)
+@given(p=ODD_VALUES, k=ODD_VALUES, classes=st.one_of(ODD_VALUES, st.just("proportional")),
+       small=st.one_of(ODD_VALUES, st.sampled_from(["error", "drop", "repeat"])))
+def test_hostile_parameters_are_a_type_or_value_error_naming_the_argument(p, k, classes, small):
+    try:
+        policy = ClassesPerBatch(p, k, classes=classes, small=small)
+    except (TypeError, ValueError) as error:
+        assert str(error).split("=")[0].split(" ")[0] in (
+            "classes_per_batch", "per_class", "classes", "small"), str(error)
+        return
+    assert isinstance(policy.classes_per_batch, int) and policy.classes_per_batch >= 1
+    assert isinstance(policy.per_class, int) and policy.per_class >= 1
+    assert policy_from_params(**policy.to_dict()) == policy

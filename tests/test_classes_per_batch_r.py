@@ -50,3 +50,18 @@ def test_r_refuses_like_python(r_session):
     assert "2 stratum/strata have fewer" in message and "small='drop'" in message
     with pytest.raises(ValueError, match="2 stratum/strata have fewer"):
         plan_batches([1, 1, 2, 2, 2, 3], ClassesPerBatch(2, 3), seed=1, rng="R")
+
+
+@pytest.mark.parametrize("p, k, small", [(0, 2, "error"), (2, -1, "error"), (2.5, 2, "error"),
+                                         (2, 2, "skip"), ("2", 2, "error"), (True, 2, "drop")])
+def test_bad_parameters_fail_alike_in_r(r_session, p, k, small):
+    with pytest.raises((TypeError, ValueError)) as raised:
+        ClassesPerBatch(p, k, small=small)
+    call = r_function(r_session, """function(p, k, small) tryCatch({
+        pystratum::policy_classes_per_batch(p, k, small = small); c("none", "")
+      }, pystratum_error = function(e) c(class(e)[[1L]], e$argument))""")
+    with r_session.calling():
+        kind, argument = list(call(p, k, small))
+    assert kind == {"TypeError": "pystratum_type_error",
+                    "ValueError": "pystratum_value_error"}[type(raised.value).__name__]
+    assert str(raised.value).startswith(argument)
