@@ -625,25 +625,34 @@ def hf_rows_dataset(labels):
 
 def hf_trainer_worker(config):
     """StratifiedTrainer under accelerate's multi-process CPU state (gloo), launched like
-    torchrun: the rows of every training step on this process."""
+    torchrun: the rows of every training step on this process; with ``resume_at``, also a
+    run resumed from the checkpoint saved at that step (steps after it)."""
     import warnings
 
     from transformers import TrainingArguments
 
     from pystratum.integrations.transformers import StratifiedTrainer
-    from pystratum.policies import policy_from_params
 
     warnings.filterwarnings("ignore")
     labels = np.asarray(config["labels"])
-    model, seen = hf_tiny_classifier(len(labels))
-    args = TrainingArguments(
-        output_dir=config["output_dir"], per_device_train_batch_size=config["batch_size"],
-        num_train_epochs=config["epochs"], use_cpu=True, report_to=[], save_strategy="no",
-        logging_strategy="no", disable_tqdm=True, seed=config["seed"], ddp_backend="gloo")
-    policy = config.get("policy")
-    trainer = StratifiedTrainer(
-        model=model, args=args, train_dataset=hf_rows_dataset(labels), strata="group",
-        policy=None if policy is None else policy_from_params(policy["name"], policy["params"]))
-    trainer.train()
-    return {"rank": trainer.args.process_index, "world": trainer.args.world_size,
-            "steps": seen}
+
+    def run(save_steps=None, resume=None):
+        model, seen = hf_tiny_classifier(len(labels))
+        args = TrainingArguments(
+            output_dir=config["output_dir"], per_device_train_batch_size=config["batch_size"],
+            num_train_epochs=config["epochs"], use_cpu=True, report_to=[],
+            save_strategy="no" if save_steps is None else "steps", save_steps=save_steps or 500,
+            logging_strategy="no", disable_tqdm=True, seed=config["seed"], ddp_backend="gloo")
+        trainer = StratifiedTrainer(model=model, args=args, train_dataset=hf_rows_dataset(labels),
+                                    strata="group")
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer, seen
+
+    trainer, seen = run(save_steps=config.get("resume_at"))
+    result = {"rank": trainer.args.process_index, "world": trainer.args.world_size,
+              "steps": seen}
+    if config.get("resume_at"):
+        _, resumed = run(resume=str(Path(config["output_dir"]) /
+                                    f"checkpoint-{config['resume_at']}"))
+        result["resumed"] = resumed
+    return result

@@ -217,3 +217,36 @@ def test_property_dataloader_equals_batch_sampler(sizes, kind, batch, seed, num_
         expected = list(batches)
         assert loader_batches(flat, dataset) == expected
         assert len(flat) == sum(map(len, expected))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 30), min_size=1, max_size=4),
+    kind=st.sampled_from(["targets", "classes_per_batch"]),
+    seed=st.integers(0, 2 ** 31 - 1),
+    epoch=st.integers(0, 5),
+    num_replicas=st.integers(1, 3),
+    data=st.data(),
+)
+def test_property_resume_after_any_row(sizes, kind, seed, epoch, num_replicas, data):
+    labels = np.random.default_rng(seed).permutation(np.repeat(np.arange(len(sizes)), sizes))
+    if kind == "targets":
+        policy = Targets({s: 1.0 / len(sizes) for s in range(len(sizes))}, len(sizes) + 2)
+    else:
+        policy = ClassesPerBatch(data.draw(st.integers(1, len(sizes))), 3, small="repeat")
+    rank = data.draw(st.integers(0, num_replicas - 1))
+    kwargs = dict(seed=seed, num_replicas=num_replicas, rank=rank)
+    flat = StratifiedSampler(labels, policy, **kwargs)
+    flat.set_epoch(epoch)
+    whole = list(flat)
+    cut = data.draw(st.integers(0, len(whole)))
+    flat.set_epoch(epoch)
+    iterator = iter(flat)
+    head = [next(iterator) for _ in range(cut)]
+    state = flat.state_dict()
+    assert state["rows_yielded"] == cut and state["batch_sampler"]["epoch"] == epoch
+    fresh = StratifiedSampler(labels, policy, **{**kwargs, "seed": seed + 1})
+    fresh.load_state_dict(state)
+    if num_replicas > 1:
+        fresh.set_epoch(epoch)  # the restored epoch: keeps the position
+    assert head + list(fresh) == whole

@@ -107,15 +107,18 @@ def test_resuming_from_a_checkpoint_serves_the_remaining_batches(tmp_path, check
     assert resumed == full[checkpoint:]
 
 
-def test_two_processes_each_train_on_whole_stratified_batches(tmp_path):
+def test_two_processes_each_train_on_whole_stratified_batches_and_resume(tmp_path):
+    # 6 batches per epoch, 3 steps per process and epoch; the checkpoint at step 4 is in the
+    # second epoch, where set_epoch must reach the sampler through accelerate's skipping.
     config = {"labels": LABELS.tolist(), "batch_size": 8, "epochs": 2, "seed": 7,
-              "output_dir": str(tmp_path / "out")}
-    results = run_ranks("hf_trainer_worker", 2, config, tmp_path, timeout=400,
-                        extra_env={"HF_HUB_OFFLINE": "1", "ACCELERATE_USE_CPU": "true"})
+              "output_dir": str(tmp_path / "out"), "resume_at": 4}
+    results = run_ranks("hf_trainer_worker", 2, config, tmp_path, timeout=500,
+                        extra_env={"HF_HUB_OFFLINE": "1"})
     assert [r["world"] for r in results] == [2, 2]
     from pystratum.policies import FixedSize
 
     expected = planned(FixedSize(8), 2)
     for rank, result in enumerate(results):
-        # 6 batches per epoch: process r trains on batches r, r + 2, r + 4, whole.
+        # Process r trains on batches r, r + 2, r + 4 of every epoch, whole.
         assert result["steps"] == expected[0][rank::2] + expected[1][rank::2]
+        assert result["resumed"] == result["steps"][4:]
