@@ -122,3 +122,38 @@ def test_two_processes_each_train_on_whole_stratified_batches_and_resume(tmp_pat
         # Process r trains on batches r, r + 2, r + 4 of every epoch, whole.
         assert result["steps"] == expected[0][rank::2] + expected[1][rank::2]
         assert result["resumed"] == result["steps"][4:]
+
+
+class DictRows:
+    """A plain torch-style dataset of dicts (no named columns)."""
+
+    def __init__(self, labels):
+        self.labels = labels
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, row):
+        import torch
+
+        return {"input_ids": torch.tensor([1, row + 2]),
+                "labels": torch.tensor(int(self.labels[row]))}
+
+
+def test_a_torch_dataset_takes_the_labels_as_an_array(tmp_path):
+    model, seen = hf_tiny_classifier(len(LABELS))
+    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
+                                train_dataset=DictRows(LABELS), strata=LABELS)
+    trainer.train()
+    from pystratum.policies import FixedSize
+
+    assert seen == planned(FixedSize(8), 1)[0]
+    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
+                                train_dataset=DictRows(LABELS), strata="labels")
+    with pytest.raises(TypeError, match=r"^strata must be labels \(one per row\) when the "
+                                        r"dataset has no named columns, got strata='labels'"):
+        trainer.train()
+    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
+                                train_dataset=DictRows(LABELS), strata=LABELS[:-1])
+    with pytest.raises(ValueError, match=r"^strata has 47 labels but the dataset has 48 rows"):
+        trainer.train()
