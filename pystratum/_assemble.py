@@ -613,6 +613,55 @@ def slot_epoch_draws(stream, n_rows: int, draws, epoch: int, draws_of=None) -> l
     return first + ([partial_shuffles(generator, sizes, takes)] if sizes.shape[0] else [])
 
 
+def slot_index_draws(encoded, slots, seed: int, epoch: int) -> list:
+    """A slot allocation's draws for ``rng="index"``: keyed bijections, no stream.
+
+    The same three parts as :func:`slot_draws`, each a keyed bijection
+    (``pystratum._index_stream``; R's ``index_permute_ranks`` gives the
+    same values): pass 0 of the stratum with turn ``t`` (order of first
+    appearance) lists its rows (in row order) permuted by stream ``t``, as
+    every ``rng="index"`` plan does; the layout order is the permutation of
+    ``range(S')`` by stream ``S``; refill ``i`` (draw order, from 0) takes
+    the first ``take`` values of the permutation of ``range(size)`` by
+    stream ``S + 1 + i``. Materialised: O(N) per epoch.
+    """
+    from ._index_stream import permute_ranks, round_keys
+
+    sizes = np.asarray(encoded.sizes, dtype=np.int64)
+    n_strata = sizes.shape[0]
+    turn = np.empty(n_strata, dtype=np.int64)
+    turn[np.argsort(encoded.first_rows, kind="stable")] = np.arange(n_strata)
+    keys = round_keys(seed, epoch, turn)
+    offsets = np.cumsum(sizes) - sizes
+    grouped = encoded.grouped_rows
+    # Pass 0, strata in code order: assemble_slots groups it stably by stratum.
+    order = np.empty(int(sizes.sum()), dtype=np.int64)
+    for first in range(0, n_strata, _INDEX_BLOCK_STRATA):
+        block = np.arange(first, min(first + _INDEX_BLOCK_STRATA, n_strata))
+        stratum = np.repeat(block, sizes[block])
+        start = int(offsets[block[0]])
+        rank = np.arange(stratum.shape[0], dtype=np.int64) - (offsets[stratum] - start)
+        position = permute_ranks(rank, sizes[stratum], keys[:, stratum])
+        order[start:start + stratum.shape[0]] = grouped[offsets[stratum] + position]
+    served = int(np.count_nonzero(slots.n_slots))
+    layout = permute_ranks(np.arange(served, dtype=np.int64), served,
+                           round_keys(seed, epoch, [n_strata])[:, 0])
+    takes = np.asarray(slots.refill_takes, dtype=np.int64)
+    if takes.shape[0] == 0:
+        return [order, layout]
+    entry = np.repeat(np.arange(takes.shape[0], dtype=np.int64), takes)
+    within = np.arange(entry.shape[0], dtype=np.int64) - np.repeat(np.cumsum(takes) - takes,
+                                                                    takes)
+    refill_keys = round_keys(seed, epoch, n_strata + 1 + np.arange(takes.shape[0]))
+    picks = permute_ranks(within, np.asarray(slots.refill_sizes, dtype=np.int64)[entry],
+                          refill_keys[:, entry])
+    return [order, layout, picks]
+
+
+# Strata whose pass 0 slot_index_draws computes at once (bounds the per-row key table).
+_INDEX_BLOCK_STRATA = 4096
+
+
 def partial_shuffles(generator, sizes, takes) -> np.ndarray:
     """``takes[i]`` distinct values of ``range(sizes[i])`` per entry, from one ``integers`` call.
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._assemble import (BatchOrder, assemble_batches, assemble_by_stratum, assemble_in_place,
                         assemble_slots, block_weights, in_place_kernels, slot_draws,
-                        slot_epoch_draws, stratum_draws)
+                        slot_epoch_draws, slot_index_draws, stratum_draws)
 from ._strata import EncodedStrata, encode_strata
 from ._streams import RNG_CHOICES, stream_for
 from ._validation import check_bool, check_choice, check_epoch, check_int, show
@@ -327,6 +327,10 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     (:func:`pystratum._assemble.assemble_by_stratum`). ``with_weights=False``
     leaves ``weights`` None (a caller that takes them from elsewhere).
     """
+    if getattr(stream, "name", None) == "index" and policy.allocates_slots:
+        allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
+                                      num_batches=num_batches)
+        return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
     if getattr(stream, "name", None) == "index":
         from ._lazy import LazyPlan
         from ._members import members_of_codes
@@ -393,7 +397,9 @@ def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
     """A slot allocation's plan (ClassesPerBatch): :func:`pystratum._assemble.assemble_slots`."""
     n = encoded.n_rows
     planned = slot_draws(allocation.slots, n)
-    if stream is None:
+    if getattr(stream, "name", None) == "index":
+        drawn = slot_index_draws(encoded, allocation.slots, stream.seed, epoch)
+    elif stream is None:
         drawn = [np.arange(take, dtype=np.int64) for _, take in planned]
     else:
         drawn = slot_epoch_draws(stream, n, planned, epoch,

@@ -97,7 +97,7 @@ sizes_st = st.lists(st.integers(1, 30), min_size=1, max_size=12)
 @settings(max_examples=150)
 @given(sizes=sizes_st, p=st.integers(1, 6), k=st.integers(1, 6),
        small=st.sampled_from(["error", "drop", "repeat"]), seed=st.integers(0, 2**31 - 1),
-       epoch=st.integers(0, 3), rng=st.sampled_from(["numpy", "R"]))
+       epoch=st.integers(0, 3), rng=st.sampled_from(["numpy", "R", "index"]))
 @example(sizes=[5, 9, 12, 4, 8, 3, 20], p=3, k=4, small="repeat", seed=1, epoch=0, rng="numpy")
 @example(sizes=[40, 1, 1], p=2, k=1, small="error", seed=0, epoch=1, rng="R")
 def test_every_guarantee_or_a_clear_error(sizes, p, k, small, seed, epoch, rng):
@@ -347,10 +347,17 @@ def test_strata_of_sizes_allocation_is_sparse():
     assert allocation.num_batches == 1250
 
 
-def test_lazy_plans_are_refused_with_the_fix():
+def test_lazy_plans_are_refused_with_the_fix_and_index_plans_materialise():
+    from pystratum import lazy_plan
+
     y = labels_of([8, 9, 10, 11])
-    with pytest.raises(ValueError, match="no lazy plan yet.*rng='numpy'"):
-        plan_batches(y, ClassesPerBatch(2, 4), seed=1, rng="index")
+    with pytest.raises(ValueError, match="no lazy plan yet.*plan_batches\\(..., rng='index'\\)"):
+        lazy_plan(y, ClassesPerBatch(2, 4), seed=1)[0]
+    plans = [plan_batches(y, ClassesPerBatch(2, 4), seed=1, rng="index", epoch=e)
+             for e in range(2)]
+    for plan in plans:
+        check_plan(y, ClassesPerBatch(2, 4), plan)
+    assert not np.array_equal(plans[0].order, plans[1].order)
 
 
 def test_compiled_and_numpy_paths_give_the_same_batches(monkeypatch):

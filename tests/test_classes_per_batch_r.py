@@ -13,22 +13,24 @@ from pystratum import plan_batches
 from pystratum.policies import ClassesPerBatch, SmallStrataWarning
 
 
-def r_batches(session, labels, p, k, small, seed, epoch):
-    call = r_function(session, """function(y, p, k, small, seed, epoch) {
+def r_batches(session, labels, p, k, small, seed, epoch, rng="R"):
+    call = r_function(session, """function(y, p, k, small, seed, epoch, rng) {
       out = suppressWarnings(pystratum::stratified_batches(y,
-        pystratum::policy_classes_per_batch(p, k, small = small), seed = seed, epoch = epoch))
+        pystratum::policy_classes_per_batch(p, k, small = small), seed = seed, epoch = epoch,
+        rng = rng))
       lapply(out, as.integer)
     }""")
     with session.calling():
-        out = call(session.ro.IntVector(labels.tolist()), p, k, small, seed, epoch)
+        out = call(session.ro.IntVector(labels.tolist()), p, k, small, seed, epoch, rng)
         return [list(batch) for batch in out]
 
 
-@settings(max_examples=25)
+@settings(max_examples=40)
 @given(sizes=st.lists(st.integers(1, 25), min_size=2, max_size=10), p=st.integers(1, 4),
        k=st.integers(1, 5), small=st.sampled_from(["drop", "repeat"]),
-       seed=st.integers(0, 2**31 - 2), epoch=st.integers(0, 2))
-def test_r_gives_the_core_batches_plus_one(r_session, sizes, p, k, small, seed, epoch):
+       seed=st.integers(0, 2**31 - 2), epoch=st.integers(0, 2),
+       rng=st.sampled_from(["R", "index"]))
+def test_r_gives_the_core_batches_plus_one(r_session, sizes, p, k, small, seed, epoch, rng):
     labels = np.random.default_rng(seed % 13).permutation(np.repeat(np.arange(len(sizes)), sizes))
     policy = ClassesPerBatch(p, k, small=small)
     can_fill = len(sizes) if small == "repeat" else sum(s >= k for s in sizes)
@@ -36,8 +38,8 @@ def test_r_gives_the_core_batches_plus_one(r_session, sizes, p, k, small, seed, 
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmallStrataWarning)
-        plan = plan_batches(labels, policy, seed=seed, rng="R", epoch=epoch)
-    assert r_batches(r_session, labels, p, k, small, seed, epoch) == \
+        plan = plan_batches(labels, policy, seed=seed, rng=rng, epoch=epoch)
+    assert r_batches(r_session, labels, p, k, small, seed, epoch, rng) == \
         [(batch + 1).tolist() for batch in plan.batches]
 
 

@@ -93,3 +93,9 @@ def test_ddp_ranks_get_whole_pk_batches(tmp_path, world):
             for rows, weights in zip(result["epochs"][epoch], result["weights"][epoch]):
                 assert_pk(rows)
                 assert weights == [1.0] * 12
+
+
+def test_sampler_with_rng_index_is_refused_with_the_fix():
+    sampler = StratifiedBatchSampler(LABELS, POLICY, seed=1, rng="index")
+    with pytest.raises(ValueError, match="no lazy plan yet.*rng='numpy'"):
+        next(iter(sampler))

@@ -164,6 +164,9 @@ class Policy(abc.ABC):
     """
 
     name: ClassVar[str]
+    # Policies whose allocation is a SlotPlan (ClassesPerBatch): rng="index"
+    # plans of them are materialised from keyed draws instead of LazyPlan.
+    allocates_slots: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -82,6 +82,11 @@ class ClassesPerBatch(Policy):
     size - take + 1`` for each refill, each refill then a partial
     Fisher-Yates shuffle of ``range(size)`` (R's ``sample.int`` algorithm).
 
+    With ``rng="index"`` (``plan_batches``/``stratified_batches`` only: the
+    plan is materialised, there is no lazy plan yet) the three parts are
+    keyed bijections instead (:func:`pystratum._assemble.slot_index_draws`),
+    the same in R.
+
     Layout (the schedule, O(S + T) and the same in R): the served strata in
     layout order, each stratum's ``n_s`` slots one after the other, give
     slot positions ``q = 0 .. B*P - 1``; position ``q`` goes to batch
@@ -102,6 +107,7 @@ class ClassesPerBatch(Policy):
     """
 
     name = "classes_per_batch"
+    allocates_slots = True
 
     def __init__(self, classes_per_batch, per_class, *, classes="proportional", small="error"):
         fix = "It is a whole number of strata (classes) per batch."
@@ -125,9 +131,10 @@ class ClassesPerBatch(Policy):
     def batch_cuts(self, strata, epoch, batches):
         """Not available: a slot allocation has no rank ranges per batch (no lazy plan yet)."""
         raise ValueError(
-            "ClassesPerBatch has no lazy plan yet: rng='index' (and lazy_plan()) need rank "
-            "ranges per batch, which its slot layout does not give. Use rng='numpy' (default) "
-            "or rng='R' (the R package's batches).")
+            "ClassesPerBatch has no lazy plan yet: lazy_plan() and the samplers' rng='index' "
+            "need rank ranges per batch, which its slot layout does not give. Use "
+            "plan_batches(..., rng='index') (materialised from the same keyed draws), or "
+            "rng='numpy' (default) or rng='R' (the R package's batches).")
 
     def allocate(self, strata, epoch) -> Allocation:
         own, served, num_batches = self._layout(strata, warn=True)

@@ -254,13 +254,12 @@ sequence_within = function(takes) {
 
 # stratified_batches() for this policy (rng "R" or "torch", or no shuffle).
 classes_per_batch_batches = function(encoded, policy, seed, rng, epoch, shuffle) {
-  if (shuffle && rng == "index") {
-    abort_value("rng", paste0("policy_classes_per_batch() does not support rng='index' yet; ",
-      "use rng='R' (the default)."))
-  }
   slots = classes_per_batch_slots(policy, encoded, epoch)
   group = classes_per_batch_draw_group(slots, encoded$n_rows)
-  draws = if (!shuffle) lapply(group$takes, seq_len) else {
+  draws = if (!shuffle) lapply(group$takes, seq_len) else if (rng == "index") {
+    seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
+    classes_per_batch_index_draws(encoded, slots, seed, epoch)
+  } else {
     skipped = epoch_skip_groups(epoch, rng, encoded$n_rows, function(k) {
       classes_per_batch_draw_group(classes_per_batch_slots(policy, encoded, k, warn = FALSE),
         encoded$n_rows)
@@ -278,10 +277,6 @@ classes_per_batch_batches = function(encoded, policy, seed, rng, epoch, shuffle)
 # same environment, one stream kept across epochs, so $next_epoch() gives
 # stratified_batches(seed = , epoch = k) for k = 0, 1, ...
 classes_per_batch_epochs = function(encoded, policy, shuffle, seed, rng, torch_backend) {
-  if (shuffle && rng == "index") {
-    abort_value("rng", paste0("policy_classes_per_batch() does not support rng='index' yet; ",
-      "use rng='R' (the default)."))
-  }
   slots_0 = classes_per_batch_slots(policy, encoded, 0)
   self = new.env(parent = emptyenv())
   self$n_rows = encoded$n_rows
@@ -298,10 +293,16 @@ classes_per_batch_epochs = function(encoded, policy, shuffle, seed, rng, torch_b
     slots = if (served == 0L) slots_0 else
       classes_per_batch_slots(policy, encoded, served, warn = FALSE)
     group = classes_per_batch_draw_group(slots, encoded$n_rows)
-    if (shuffle && is.null(draw)) {
-      draw <<- permutation_stream(rng, seed, torch_backend)
+    if (shuffle && rng == "index") {
+      # Keyed bijections: epoch k is computed directly, no stream to keep.
+      if (is.null(self$seed)) self$seed = sample.int(.Machine$integer.max, 1L) - 1
+      draws = classes_per_batch_index_draws(encoded, slots, self$seed, served)
+    } else {
+      if (shuffle && is.null(draw)) {
+        draw <<- permutation_stream(rng, seed, torch_backend)
+      }
+      draws = if (shuffle) draw_group(draw, group) else lapply(group$takes, seq_len)
     }
-    draws = if (shuffle) draw_group(draw, group) else lapply(group$takes, seq_len)
     served <<- served + 1L
     batches = assemble_slots(encoded, slots, draws)
     attr(batches, "batch_strata") = NULL
@@ -310,4 +311,29 @@ classes_per_batch_epochs = function(encoded, policy, shuffle, seed, rng, torch_b
   self$in_order = function() consecutive_batches(self$prediction_sizes)
   class(self) = "pystratum_epochs"
   self
+}
+
+# The draws of an epoch for rng = "index" (Python: slot_index_draws): keyed
+# bijections. Pass 0 of the stratum with turn t permutes its rows (row order)
+# by stream t; the layout permutes the S' served strata by stream S; refill i
+# (1-based, draw order) takes the first `take` values of the permutation of
+# 0..size-1 by stream S + i. Values are 1-based, as the streams' draws.
+classes_per_batch_index_draws = function(encoded, slots, seed, epoch) {
+  sizes = as.double(encoded$sizes)
+  n_strata = length(sizes)
+  turn = integer(n_strata)
+  turn[first_appearance_turn(encoded)] = seq_len(n_strata) - 1L
+  keys = index_round_keys(seed, epoch, turn)
+  members = split(seq_along(encoded$codes), factor(encoded$codes, levels = seq_len(n_strata)))
+  pass_0 = unlist(lapply(seq_len(n_strata), function(s) {
+    members[[s]][index_permute_ranks(seq_len(sizes[[s]]) - 1, sizes[[s]], keys[, s]) + 1]
+  }), use.names = FALSE)
+  served = sum(slots$n_slots > 0)
+  layout = index_permute_ranks(seq_len(served) - 1, served,
+    index_round_keys(seed, epoch, n_strata)[, 1]) + 1
+  refills = lapply(seq_along(slots$refill_sizes), function(i) {
+    index_permute_ranks(seq_len(slots$refill_takes[[i]]) - 1, slots$refill_sizes[[i]],
+      index_round_keys(seed, epoch, n_strata + i)[, 1]) + 1
+  })
+  c(list(pass_0, layout), refills)
 }

@@ -54,8 +54,12 @@ test_that("the sampler's epochs (stratified_epochs) walk stratified_batches epoc
   expect_equal(sort(unlist(epochs$in_order())), seq_along(y))
   plain = stratified_epochs(y, policy, shuffle = FALSE)
   expect_identical(plain$next_epoch(), stratified_batches(y, policy, shuffle = FALSE))
-  expect_error(stratified_epochs(y, policy, seed = 1, rng = "index"), "rng='index'",
-    class = "pystratum_value_error")
+  keyed = stratified_epochs(y, policy, seed = 5, rng = "index")
+  for (k in 0:1) {
+    batches = keyed$next_epoch()
+    expect_identical(batches, stratified_batches(y, policy, seed = 5, rng = "index", epoch = k))
+    expect_setequal(unique(unlist(batches)), seq_along(y))
+  }
 })
 
 test_that("an epoch far larger than the data is refused before any table", {
