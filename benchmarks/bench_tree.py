@@ -10,6 +10,14 @@ sampler (Python ints one by one, what a torch ``Sampler`` does),
 ``batches(256)`` (lists, what a batch sampler does), and the same iteration
 with one auxiliary value per draw (an eighth of the draws). Construction (the only DataFrame work)
 is timed once.
+
+Memory case (``--groups G``, e.g. ``--groups 1e6``): ``for_each`` over a
+column with G values of 2 rows each (``for_each: user_id``), one leaf per
+value. Reported: construction time and peak memory (the process's peak
+resident size, so run it alone), the engine's bytes per node (its
+per-node arrays and generator states after ``--draws`` draws, traced by
+tracemalloc; the leaves' row arrays belong to the tree and are not
+counted) and the whole sampler's traced bytes per node, and the draw rate.
 """
 
 from __future__ import annotations
@@ -55,12 +63,61 @@ def best(fn, repeats: int) -> float:
     return min(times)
 
 
+def groups_case(groups: int, n_draws: int) -> None:
+    """for_each over ``groups`` values of 2 rows: memory per node and peak memory."""
+    import resource
+    import tracemalloc
+
+    from pystratum.tree._engine import Engine
+
+    frame = pd.DataFrame({"user_id": np.repeat(np.arange(groups, dtype=np.int64), 2)})
+    config = {"root": {"children": [{"for_each": "user_id"}]}}
+    start = time.perf_counter()
+    sampler = TreeSampler(config, frame, seed=1)
+    build = time.perf_counter() - start
+    nodes = sum(1 for _ in sampler.tree.walk())
+    rss_build = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB
+    start = time.perf_counter()
+    sampler.draw(n_draws)
+    draw_seconds = time.perf_counter() - start
+    rss_draw = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    tracemalloc.start()
+    engine = Engine(sampler.tree, sampler._seed_sequence)
+    engine.take(n_draws)
+    engine_bytes, engine_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del engine
+    small = max(1, min(groups, 100_000))  # the whole build traced on at most 10^5 groups
+    small_frame = frame.iloc[:2 * small]
+    tracemalloc.start()
+    traced = TreeSampler(config, small_frame, seed=1)
+    sampler_bytes, sampler_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    small_nodes = sum(1 for _ in traced.tree.walk())
+    print(f"python {platform.python_version()}, numpy {np.__version__}, pandas {pd.__version__},"
+          f" {platform.machine()}")
+    print(f"for_each over {groups:,} groups of 2 rows: {nodes:,} nodes, {2 * groups:,} rows")
+    print(f"construction: {build:.1f} s; peak resident memory {rss_build:,.0f} MiB after "
+          f"construction, {rss_draw:,.0f} MiB after {n_draws:,} draws "
+          f"({n_draws / draw_seconds:,.0f} draws/s; a leaf's first draw seeds its stream)")
+    print(f"engine: {engine_bytes / nodes:,.0f} bytes per node held after the draws "
+          f"(peak {engine_peak / nodes:,.0f}), row arrays not counted")
+    print(f"whole sampler (traced, {small:,} groups): {sampler_bytes / small_nodes:,.0f} bytes "
+          f"per node held, peak {sampler_peak / small_nodes:,.0f} during construction "
+          f"(tree nodes, paths, labels, row arrays and the engine)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=1e6)
     parser.add_argument("--draws", type=float, default=4e6)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--groups", type=float, default=0,
+                        help="run the memory case: for_each over this many 2-row groups")
     args = parser.parse_args()
+    if args.groups:
+        groups_case(int(args.groups), int(args.draws))
+        return
     n_rows, n_draws = int(args.rows), int(args.draws)
     frame = metadata(n_rows)
 

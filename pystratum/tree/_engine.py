@@ -43,14 +43,15 @@ from __future__ import annotations
 import hashlib
 import numpy as np
 
+# Draws one entry into the root may yield: a segment is built whole in memory
+# (8 bytes per draw); the config check bounds the product of the repeats.
+from ._config import MAX_SEGMENT
+
 __all__ = ["Engine", "stream_key", "BLOCK", "MAX_SEGMENT", "check_engine_state"]
 
 BLOCK = 1 << 16          # choices per block of a node's stream
 CHUNK = 1 << 16          # root entries per chunk (divided by the longest segment)
 NODE_STREAMS, AUX_STREAMS = 0, 1
-# Draws one entry into the root may yield: a segment is built whole in memory
-# (8 bytes per draw), so the product of the repeats along a path is bounded.
-MAX_SEGMENT = 1 << 24
 # Shuffled nodes with at most this many choices redraw their current
 # permutation from the saved state instead of keeping it (cheaper than an array).
 _SMALL_PASS = 64
@@ -473,16 +474,24 @@ class Engine:
 
     def _take_replacement(self, i, n, m, dtype, mode) -> np.ndarray:
         block, pos = int(self._block[i]), int(self._pos[i])
-        if (m <= _FEW and dtype == np.int16 and mode == _REPLACEMENT and self._live[i]
-                and pos + m <= BLOCK):
+        if m <= _FEW and dtype == np.int16 and mode == _REPLACEMENT:
             # Many nodes, few draws each (a for_each over many values): no array work.
-            self._restore(i)
-            has_spare, spare, pending = self._extra[i].tolist()
-            values, pending, has_spare, spare = _bounded16_few(
-                self._bit_generator, n, m, pending, has_spare, spare)
-            self._pos[i] = pos + m
-            self._save(i, self._generator, pending, (has_spare, spare))
-            return values
+            if block < 0 or pos >= BLOCK:
+                block, pos = block + 1, 0
+                generator = self._fresh(i, block)
+                has_spare, spare, pending = 0, 0, -1
+            elif self._live[i] and pos + m <= BLOCK:
+                generator = self._restore(i)
+                has_spare, spare, pending = self._extra[i].tolist()
+            else:
+                generator = None
+            if generator is not None and pos + m <= BLOCK:
+                values, pending, has_spare, spare = _bounded16_few(
+                    generator.bit_generator, n, m, pending, has_spare, spare)
+                self._block[i], self._pos[i] = block, pos + m
+                self._save(i, generator, pending, (has_spare, spare))
+                return values
+            block, pos = int(self._block[i]), int(self._pos[i])
         generator, pending = None, -1
         parts = []
         while m > 0:
