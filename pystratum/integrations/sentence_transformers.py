@@ -18,7 +18,10 @@ every epoch start, which selects the pystratum epoch.
 
 from __future__ import annotations
 
-from sentence_transformers.base.sampler import DefaultBatchSampler
+try:  # sentence-transformers >= 5 keeps the samplers in its base package
+    from sentence_transformers.base.sampler import DefaultBatchSampler
+except ImportError:  # 3.4 (the first to take a function as batch_sampler) to 4.x
+    from sentence_transformers.sampler import DefaultBatchSampler
 
 from .._validation import show
 from ..policies import Policy
