@@ -20,10 +20,13 @@ EPOCH_MAX = 2**31 - 1
 # Size parameters (batch sizes, batch counts, negatives per pair) are whole
 # numbers R holds exactly as doubles: at most 2**53 in both languages.
 SIZE_MAX = 2**53
-# What one epoch (or one batch of generated pairs) may hold beyond the input's
-# own rows: parameters asking more are refused with a memory estimate before
-# anything is allocated, rather than failing to allocate or running for minutes.
-MAX_SERVED_ROWS = 2**28
+# What one epoch (or one batch of generated pairs) may hold: 16 times the
+# input's rows (recycling small strata legitimately serves rows several
+# times), and at least 2**24 rows on small inputs. Parameters asking more are
+# refused with a memory estimate before anything is allocated, rather than
+# failing to allocate or running for minutes.
+MAX_SERVED_ROWS = 2**24
+SERVED_PER_ROW = 16
 
 
 def show(value) -> str:
@@ -91,17 +94,17 @@ def check_served_size(rows: int, entries: int, n_rows: int, name: str, value, wh
 
     ``rows``: rows the epoch (or batch) serves; ``entries``: entries of the
     tables built for it (e.g. a policy's count table). Each may be at most
-    ``max(n_rows, MAX_SERVED_ROWS)``; otherwise a ValueError names ``name``
+    ``max(16 * n_rows, MAX_SERVED_ROWS)``; otherwise a ValueError names ``name``
     and ``value``, says ``what`` it makes, estimates the memory (16 bytes a
     row for positions and draws, 8 an entry) and gives ``fix``. The R
     package applies the same rule with the same words.
     """
-    limit = max(n_rows, MAX_SERVED_ROWS)
+    limit = max(SERVED_PER_ROW * n_rows, MAX_SERVED_ROWS)
     if rows <= limit and entries <= limit:
         return
     gib = (16 * rows + 8 * entries) / 2**30
     raise ValueError(
         f"{name}={show(value)} makes {what}: {rows:,} rows served and {entries:,} table "
         f"entries, about {gib:,.1f} GiB, from an input of {n_rows:,} rows. An epoch may serve, "
-        f"and its tables hold, at most max(N, 2**28) = {limit:,} of each. {fix}"
+        f"and its tables hold, at most max(16 N, 2**24) = {limit:,} of each. {fix}"
     )

@@ -5,7 +5,7 @@ TypeError/ValueError naming the argument: never OverflowError, IndexError,
 MemoryError or KeyError, and never an allocation sized by a parameter rather
 than by the input. Inputs are small (100 rows, 8 pairs), so a huge parameter
 that got through would have to serve far more than the input holds: every
-accepted plan is checked against the bound ``max(N, 2**28)`` rows, and the
+accepted plan is checked against the bound ``max(16 N, 2**24)`` rows, and the
 explicit cases below assert the refusals themselves, not their speed.
 """
 
@@ -100,7 +100,7 @@ def test_policy_parameters_give_a_plan_or_a_named_error(slot, value, rng):
         return
     OUTCOMES["plan"] += 1
     rows = plan.order.shape[0]
-    assert 0 < rows <= max(N, MAX_SERVED_ROWS)
+    assert 0 < rows <= max(16 * N, MAX_SERVED_ROWS)
     assert plan.bounds[0] == 0 and plan.bounds[-1] == rows
     assert np.all(np.diff(plan.bounds) > 0)
     assert plan.order.min() >= 0 and plan.order.max() < N
@@ -121,12 +121,12 @@ def test_huge_target_sizes_are_refused_with_an_estimate(make, name, words):
     assert str(error.value).startswith(name)
     assert words in str(error.value)
     if "makes" in words:
-        assert "at most max(N, 2**28) = 268,435,456" in str(error.value)
+        assert "at most max(16 N, 2**24) = 16,777,216" in str(error.value)
 
 
 def test_targets_bound_follows_the_input():
     # The same epoch size is refused on 100 rows and served when the input is that large:
-    # the bound is max(N, 2**28) rows an epoch, not a fixed cap on big data.
+    # the bound is max(16 N, 2**24) rows an epoch, not a fixed cap on big data.
     policy = Targets("balanced", 3, epoch=10)
     assert plan_batches(LABELS, policy, seed=1).num_batches == 10
 
@@ -174,7 +174,7 @@ def test_negatives_parameters_give_batches_or_a_named_error(slot, value, rng):
         return
     rows = len(batch)
     assert rows == batch.num_positives * (1 + sampler.negatives)
-    assert rows <= max(USERS.shape[0], MAX_SERVED_ROWS)
+    assert rows <= max(16 * USERS.shape[0], MAX_SERVED_ROWS)
 
 
 def test_negatives_beyond_the_input_are_refused_with_an_estimate():
@@ -182,8 +182,8 @@ def test_negatives_beyond_the_input_are_refused_with_an_estimate():
                                          r"pair\(s\) with 1,000,000,000 negative\(s\) each: "
                                          r"3,000,000,003 rows served.*GiB"):
         _sampler(negatives=10**9)
-    sampler = _sampler(negatives=2**25, batch_size=1)  # one batch fits, the epoch does not
-    with pytest.raises(ValueError, match=r"^negatives=33554432 makes an epoch of 8 observed"):
+    sampler = _sampler(negatives=2**22, batch_size=1)  # one batch fits, the epoch does not
+    with pytest.raises(ValueError, match=r"^negatives=4194304 makes an epoch of 8 observed"):
         sampler.epoch_batches(0)
 
 

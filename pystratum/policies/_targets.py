@@ -77,7 +77,7 @@ class Targets(Policy):
     def __init__(self, shares, batch_size, epoch="largest"):
         self.batch_size = check_int(batch_size, "batch_size", minimum=1, maximum=SIZE_MAX,
                                     fix="Sizes are whole numbers R holds exactly (up to 2**53); "
-                                        "an epoch may serve at most max(N, 2**28) rows.")
+                                        "an epoch may serve at most max(16 N, 2**24) rows.")
         self.shares = _check_shares(shares)
         if isinstance(epoch, str):
             if epoch not in _EPOCH_MODES:
@@ -139,18 +139,17 @@ class Targets(Policy):
 
     def _check_size(self, batch: int, num_batches: int, n_strata: int, n_rows: int) -> None:
         """An epoch of ``num_batches`` batches of ``batch`` rows must fit the input's bound."""
-        if isinstance(self.epoch, str) or num_batches == 1:
+        if num_batches == 1 or isinstance(self.epoch, str):
             name, value = "batch_size", batch
-            fix = ("Lower batch_size" + ("" if isinstance(self.epoch, str) and num_batches == 1
-                                         else ", or raise the smallest positive shares (a "
-                                              "small share of a large stratum needs many "
-                                              "batches to serve it once)") + ".")
+            fix = ("Lower batch_size." if num_batches == 1 else
+                   "Lower batch_size, or raise the smallest positive shares (a small share of "
+                   "a large stratum needs many batches to serve it once).")
         else:
             name, value = "epoch", num_batches
             fix = "Lower epoch (batches per epoch) or batch_size, or use epoch='largest'."
         check_served_size(num_batches * batch, n_strata * (num_batches + 1), n_rows, name, value,
                           f"an epoch of {num_batches:,} batch(es) of {batch:,} rows with "
-                          f"Targets(epoch={self.epoch!r})", fix)
+                          f"epoch={self.epoch!r}", fix)
 
     def _weights(self, strata) -> np.ndarray:
         n_strata = strata.sizes.shape[0]

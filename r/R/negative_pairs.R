@@ -97,10 +97,10 @@ negative_pair_batches = function(users, items, num_items, negatives, batch_size,
   max_rounds = 100L) {
   # Scalars first, in the Python sampler's order, then the O(P) arrays.
   num_items = assert_whole_number(num_items, "num_items", minimum = 1)
-  k = assert_whole_number(negatives, "negatives", minimum = 1, fix = paste0(
+  k = assert_whole_number(negatives, "negatives", minimum = 1, maximum = SIZE_MAX, fix = paste0(
     "Each observed pair needs at least one generated negative; without negatives use an ",
     "ordinary shuffled batch sampler."))
-  batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1)
+  batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1, maximum = SIZE_MAX)
   if (!is.null(num_users)) {
     num_users = assert_whole_number(num_users, "num_users", minimum = 1)
   }
@@ -111,7 +111,7 @@ negative_pair_batches = function(users, items, num_items, negatives, batch_size,
   duplicates = if (missing(duplicates)) "error" else
     assert_choice(duplicates, "duplicates", c("error", "drop"))
   max_rounds = assert_whole_number(max_rounds, "max_rounds", minimum = 1)
-  epoch = assert_whole_number(epoch, "epoch", minimum = 0)
+  epoch = assert_epoch(epoch)
   if (missing(seed) || is.null(seed)) {
     abort_value("seed", paste0(
       "seed must be a whole number: the same seed gives the same batches as Python's ",
@@ -134,6 +134,14 @@ negative_pair_batches = function(users, items, num_items, negatives, batch_size,
     num_users = max(users) + 1
   } else {
     assert_ids_below(users, "users", num_users, "num_users")
+  }
+  for (name in c("num_items", "num_users")) {
+    value = if (name == "num_items") num_items else num_users
+    if (value > R_SAMPLE_MAX) {
+      abort_value(name, sprintf(paste0("%s must be at most 4.5e15 with rng='R' (R's ",
+        "sample.int draws from at most 4.5e15 values), got %s=%s. Remap ids to a smaller ",
+        "range."), name, name, show_value(value)))
+    }
   }
   if (num_users * num_items > 2^53) {
     abort_value("num_items", sprintf(paste0(
@@ -162,10 +170,20 @@ negative_pair_batches = function(users, items, num_items, negatives, batch_size,
     items = items[kept]
     keys = keys[kept]
   }
+  n_pairs = length(keys)
+  # A batch, and the epoch this function returns, bounded by the input before
+  # any draw (the Python sampler's rule and words).
+  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+  pairs = min(batch_size, n_pairs)
+  check_served_size(pairs * (1 + k), 0, n_pairs, "negatives", k, sprintf(
+    "batches of %s observed pair(s) with %s negative(s) each", count(pairs), count(k)),
+    "Lower negatives or batch_size.")
+  check_served_size(n_pairs * (1 + k), 0, n_pairs, "negatives", k, sprintf(
+    "an epoch of %s observed pair(s) with %s negative(s) each", count(n_pairs), count(k)),
+    "Lower negatives.")
   probabilities = negative_probabilities(users, items, num_users, num_items, k, weights,
     reject_observed, pair_with, max_rounds)
 
-  n_pairs = length(keys)
   permutation = epoch_permutation(n_pairs, TRUE, "R", seed, epoch)
   starts = seq(1, n_pairs, by = batch_size)
   lapply(seq_along(starts) - 1L, function(b) {
@@ -185,6 +203,9 @@ negative_pair_batches = function(users, items, num_items, negatives, batch_size,
     )
   })
 }
+
+# R's sample.int(n, ...) refuses n above this (its longest vector).
+R_SAMPLE_MAX = 4.5e15
 
 # The set.seed() value of batch `batch` of epoch `epoch`; Python's
 # pystratum.negatives.batch_seed computes the same integer.
@@ -258,7 +279,10 @@ draw_negatives = function(pos_users, k, num_users, num_items, keys, weights, pro
 # and the up-front checks that rejection can succeed within max_rounds.
 negative_probabilities = function(users, items, num_users, num_items, k, weights,
   reject_observed, pair_with, max_rounds) {
-  n_observed = tabulate(users + 1, nbins = num_users)
+  # Per-user tables span the users that have pairs (max(users) + 1), not
+  # num_users: what the input can use, however large num_users is.
+  seen_users = max(users) + 1
+  n_observed = tabulate(users + 1, nbins = seen_users)
   if (is.null(weights)) {
     total = num_items
     observed_weight = as.double(n_observed)
@@ -267,14 +291,14 @@ negative_probabilities = function(users, items, num_users, num_items, k, weights
   } else {
     cumulative = cumsum(weights)
     total = cumulative[length(cumulative)]
-    observed_weight = numeric(num_users)
+    observed_weight = numeric(seen_users)
     sums = rowsum(weights[items + 1], users, reorder = FALSE)
     observed_weight[as.numeric(rownames(sums)) + 1] = sums[, 1L]
     log_weights = log(weights)
   }
   n_pairs = length(users)
   if (pair_with == "user") {
-    free = if (reject_observed) total - observed_weight else rep(total, num_users)
+    free = if (reject_observed) total - observed_weight else rep(total, seen_users)
     if (reject_observed) {
       check_user_acceptance(n_observed, free / total, k, num_items, max_rounds, !is.null(weights))
     }

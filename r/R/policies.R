@@ -343,7 +343,9 @@ check_fixed_size_feasible = function(policy, encoded, n_batches, n_rows) {
       "use a policy that oversamples small strata."), format(smallest_size, scientific = FALSE),
       format(most_batches, scientific = FALSE))
   }
-  abort_value("batch_size", sprintf(paste0(
+  # No batch size helps when the smallest stratum is below min_per_stratum: that
+  # argument is at fault, as Python's FixedSize says.
+  abort_value(if (most_batches == 0) "min_per_stratum" else "batch_size", sprintf(paste0(
     "batch_size=%s gives %s batches of %s rows, but stratum %s has only %d rows: it cannot ",
     "give every batch min_per_stratum=%s row(s). %s"), show_value(policy$params$batch_size),
     format(n_batches, scientific = FALSE), format(n_rows, scientific = FALSE),

@@ -86,7 +86,9 @@ NULL
 #' @rdname sampling_policies
 #' @export
 policy_targets = function(shares, batch_size, epoch = "largest") {
-  batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1)
+  batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1, maximum = SIZE_MAX,
+    fix = paste0("Sizes are whole numbers doubles hold exactly (up to 2^53); an epoch may ",
+      "serve at most max(16 N, 2**24) rows."))
   shares = check_shares(shares)
   if (is.character(epoch)) {
     if (length(epoch) != 1L || is.na(epoch) || !(epoch %in% c("largest", "smallest"))) {
@@ -94,7 +96,7 @@ policy_targets = function(shares, batch_size, epoch = "largest") {
         "whole number (batches per epoch), got epoch=%s."), show_value(epoch)))
     }
   } else {
-    epoch = assert_whole_number(epoch, "epoch", minimum = 1,
+    epoch = assert_whole_number(epoch, "epoch", minimum = 1, maximum = SIZE_MAX,
       fix = "Pass 'largest', 'smallest' or a number of batches.")
   }
   if (!identical(shares, "balanced")) {
@@ -262,6 +264,13 @@ targets_layout = function(policy, encoded) {
   n_strata = length(sizes)
   batch = policy$params$batch_size
   shares = policy$params$shares
+  # Bounded by the input before any table is built: one batch alone, then a
+  # fixed number of batches (and, below, the epoch the shares ask for).
+  n_rows = sum(sizes)
+  check_targets_size(policy, batch, 1, n_strata, n_rows)
+  if (!is.character(policy$params$epoch)) {
+    check_targets_size(policy, batch, policy$params$epoch, n_strata, n_rows)
+  }
   if (identical(shares, "balanced")) {
     check_targets_batch_size(batch, n_strata)
     weights = rep(1, n_strata)
@@ -288,7 +297,29 @@ targets_layout = function(policy, encoded) {
   layout = list(weights = weights, total = total, floors = floors, remainders = remainders,
     starts = starts, step = step)
   layout$n_batches = targets_num_batches(policy, encoded, sizes, layout)
+  check_targets_size(policy, batch, layout$n_batches, n_strata, n_rows)
   layout
+}
+
+# An epoch of `n_batches` batches of `batch` rows must fit the input's bound
+# (check_served_size()); the twin of Python's Targets._check_size.
+check_targets_size = function(policy, batch, n_batches, n_strata, n_rows) {
+  epoch = policy$params$epoch
+  if (n_batches == 1 || is.character(epoch)) {
+    name = "batch_size"
+    value = batch
+    fix = if (n_batches == 1) "Lower batch_size." else paste0("Lower batch_size, or raise the ",
+      "smallest positive shares (a small share of a large stratum needs many batches to serve ",
+      "it once).")
+  } else {
+    name = "epoch"
+    value = n_batches
+    fix = "Lower epoch (batches per epoch) or batch_size, or use epoch='largest'."
+  }
+  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+  check_served_size(n_batches * batch, n_strata * (n_batches + 1), n_rows, name, value,
+    sprintf("an epoch of %s batch(es) of %s rows with epoch=%s", count(n_batches), count(batch),
+      show_value(epoch)), fix)
 }
 
 weyl_step = function(total) {

@@ -23,6 +23,34 @@ CALL_COST = 2000
 # R's sample.int(n, k) draws k values (its hash path) for n above this and k <= n / 2.
 R_HASH_MIN_N = 1e7
 
+# Size parameters (batch sizes, batch counts, negatives per pair) are whole
+# numbers doubles hold exactly: at most 2^53, as in the Python core.
+SIZE_MAX = 2^53
+# What one epoch (or one batch of generated pairs) may hold: 16 times the
+# input's rows (recycling small strata legitimately serves rows several
+# times), and at least 2^24 rows on small inputs. Parameters asking more are
+# refused with a memory estimate before anything is allocated (the Python
+# core's rule and words).
+MAX_SERVED_ROWS = 2^24
+SERVED_PER_ROW = 16
+
+# Refuses a parameter that makes an epoch larger than the input can use:
+# `rows` served and `entries` of its tables may each be at most
+# max(16 * n_rows, MAX_SERVED_ROWS). Python's check_served_size is the twin.
+check_served_size = function(rows, entries, n_rows, name, value, what, fix) {
+  limit = max(SERVED_PER_ROW * n_rows, MAX_SERVED_ROWS)
+  if (rows <= limit && entries <= limit) {
+    return(invisible(NULL))
+  }
+  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+  gib = (16 * rows + 8 * entries) / 2^30
+  abort_value(name, sprintf(paste0("%s=%s makes %s: %s rows served and %s table entries, ",
+    "about %s GiB, from an input of %s rows. An epoch may serve, and its tables hold, at most ",
+    "max(16 N, 2**24) = %s of each. %s"), name, show_value(value), what, count(rows),
+    count(entries), formatC(gib, format = "f", digits = 1, big.mark = ","), count(n_rows),
+    count(limit), fix))
+}
+
 # torch_manual_seed() passes the seed on as a decimal string; whole doubles
 # are exact up to 2^53.
 TORCH_SEED_MAX = 2^53
