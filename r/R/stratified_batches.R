@@ -74,8 +74,10 @@
 #' @param epoch (`integer(1)`)\cr
 #'   Which epoch's shuffle, 0 for the first, at most 2147483647. Each epoch is
 #'   a new permutation. Both streams reach epoch `k` by drawing the `k`
-#'   permutations before it, so an epoch with `epoch * max(N, 1000) > 1e8`
-#'   is an error (iterate epochs with [batch_sampler_stratified()] instead).
+#'   epochs before it, so an epoch whose skipped draws cost more than 1e8
+#'   row draws (each draw its rows plus 2000 for the call; sampling policies
+#'   draw once per stratum and per extra pass of a recycled stratum) is an
+#'   error (iterate epochs with [batch_sampler_stratified()] instead).
 #'   Must be 0 when `shuffle = FALSE`.
 #' @param shuffle (`logical(1)`)\cr
 #'   `FALSE` keeps row order (the identity permutation).
