@@ -53,10 +53,12 @@ class ClassesPerBatch(Policy):
     ``T = sum c_s`` the epoch has ``B = max(ceil(T / P), max_s c_s)``
     batches; the ``E = B * P - T`` slots the batches still lack are *extra*
     slots, handed out by water-filling: one at a time to the stratum with
-    the fewest slots so far (ties: the larger stratum, then order of first
-    appearance in the data, rotated by ``epoch * E`` among the strata tied at
-    the last level so that, over epochs, no stratum is always the one left
-    out). So ``n_s = c_s + e_s <= B`` slots per stratum.
+    the fewest slots so far. In closed form: every stratum below a level
+    ``L`` is raised to ``L`` (the highest level the extras pay for), and the
+    ``r`` extras left go to strata at level ``L`` (listed larger stratum
+    first, then order of first appearance in the data), a cyclic window of
+    ``r`` starting at ``epoch * r`` so that, over epochs, no stratum is
+    always the one left out. So ``n_s = c_s + e_s <= B`` slots per stratum.
 
     Rows of a slot. Stratum ``s``'s *epoch sequence* has ``n_s * K`` ranks;
     its slot ``j`` (``0 <= j < n_s``) holds ranks ``j*K .. j*K + K - 1``.
@@ -100,7 +102,8 @@ class ClassesPerBatch(Policy):
     ``k < n``; any two of them are at least ``d(n) = min_{1 <= k < n}
     |k * g mod B|`` batches apart (circular distance), by the three-distance
     theorem at least ``B / ((A + 2) * n)`` with ``A`` the largest partial
-    quotient of ``g / B`` (``A <= 5`` for every B up to 10**5 checked).
+    quotient of ``B / g`` (``A <= 5`` for every B up to 10**5; the tests
+    check the bound for every B up to 3000).
 
     Order inside a batch: slot by slot (slot ``q // B``), each slot's K rows
     in epoch-sequence order.
