@@ -8,12 +8,13 @@
 
 The package's parts, each tested on its own: ``_labels`` (labels out of
 tensors, datasets, callables), ``_distributed`` (rank, world size, the shared
-seed), ``_epoch`` (the epoch iterator), ``_state`` (the resume format),
+seed), ``_epoch`` (the ``set_epoch`` hook), ``_state`` (the resume format),
 ``_guards`` (misuse checks) and ``_sampler`` (the coordinator);
 ``_flat_sampler`` (``StratifiedSampler``, the ``sampler=`` face: the batch
 sampler's batches row after row) and ``_wrapper``
-(``DistributedSamplerWrapper``: any sampler under DDP, one order for every rank). Sharding of
-whole batches across ranks is the torch-free ``pystratum._sharding``.
+(``DistributedSamplerWrapper``: any sampler under DDP, one order for every rank). Serving
+(the epoch rule, the pass over a rank's whole batches, resume) is the torch-free
+``pystratum.serving``.
 """
 
 try:
