@@ -21,6 +21,7 @@ import numpy as np
 
 from pystratum import plan_batches
 from pystratum.policies import ClassesPerBatch
+from _timing import best
 
 
 def long_tail_labels(rows: int, classes: int, seed: int = 0) -> np.ndarray:
@@ -28,15 +29,6 @@ def long_tail_labels(rows: int, classes: int, seed: int = 0) -> np.ndarray:
     sizes = np.clip(4 + rng.pareto(1.2, classes) * 30, 4, 400)
     sizes = np.maximum(4, (sizes * rows / sizes.sum()).astype(np.int64))
     return rng.permutation(np.repeat(np.arange(classes), sizes))
-
-
-def best(function, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        function()
-        times.append(time.process_time() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
 
 import numpy as np
 import torch
@@ -43,15 +42,7 @@ from torch.utils.data import BatchSampler, RandomSampler
 from pystratum import plan_batches
 from pystratum.policies import Downsample, FixedSize, Targets
 from pystratum.torch import StratifiedBatchSampler
-
-
-def best(function, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        function()
-        times.append(time.process_time() - start)
-    return min(times)
+from _timing import best
 
 
 def best_pair(ours, baseline, repeats):

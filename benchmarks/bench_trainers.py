@@ -32,6 +32,7 @@ from torch.utils.data import BatchSampler, DataLoader, TensorDataset
 
 from pystratum.policies import FixedSize
 from pystratum.torch import StratifiedBatchSampler, StratifiedSampler
+from _timing import best as best_of
 
 
 def labels_for(n_rows: int, positive_fraction: float = 0.03, seed: int = 0) -> np.ndarray:
@@ -41,13 +42,8 @@ def labels_for(n_rows: int, positive_fraction: float = 0.03, seed: int = 0) -> n
     return labels
 
 
-def best(run, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def best(function, repeats: int) -> float:
+    return best_of(function, repeats, clock=time.perf_counter)
 
 
 def consume(iterable) -> None:

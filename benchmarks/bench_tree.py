@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from pystratum.tree import TreeSampler
+from _timing import best as best_of
 
 CONFIG = {
     "root": {"mode": "replacement", "children": [
@@ -54,13 +55,8 @@ def metadata(n_rows: int, seed: int = 0) -> pd.DataFrame:
     })
 
 
-def best(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def best(function, repeats: int) -> float:
+    return best_of(function, repeats, clock=time.perf_counter)
 
 
 def groups_case(groups: int, n_draws: int) -> None:
