@@ -69,11 +69,11 @@ def test_batch_size_alone_means_fixed_size():
 
 
 def test_fixed_size_of_uneven_batches_is_refused_with_the_reason():
-    # 1000 rows, batch_size 64: round(1000 / 64) = 16 batches of 62 and 63 rows.
+    # 1000 rows, balanced sizes of about 64: round(1000 / 64) = 16 batches of 62 and 63 rows.
     labels = np.r_[LABELS, LABELS[:40]]
     with pytest.raises(ValueError, match=r"policy must make batches of one fixed size.*16 "
                                          r"batches of 62 and 63 rows.*batch_sampler="):
-        StratifiedSampler(labels, batch_size=64, seed=1)
+        StratifiedSampler(labels, FixedSize(64, sizes="balanced"), seed=1)
 
 
 @pytest.mark.parametrize("policy", [MinPerStratum(4), 4, Downsample({0: 0.5}, FixedSize(32))],
@@ -261,8 +261,8 @@ def test_a_short_last_batch_is_served_and_a_short_batch_before_it_is_an_error(mo
 
     monkeypatch.setattr(flat_module, "fixed_batch_size", lambda policy, strata: (5, True, ""))
     labels = np.repeat([0, 1], [7, 2])
-    flat = StratifiedSampler(labels, FixedSize(5), seed=0)
-    batches = StratifiedBatchSampler(labels, FixedSize(5), seed=0)
+    flat = StratifiedSampler(labels, FixedSize(5, sizes="balanced"), seed=0)
+    batches = StratifiedBatchSampler(labels, FixedSize(5, sizes="balanced"), seed=0)
     data = TensorDataset(torch.arange(9))
     assert len(flat) == 9
     assert loader_batches(flat, data) == list(batches)  # epoch 0: sizes 5, 4

@@ -100,7 +100,7 @@ def test_an_int_is_shorthand_for_min_per_stratum_everywhere():
 def test_plan_records_its_policy():
     plan = pystratum.plan_batches(np.repeat([0, 1], [50, 50]), FixedSize(20), seed=1)
     assert plan.policy == FixedSize(20) and plan.min_samples_per_stratum is None
-    assert "FixedSize(batch_size=20, min_per_stratum=1)" in repr(plan)
+    assert "FixedSize(batch_size=20, min_per_stratum=1, sizes='exact')" in repr(plan)
     assert pystratum.plan_batches([0, 1] * 5, 2, seed=1).min_samples_per_stratum == 2
 
 
@@ -112,7 +112,7 @@ def test_fixed_size_guarantees(sizes, batch_size, epoch):
     sizes = np.asarray(sizes, dtype=np.int64)
     n = int(sizes.sum())
     num_batches = fixed_size_num_batches(n, batch_size)
-    policy = FixedSize(batch_size)
+    policy = FixedSize(batch_size, sizes="balanced")
     if sizes.min() < num_batches:
         with pytest.raises(ValueError, match="batch_size"):
             policy.allocate(strata_of_sizes(sizes), epoch)
@@ -132,7 +132,7 @@ def test_fixed_size_guarantees(sizes, batch_size, epoch):
 @given(sizes=stratum_sizes, batch_size=st.integers(1, 200))
 def test_fixed_size_extras_rotate_so_no_batch_is_always_the_big_one(sizes, batch_size):
     sizes = np.asarray(sizes, dtype=np.int64)
-    policy = FixedSize(batch_size)
+    policy = FixedSize(batch_size, sizes="balanced")
     num_batches = fixed_size_num_batches(int(sizes.sum()), batch_size)
     if sizes.min() < num_batches:
         return
@@ -144,10 +144,10 @@ def test_fixed_size_extras_rotate_so_no_batch_is_always_the_big_one(sizes, batch
 
 def test_fixed_size_example_by_hand():
     # 10 + 7 rows, batch_size 5 -> round(17 / 5) = 3 batches of 6, 6, 5 (extras 1 and 1).
-    allocation = FixedSize(5).allocate(strata_of_sizes([10, 7], ("a", "b")), 0)
+    allocation = FixedSize(5, sizes="balanced").allocate(strata_of_sizes([10, 7], ("a", "b")), 0)
     assert allocation.counts.tolist() == [[4, 2], [3, 3], [3, 2]]
     # Epoch 1 starts the extras where epoch 0 stopped (batch 2).
-    assert FixedSize(5).allocate(strata_of_sizes([10, 7], ("a", "b")), 1).counts.tolist() == [[3, 3], [3, 2], [4, 2]]
+    assert FixedSize(5, sizes="balanced").allocate(strata_of_sizes([10, 7], ("a", "b")), 1).counts.tolist() == [[3, 3], [3, 2], [4, 2]]
 
 
 @pytest.mark.parametrize("n, batch_size, expected", [(100, 30, 3), (100, 40, 3), (100, 200, 1),
@@ -161,7 +161,7 @@ def test_infeasible_fixed_size_names_the_stratum_and_a_batch_size_that_works(siz
     sizes = np.asarray(sizes, dtype=np.int64)
     labels = tuple(f"s{k}" for k in range(len(sizes)))
     try:
-        FixedSize(batch_size, m).allocate(strata_of_sizes(sizes, labels), 0)
+        FixedSize(batch_size, m, "balanced").allocate(strata_of_sizes(sizes, labels), 0)
         return
     except ValueError as error:
         message = str(error)
@@ -173,11 +173,11 @@ def test_infeasible_fixed_size_names_the_stratum_and_a_batch_size_that_works(siz
         return
     suggested = int(message.split("batch_size >= ")[1].split(" ")[0])
     # The suggestion works, and one less does not: it is the smallest feasible size.
-    counts = FixedSize(suggested, m).allocate(strata_of_sizes(sizes, labels), 0).counts
+    counts = FixedSize(suggested, m, "balanced").allocate(strata_of_sizes(sizes, labels), 0).counts
     assert counts.min() >= m
     if suggested > 1:
         with pytest.raises(ValueError):
-            FixedSize(suggested - 1, m).allocate(strata_of_sizes(sizes, labels), 0)
+            FixedSize(suggested - 1, m, "balanced").allocate(strata_of_sizes(sizes, labels), 0)
 
 
 @pytest.mark.parametrize("kwargs, argument", [({"batch_size": 0}, "batch_size"),
@@ -245,7 +245,7 @@ def test_every_integer_kind_gives_the_same_plain_policy(kind):
     for policy, plain in [(FixedSize(kind(7), kind(2)), FixedSize(7, 2)),
                           (MinPerStratum(kind(3)), MinPerStratum(3))]:
         assert policy == plain and hash(policy) == hash(plain)
-        assert all(type(v) is int for v in policy.params().values())
+        assert all(type(v) is int for k, v in policy.params().items() if k != "sizes")
         assert json.loads(json.dumps(policy.to_dict())) == plain.to_dict()
 
 
@@ -284,6 +284,8 @@ def test_strata_of_one_row_take_one_batch_only():
     plan = pystratum.plan_batches(["a", "b", "c", "a", "b", "c"], FixedSize(6), seed=1)
     assert plan.num_batches == 1
     with pytest.raises(ValueError, match=r"stratum 'a' has only 1 rows.*batch_size >= 4 "):
+        pystratum.plan_batches(["a", "b", "c", "b", "c"], FixedSize(2, sizes="balanced"), seed=1)
+    with pytest.raises(ValueError, match=r"stratum 'a' has only 1 rows.*batch_size >= 3, "):
         pystratum.plan_batches(["a", "b", "c", "b", "c"], FixedSize(2), seed=1)
 
 
@@ -506,7 +508,7 @@ def test_fixed_size_through_the_core_in_every_column_form(sizes, batch_size, epo
                                                           data):
     codes = np.repeat(np.arange(len(sizes)), sizes)
     codes = codes[np.random.default_rng(seed).permutation(codes.shape[0])]
-    policy = FixedSize(batch_size)
+    policy = FixedSize(batch_size, sizes="balanced")
     num_batches = fixed_size_num_batches(codes.shape[0], batch_size)
     strata = _strata_in_form(codes, form)
     if min(sizes) < num_batches:

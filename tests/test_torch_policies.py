@@ -29,13 +29,14 @@ def loader_epoch(loader):
     return [index.tolist() for index, _ in loader]
 
 
-def check_fixed_size(batches, labels, num_batches):
-    assert len(batches) == num_batches
+def check_fixed_size(batches, labels, num_batches, batch_size=64):
+    """Exact sizes: ``batch_size`` rows but a shorter last batch, strata spread evenly."""
+    assert len(batches) == num_batches == -(-len(labels) // batch_size)
     assert_one_epoch(batches, len(labels))
     sizes = [len(b) for b in batches]
-    assert max(sizes) - min(sizes) <= 1
-    assert set(sizes) <= {len(labels) // num_batches, -(-len(labels) // num_batches)}
-    counts = np.array([stratum_counts(b, labels, 2) for b in batches])
+    assert sizes[:-1] == [batch_size] * (num_batches - 1)
+    assert sizes[-1] == len(labels) - (num_batches - 1) * batch_size
+    counts = np.array([stratum_counts(b, labels, 2) for b in batches[:-1]])
     assert (counts.max(axis=0) - counts.min(axis=0)).max() <= 1  # strata spread evenly
     assert counts.min() >= 1
 
@@ -53,7 +54,7 @@ def test_fixed_size_with_a_dataloader(labels, rng):
         expected = plan_batches(labels, policy, seed=3, rng=rng, epoch=epoch).batches
         assert batches == [b.tolist() for b in expected]
     assert epochs[0] != epochs[1]
-    assert "policy=FixedSize(batch_size=64, min_per_stratum=1)" in repr(sampler)
+    assert "policy=FixedSize(batch_size=64, min_per_stratum=1, sizes='exact')" in repr(sampler)
 
 
 def test_int_and_keyword_alias_mean_min_per_stratum(labels):
@@ -107,7 +108,8 @@ def test_fixed_size_resumes_with_stateful_dataloader(labels, num_workers):
 def test_fixed_size_state_records_the_policy(labels):
     state = StratifiedBatchSampler(labels, FixedSize(50, min_per_stratum=2), seed=1).state_dict()
     assert state["policy"] == {"name": "fixed_size",
-                               "params": {"batch_size": 50, "min_per_stratum": 2}}
+                               "params": {"batch_size": 50, "min_per_stratum": 2,
+                                          "sizes": "exact"}}
     assert state["min_samples_per_stratum"] is None
 
 

@@ -220,6 +220,16 @@ class Policy(abc.ABC):
         """
         return False
 
+    def short_last_batch(self, strata) -> bool:
+        """Whether every epoch's last batch is a short remainder (fewer rows than the others).
+
+        A sampler with ``drop_last=True`` then leaves that batch out, as
+        torch's ``BatchSampler(drop_last=True)`` does, before sharing batches
+        across ranks. False by default: other policies' batch sizes follow
+        from the data, with no remainder batch to drop.
+        """
+        return False
+
     def num_batches(self, strata) -> int:
         """Batches per epoch (the same for every epoch); checks and warns as :meth:`allocate`.
 

@@ -38,17 +38,20 @@ class EpochPass:
     ``source`` is a batch source (:class:`pystratum.serving.BatchSource`):
     ``num_batches`` (None: endless) and ``open(epoch)``. Rank ``rank`` of
     ``num_replicas`` serves global batches ``rank, rank + num_replicas, ...``
-    (``drop_last`` as in ``pystratum._sharding``); an endless source is never
-    padded.
+    (``drop_last`` as in ``pystratum._sharding``: with ``short_last`` the
+    epoch's short last batch is dropped before the batches are shared); an
+    endless source is never padded.
     """
 
     def __init__(self, progress, source, *, num_replicas: int = 1, rank: int = 0,
-                 drop_last: bool = False, chunk_rows: int = CHUNK_ROWS):
+                 drop_last: bool = False, chunk_rows: int = CHUNK_ROWS,
+                 short_last: bool = False):
         self._progress = progress
         self._source = source
         self._num_replicas = num_replicas
         self._rank = rank
         self._drop_last = drop_last
+        self._short_last = short_last
         self._chunk_rows = chunk_rows
         self.epoch = None
         self.batches_yielded = 0
@@ -112,7 +115,8 @@ class EpochPass:
         self.batches_yielded = start
         num_batches = self._source.num_batches
         if num_batches is not None:
-            self._count = rank_batch_count(num_batches, self._num_replicas, self._drop_last)
+            self._count = rank_batch_count(num_batches, self._num_replicas, self._drop_last,
+                                           self._short_last)
         opened = self._source.open(epoch)
         self._opened = opened
         self._stream_state = opened.stream_state
@@ -129,7 +133,8 @@ class EpochPass:
         else:
             stop = min(stop, self._count)
             ids = rank_batch_indices(self._source.num_batches, self._num_replicas, self._rank,
-                                     self._drop_last, start=k, stop=stop)
+                                     self._drop_last, start=k, stop=stop,
+                                     short_last=self._short_last)
         self._chunk = self._opened.batches(ids)
         self._chunk_start = k
         self._chunk_stop = stop

@@ -22,7 +22,8 @@ from torch.utils.data import Sampler
 
 from .._plan import BatchPlan, check_strata_are_groups, resolve_policy
 from .._members import StratumMembers, members_digest, members_of_codes, members_of_labels
-from ..serving import EpochProgress, EpochServed, LazyPlanSource, PlanSource
+from .._sharding import kept_batches, rank_batch_count
+from ..serving import EpochPass, EpochProgress, EpochServed, LazyPlanSource, PlanSource
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
 from .._validation import check_bool, check_choice, check_epoch
@@ -63,8 +64,9 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         ``MinPerStratum(m)``: at least ``m`` rows of every stratum per batch,
         ``max(1, N_min // m)`` batches per epoch (``N_min`` the smallest
         stratum's size); ``min_samples_per_stratum=m`` is accepted as a
-        keyword too. ``FixedSize(batch_size)`` gives batches of about
-        ``batch_size`` rows with every stratum spread evenly.
+        keyword too. ``FixedSize(batch_size)`` gives batches of exactly
+        ``batch_size`` rows but a shorter last one, every stratum spread
+        evenly.
     shuffle : bool
         False serves rows in order (the same batches every epoch).
     seed : None, int (or numpy SeedSequence with ``rng="numpy"``)
@@ -90,10 +92,20 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         (seed, epoch), without communication, and takes whole batches
         round-robin (``batches[rank::num_replicas]``).
     drop_last : bool
-        With several replicas and a number of batches that is not a multiple
-        of ``num_replicas``: False (default) pads the short ranks with whole
-        batches reused from the start of the epoch; True drops the remainder.
-        On one replica nothing is ever dropped.
+        True has two effects, in this order. (1) A short last batch (exact
+        ``FixedSize`` sizes when ``batch_size`` does not divide the rows;
+        ``policy.short_last_batch(strata)``) is left out, as
+        ``torch.utils.data.BatchSampler(drop_last=True)`` leaves it out: its
+        rows miss this epoch (other rows each epoch, since batches are
+        reshuffled). In one process that is all it does; other policies'
+        batches have no remainder batch and nothing is dropped. (2) With
+        several replicas, the batches left are shared whole: ``floor(B' /
+        num_replicas)`` per rank, the last ``B' % num_replicas`` served by no
+        rank (``DistributedSampler``'s "trim the remainder across ranks").
+        False (default): every batch is served, the short one too (on one
+        rank), and short ranks are padded with whole batches reused from the
+        start of the epoch. Every rank yields the same number of batches
+        either way (DDP needs it).
     dataset : optional
         The dataset the indices are for; if given, the number of labels must
         equal ``len(dataset)`` (checked here). Without it the check happens
@@ -192,13 +204,20 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         for warning in caught:
             warnings.warn(warning.message, warning.category, stacklevel=2)
         self.num_batches = int(num_batches)
-        if self.drop_last and self.num_batches < self.num_replicas:
+        # drop_last=True leaves out a short last batch (BatchSampler's meaning) before
+        # the batches are shared across ranks (pystratum._sharding).
+        self._short_last = bool(self.policy.short_last_batch(self._strata))
+        kept = kept_batches(self.num_batches, self.drop_last, self._short_last)
+        if self.drop_last and kept < self.num_replicas:
+            dropped = (" after dropping its short last batch"
+                       if kept < self.num_batches else "")
             raise ValueError(
                 f"drop_last=True leaves no batch for any rank: the plan has "
-                f"{self.num_batches} batch(es) per epoch ({self.policy!r}, smallest stratum "
-                f"{int(self._strata.sizes.min())} rows) but num_replicas={self.num_replicas}. "
-                f"Use a policy giving more batches (a smaller m or batch_size), fewer "
-                f"replicas, or drop_last=False (ranks then reuse whole batches)."
+                f"{self.num_batches} batch(es) per epoch{dropped} ({self.policy!r}, smallest "
+                f"stratum {int(self._strata.sizes.min())} rows) but num_replicas="
+                f"{self.num_replicas}. Use a policy giving more batches (a smaller m or "
+                f"batch_size), fewer replicas, or drop_last=False (ranks then reuse whole "
+                f"batches)."
             )
         self._digest = None
         self._progress = EpochProgress(type(self).__name__, self.num_replicas, self.rank)
@@ -223,6 +242,17 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         epoch start; this forwards it to :meth:`set_epoch`.
         """
         return EpochSetter(self)
+
+    def __len__(self) -> int:
+        """Batches one ``iter()`` yields on this rank (every epoch, every rank)."""
+        return rank_batch_count(self.num_batches, self.num_replicas, self.drop_last,
+                                self._short_last)
+
+    def _epoch_pass(self) -> EpochPass:
+        # As EpochServed's, plus the short last batch that drop_last leaves out.
+        return EpochPass(self._progress, self._source(), num_replicas=self.num_replicas,
+                         rank=self.rank, drop_last=self.drop_last,
+                         short_last=self._short_last)
 
     def __iter__(self) -> Iterator[list[int]]:
         # The frame that called iter() tells whether DataLoader uses us as a

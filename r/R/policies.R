@@ -19,22 +19,36 @@
 #' * `policy_min_per_stratum(m)`: at least `m` rows of every stratum in every
 #'   batch, as many batches as that allows (`max(1, N_min %/% m)`, Hocking
 #'   2025). A stratum's per-batch counts differ by at most one.
-#' * `policy_fixed_size(batch_size, min_per_stratum = 1)`: `B = max(1,
-#'   round(N / batch_size))` batches (halves rounded up, in exact integer
-#'   arithmetic), every batch of `floor(N / B)` or `ceiling(N / B)` rows,
-#'   every stratum spread as evenly as possible (its per-batch counts differ
-#'   by at most one, at least `min_per_stratum` each). Stratum `s` gives
-#'   every batch `N_s %/% B` rows; its `N_s %% B` extra rows go one each to
-#'   consecutive batches, cyclically, strata in order of first appearance in
-#'   the data, each continuing where the previous one stopped, and each epoch
-#'   continuing where the last one stopped. A stratum too small for `min_per_stratum` rows in every batch
-#'   is an error naming it and the smallest `batch_size` that works.
+#' * `policy_fixed_size(batch_size, min_per_stratum = 1, sizes = "exact")`:
+#'   `sizes = "exact"` (default): `B = ceiling(N / batch_size)` batches of
+#'   exactly `batch_size` rows but the last, which holds the remainder
+#'   `L = N - (B - 1) * batch_size` (full when `batch_size` divides `N`).
+#'   Stratum `s` gives the last batch the floor or ceiling of `N_s L / N`
+#'   rows (systematic rounding over the strata in order of first appearance)
+#'   and spreads its other rows over the full batches as below, so every
+#'   full batch holds the floor or ceiling of `N_s * batch_size / N` rows of
+#'   it (per-batch counts differ by at most one, at least `min_per_stratum`
+#'   each) and exactly `batch_size` rows in all.
+#'   `sizes = "balanced"`: `B = max(1, round(N / batch_size))` batches
+#'   (halves rounded up, in exact integer arithmetic), every batch of
+#'   `floor(N / B)` or `ceiling(N / B)` rows, every stratum spread as evenly
+#'   as possible (its per-batch counts differ by at most one, at least
+#'   `min_per_stratum` each). Stratum `s` gives every batch `N_s %/% B`
+#'   rows; its `N_s %% B` extra rows go one each to consecutive batches,
+#'   cyclically, strata in order of first appearance in the data, each
+#'   continuing where the previous one stopped, and each epoch continuing
+#'   where the last one stopped. A stratum too small for `min_per_stratum`
+#'   rows in every (full) batch is an error naming it and a `batch_size`
+#'   that works.
 #'
 #' Every policy serves every row at most once per epoch; these two serve
 #' every row exactly once.
 #'
 #' @param m (`integer(1)`)\cr The fewest rows of each stratum a batch holds.
 #' @param batch_size (`integer(1)`)\cr The wanted number of rows per batch.
+#' @param sizes (`character(1)`)\cr `"exact"` (batches of `batch_size` rows
+#'   but a shorter last one) or `"balanced"` (`round(N / batch_size)` batches
+#'   of nearly equal size).
 #' @param min_per_stratum (`integer(1)`)\cr The fewest rows of each stratum a
 #'   batch holds.
 #' @return An object of class `c("pystratum_policy_<name>",
@@ -63,11 +77,12 @@ policy_min_per_stratum = function(m) {
 
 #' @rdname policies
 #' @export
-policy_fixed_size = function(batch_size, min_per_stratum = 1) {
+policy_fixed_size = function(batch_size, min_per_stratum = 1, sizes = "exact") {
   batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1)
   min_per_stratum = assert_whole_number(min_per_stratum, "min_per_stratum", minimum = 1)
+  sizes = assert_choice(sizes, "sizes", c("exact", "balanced"))
   new_policy("fixed_size", list(batch_size = as.double(batch_size),
-    min_per_stratum = as.double(min_per_stratum)))
+    min_per_stratum = as.double(min_per_stratum), sizes = sizes))
 }
 
 new_policy = function(name, params) {
@@ -293,6 +308,14 @@ policy_allocate.pystratum_policy_min_per_stratum = function(policy, encoded, epo
 
 #' @export
 policy_allocate.pystratum_policy_fixed_size = function(policy, encoded, epoch) {
+  if (identical(policy$params$sizes, "exact")) {
+    layout = fixed_size_exact_layout(policy, encoded, epoch)
+    counts = cbind(layout$counts, layout$last)
+    # matrix(): apply() drops to a vector when there is one batch.
+    cuts = cbind(0, matrix(t(apply(counts, 1L, cumsum)), nrow = nrow(counts)))
+    dimnames(cuts) = NULL
+    return(list(cuts = cuts, row_weights = NULL, pool_sizes = NULL))
+  }
   sizes = as.double(encoded$sizes)
   n_rows = sum(sizes)
   batch_size = policy$params$batch_size
@@ -316,6 +339,117 @@ policy_allocate.pystratum_policy_fixed_size = function(policy, encoded, epoch) {
   cuts = cbind(0, if (n_batches == 1) counts else t(apply(counts, 1L, cumsum)))
   dimnames(cuts) = NULL
   list(cuts = cuts, row_weights = NULL, pool_sizes = NULL)
+}
+
+# Exact sizes (Python's FixedSize(sizes="exact")): F = (N - 1) %/% batch_size
+# full batches of batch_size rows, then one of L = N - F * batch_size rows.
+# Stratum s gives the last batch floor(C'_s L / N) - floor(C_s L / N) rows
+# (C_s: rows of the strata before s in order of first appearance; the floor
+# or ceiling of N_s L / N, adding up to L) and its other rows to the full
+# batches as the balanced rule does (the extras then fill every full batch
+# alike, so the cycle's epoch shift is 0). Returns list(full, last, counts =
+# S x F matrix); with check = TRUE a stratum short of min_per_stratum in a
+# full batch is an error.
+fixed_size_exact_layout = function(policy, encoded, epoch, batch_size = policy$params$batch_size,
+  check = TRUE) {
+  sizes = as.double(encoded$sizes)
+  n_rows = sum(sizes)
+  full = (n_rows - 1) %/% batch_size
+  last_rows = n_rows - full * batch_size
+  turn = order(match(seq_along(sizes), encoded$codes))
+  if (full == 0) {
+    last = sizes
+  } else {
+    # Products up to N * L must stay below 2^53 for %/% on doubles to be exact.
+    if (n_rows * last_rows >= 2^53) {
+      abort_value("batch_size", sprintf(paste0(
+        "batch_size=%s on %s rows leaves a last batch of %s rows, and N * L passes 2^53, ",
+        "where R's doubles stop computing its strata's shares exactly. Use a smaller ",
+        "batch_size, or sizes = \"balanced\"."), show_value(batch_size),
+        format(n_rows, scientific = FALSE), format(last_rows, scientific = FALSE)))
+    }
+    marks = (c(0, cumsum(sizes[turn])) * last_rows) %/% n_rows
+    last = numeric(length(sizes))
+    last[turn] = diff(marks)
+  }
+  counts = matrix(0, length(sizes), max(full, 0))
+  if (full > 0) {
+    rest = sizes - last
+    base = rest %/% full
+    extra = rest - base * full
+    starts = numeric(length(sizes))
+    total_extra = sum(extra) %% full
+    first = mul_mod(epoch %% full, total_extra, full)
+    starts[turn] = (first + cumsum(extra[turn]) - extra[turn]) %% full
+    takes_extra = outer(starts, seq.int(0, full - 1),
+      function(start, b) (b - start) %% full) < extra
+    counts = base + takes_extra
+  }
+  layout = list(full = full, last = last, counts = counts)
+  if (check && fixed_size_exact_fewest(layout, last_rows == batch_size)$rows <
+    policy$params$min_per_stratum) {
+    fixed_size_exact_infeasible(policy, encoded, layout, last_rows == batch_size)
+  }
+  layout
+}
+
+# The fewest rows a stratum gives a full batch: list(stratum, rows).
+fixed_size_exact_fewest = function(layout, last_is_full) {
+  fewest = if (layout$full == 0) {
+    if (last_is_full) layout$last else rep(Inf, length(layout$last))
+  } else {
+    low = apply(layout$counts, 1L, min)
+    if (last_is_full) pmin(low, layout$last) else low
+  }
+  short = which.min(fewest)
+  list(stratum = short, rows = fewest[[short]])
+}
+
+fixed_size_exact_infeasible = function(policy, encoded, layout, last_is_full) {
+  m = policy$params$min_per_stratum
+  sizes = as.double(encoded$sizes)
+  n_rows = sum(sizes)
+  if (min(sizes) < m) {
+    short = which.min(sizes)
+    abort_value("min_per_stratum", sprintf(paste0(
+      "min_per_stratum=%s is more rows than stratum %s has (%s): no batch size below the row ",
+      "count (%s) gives every full batch that many; lower min_per_stratum to at most %s, or ",
+      "use a policy that oversamples small strata."), show_value(m),
+      stratum_label(encoded, short), format(sizes[[short]], scientific = FALSE),
+      format(n_rows, scientific = FALSE), format(sizes[[short]], scientific = FALSE)))
+  }
+  short = fixed_size_exact_fewest(layout, last_is_full)$stratum
+  abort_value("batch_size", sprintf(paste0(
+    "batch_size=%s gives %s full batch(es) of %s rows, but stratum %s has only %s rows: it ",
+    "cannot give every full batch min_per_stratum=%s row(s). Use batch_size >= %s, lower ",
+    "min_per_stratum, or use a policy that oversamples small strata."),
+    show_value(policy$params$batch_size), format(layout$full, scientific = FALSE),
+    format(n_rows, scientific = FALSE), stratum_label(encoded, short),
+    format(sizes[[short]], scientific = FALSE), show_value(m),
+    format(fixed_size_smallest_exact(policy, encoded), scientific = FALSE)))
+}
+
+# The smallest feasible batch_size with exact sizes, searched over a bounded
+# range (Python's FixedSize._smallest_exact_size).
+fixed_size_smallest_exact = function(policy, encoded) {
+  sizes = as.double(encoded$sizes)
+  n_rows = sum(sizes)
+  n_min = min(sizes)
+  m = policy$params$min_per_stratum
+  # Enough: every full-batch count is at least floor(N_s * batch_size / N) >= m.
+  enough = -((-m * n_rows) %/% n_min)
+  # Needed: F = B - 1 full batches each taking m of the smallest stratum's rows.
+  needed = -((-n_rows) %/% (n_min %/% m + 1))
+  candidate = needed
+  while (candidate < min(enough, needed + 4096)) {
+    layout = fixed_size_exact_layout(policy, encoded, 0, candidate, check = FALSE)
+    full_last = n_rows - layout$full * candidate == candidate
+    if (fixed_size_exact_fewest(layout, full_last)$rows >= m) {
+      return(candidate)
+    }
+    candidate = candidate + 1
+  }
+  enough
 }
 
 # max(1, round(N / batch_size)) with halves rounded up, in whole numbers (R's

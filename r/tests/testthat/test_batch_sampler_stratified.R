@@ -79,7 +79,8 @@ test_that("prediction loaders serve every row once, in order, under recycling an
   # batches of 4 and 3). Prediction must see all 10 rows once: batches of the
   # largest training batch size, the last one shorter.
   cases = list(list(policy_targets("balanced", 4), c(4L, 4L, 2L)),
-    list(policy_downsample(c(neg = 0.5), policy_fixed_size(3)), c(4L, 4L, 2L)))
+    list(policy_downsample(c(neg = 0.5), policy_fixed_size(3, sizes = "balanced")),
+      c(4L, 4L, 2L)))
   for (case in cases) {
     loader = fake_learner(fake_sampler_class(case[[1L]], seed = 3))$predict_loader(
       fake_task_dataset(task))

@@ -17,7 +17,8 @@ test_that("policies print and rebuild from their name and parameters", {
   policy = policy_fixed_size(64, min_per_stratum = 2)
   expect_s3_class(policy, c("pystratum_policy_fixed_size", "pystratum_policy"))
   expect_identical(policy_from_params(policy$name, policy$params), policy)
-  expect_output(print(policy), "fixed_size\\(batch_size = 64, min_per_stratum = 2\\)")
+  expect_output(print(policy),
+    "fixed_size\\(batch_size = 64, min_per_stratum = 2, sizes = 'exact'\\)")
   expect_pystratum_error(policy_from_params("fixed", list(batch_size = 3)), "value_error", "name")
   expect_pystratum_error(policy_fixed_size(0), "value_error", "batch_size")
   expect_pystratum_error(policy_fixed_size(2.5), "type_error", "batch_size")
@@ -27,7 +28,8 @@ test_that("policies print and rebuild from their name and parameters", {
 
 fixed_counts = function(sizes, batch_size, epoch = 0, min_per_stratum = 1) {
   encoded = encode_strata(rep(seq_along(sizes), sizes))
-  counts_from_cuts(policy_allocate(policy_fixed_size(batch_size, min_per_stratum), encoded,
+  counts_from_cuts(policy_allocate(policy_fixed_size(batch_size, min_per_stratum,
+    sizes = "balanced"), encoded,
     epoch)$cuts)
 }
 
