@@ -236,6 +236,36 @@ def test_every_rank_serves_as_many_batches_and_the_short_one_goes_first(
         assert set().union(*(set(b) for batches in served for b in batches)) == set(range(n_rows))
 
 
+# ------------------------------------------------------------ torch conventions
+
+def test_batch_size_is_shorthand_for_fixed_size():
+    shorthand = StratifiedBatchSampler(LABELS, batch_size=64, seed=2)
+    assert shorthand.policy == FixedSize(64)
+    assert list(shorthand) == list(StratifiedBatchSampler(LABELS, FixedSize(64), seed=2))
+    # No public batch_size but None (accelerate would re-batch rows to it).
+    assert getattr(shorthand, "batch_size", None) is None
+    # The positional signature is kept: strata, then the policy.
+    assert list(StratifiedBatchSampler(LABELS, 4, seed=1)) == \
+        list(StratifiedBatchSampler(LABELS, MinPerStratum(4), seed=1))
+
+
+@pytest.mark.parametrize("keywords, named", [
+    ({"policy": FixedSize(32)}, "policy"), ({"policy": 4}, "policy"),
+    ({"policy": Targets("balanced", 8)}, "policy"), ({"min_samples_per_stratum": 2},
+                                                      "min_samples_per_stratum")])
+def test_a_policy_and_batch_size_together_are_an_error(keywords, named):
+    with pytest.raises(ValueError, match=rf"^batch_size must be None when a policy is given, "
+                                         rf"got batch_size=64 with {named}="):
+        StratifiedBatchSampler(LABELS, batch_size=64, seed=1, **keywords)
+
+
+@pytest.mark.parametrize("value, error", [(0, ValueError), (-3, ValueError), (2.5, TypeError),
+                                          (True, TypeError), ("64", TypeError)])
+def test_a_bad_batch_size_is_named(value, error):
+    with pytest.raises(error, match=r"^batch_size must be"):
+        StratifiedBatchSampler(LABELS, batch_size=value, seed=1)
+
+
 # ---------------------------------------------------------------------------- CLI
 
 def test_cli_plan_takes_sizes_as_a_param(tmp_path):

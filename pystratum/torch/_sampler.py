@@ -26,8 +26,8 @@ from .._sharding import kept_batches, rank_batch_count
 from ..serving import EpochPass, EpochProgress, EpochServed, LazyPlanSource, PlanSource
 from .._strata import encode_strata, first_rows_of_codes
 from .._streams import RNG_CHOICES, make_stream, stream_for
-from .._validation import check_bool, check_choice, check_epoch
-from ..policies import MinPerStratum, StratumTooSmallWarning, check_allocation
+from .._validation import check_bool, check_choice, check_epoch, check_int, show
+from ..policies import FixedSize, MinPerStratum, StratumTooSmallWarning, check_allocation
 from ._distributed import resolve_replicas, resolve_seed
 from ._epoch import EpochSetter
 from ._guards import check_dataset_length, check_iterating_caller, single_batch_error
@@ -35,6 +35,25 @@ from ._labels import labels_from
 from ._state import SamplerState, check_resumable, parse_state, same_seed
 
 __all__ = ["StratifiedBatchSampler"]
+
+def _policy_of(policy, min_samples_per_stratum, batch_size):
+    """``policy`` (or ``min_samples_per_stratum``), or ``FixedSize(batch_size)``.
+
+    ``batch_size`` with a policy (or ``min_samples_per_stratum``) is a
+    ValueError: the policy sets the batch size, and one of the two would be
+    ignored.
+    """
+    if batch_size is None:
+        return resolve_policy(policy, min_samples_per_stratum)
+    given = policy if policy is not None else min_samples_per_stratum
+    if given is not None:
+        name = "policy" if policy is not None else "min_samples_per_stratum"
+        raise ValueError(
+            f"batch_size must be None when a policy is given, got batch_size={show(batch_size)} "
+            f"with {name}={given!r}: the policy sets the batch size. Pass one of them "
+            f"(batch_size=n alone means FixedSize(n)).")
+    return FixedSize(check_int(batch_size, "batch_size", minimum=1))
+
 
 class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
     """Mini-batches whose stratum composition a policy guarantees, on every rank.
@@ -66,7 +85,13 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         stratum's size); ``min_samples_per_stratum=m`` is accepted as a
         keyword too. ``FixedSize(batch_size)`` gives batches of exactly
         ``batch_size`` rows but a shorter last one, every stratum spread
-        evenly.
+        evenly. ``None`` with ``batch_size=n``: ``FixedSize(n)``.
+    batch_size : int, optional
+        Torch's convention: ``StratifiedBatchSampler(strata, batch_size=64)``
+        is ``StratifiedBatchSampler(strata, FixedSize(64))``. Giving it with
+        a policy (or ``min_samples_per_stratum``) is a ValueError. The
+        sampler keeps no ``batch_size`` attribute (accelerate would read it
+        and re-batch rows across processes).
     shuffle : bool
         False serves rows in order (the same batches every epoch).
     seed : None, int (or numpy SeedSequence with ``rng="numpy"``)
@@ -140,8 +165,10 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
 
     def __init__(self, strata, policy=None, *, shuffle=True, seed=None, rng="numpy",
                  num_replicas=None, rank=None, drop_last=False, dataset=None,
-                 allow_single_batch=False, min_samples_per_stratum=None):
-        self.policy = resolve_policy(policy, min_samples_per_stratum)
+                 allow_single_batch=False, min_samples_per_stratum=None, batch_size=None):
+        # No batch_size attribute is kept: accelerate reads batch_sampler.batch_size
+        # and, with several processes, would refill or cut batches to that size.
+        self.policy = _policy_of(policy, min_samples_per_stratum, batch_size)
         self.rng = check_choice(rng, "rng", RNG_CHOICES)
         self.shuffle = check_bool(shuffle, "shuffle")
         self.drop_last = check_bool(drop_last, "drop_last")
