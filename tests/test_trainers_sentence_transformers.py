@@ -106,3 +106,69 @@ def test_what_the_arguments_accept_and_refuse(tmp_path):
         batch_sampler(4)
     with pytest.raises(TypeError, match=r"^strata_column must be a column name"):
         batch_sampler(strata_column=["label"])
+
+
+def test_checkpoints_and_save_model_pickle_the_batch_sampler(tmp_path):
+    # The trainer torch.saves its args (training_args.bin) at every checkpoint and in
+    # save_model(); the args hold what batch_sampler() returned, so it must pickle.
+    import pickle
+
+    made = batch_sampler(ClassesPerBatch(2, 4), strata_column="label", seed=7)
+    again = pickle.loads(pickle.dumps(made))
+    assert (again.policy, again.strata_column, again.seed) == (made.policy, "label", 7)
+    model, seen = tiny_model()
+    dataset = datasets.Dataset.from_dict({"sentence": [f"w{r}" for r in range(len(LABELS))],
+                                          "label": [int(v) for v in LABELS]})
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_train_epochs=1,
+        use_cpu=True, report_to=[], save_strategy="steps", save_steps=2, logging_strategy="no",
+        disable_tqdm=True, seed=5, batch_sampler=batch_sampler(ClassesPerBatch(2, 4)))
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
+                                         loss=losses.BatchAllTripletLoss(model))
+    trainer.train()
+    trainer.save_model(str(tmp_path / "final"))
+    assert seen == planned(ClassesPerBatch(2, 4), 1)
+    assert (tmp_path / "out" / "checkpoint-2" / "training_args.bin").exists()
+    assert (tmp_path / "final" / "training_args.bin").exists()
+
+
+def test_only_the_training_loader_is_stratified(tmp_path):
+    # Evaluation goes through the same args.batch_sampler with the eval batch size and an
+    # eval set that may lack the strata column: it gets the library's plain batches.
+    model, seen = tiny_model()
+    n = len(LABELS)
+    train_set = datasets.Dataset.from_dict({"anchor": [f"w{r}" for r in range(n)],
+                                            "positive": [f"w{(r + 1) % n}" for r in range(n)],
+                                            "label": [int(v) for v in LABELS]})
+    eval_set = datasets.Dataset.from_dict({"anchor": [f"w{r}" for r in range(10)],
+                                           "positive": [f"w{r + 1}" for r in range(10)]})
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8,
+        per_device_eval_batch_size=16, num_train_epochs=1, use_cpu=True, report_to=[],
+        save_strategy="no", logging_strategy="no", eval_strategy="epoch", disable_tqdm=True,
+        seed=5, batch_sampler=batch_sampler(ClassesPerBatch(2, 4)))
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=train_set, eval_dataset=eval_set,
+        loss=losses.MultipleNegativesRankingLoss(model))
+    trainer.train()
+    assert seen[0::2] == planned(ClassesPerBatch(2, 4), 1)  # the anchors' forward pass
+    loader = trainer.get_eval_dataloader(eval_set)
+    inner = getattr(loader.batch_sampler, "batch_sampler", loader.batch_sampler)
+    assert type(inner) is DefaultBatchSampler and inner.batch_size == 16
+    assert sorted(sum((list(b) for b in loader.batch_sampler), [])) == list(range(10))
+
+
+def test_a_dataset_dict_train_set_is_refused(tmp_path):
+    model, _ = tiny_model()
+    one = datasets.Dataset.from_dict({"sentence": [f"w{r}" for r in range(len(LABELS))],
+                                      "label": [int(v) for v in LABELS]})
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, num_train_epochs=1,
+        use_cpu=True, report_to=[], save_strategy="no", logging_strategy="no",
+        disable_tqdm=True, seed=5, batch_sampler=batch_sampler(ClassesPerBatch(2, 4)))
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=datasets.DatasetDict({"a": one, "b": one}),
+        loss=losses.BatchAllTripletLoss(model))
+    with pytest.raises(ValueError, match=r"^train_dataset must be one Dataset for "
+                                         r"batch_sampler\(\), got a DatasetDict"):
+        trainer.train()

@@ -12,8 +12,10 @@
 ``SentenceTransformerTrainingArguments(batch_sampler=...)`` takes a function
 of ``(dataset, batch_size, drop_last, valid_label_columns, generator,
 seed)`` returning a ``DefaultBatchSampler``; :func:`batch_sampler` returns
-such a function. The trainer calls ``set_epoch`` on the batch sampler at
-every epoch start, which selects the pystratum epoch.
+such a callable (picklable, as the trainer saves its arguments with every
+checkpoint). Only the training loader is stratified: evaluation and test
+loaders get the library's default batches. The trainer calls ``set_epoch``
+on the batch sampler at every epoch start, which selects the pystratum epoch.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ..policies import Policy
 from ..torch import StratifiedBatchSampler
 from ._common import column_labels, trainer_policy
 
-__all__ = ["StratifiedBatchSamplerST", "batch_sampler"]
+__all__ = ["BatchSamplerFactory", "StratifiedBatchSamplerST", "batch_sampler"]
 
 
 def batch_sampler(policy=None, *, strata_column=None, seed=None):
@@ -48,7 +50,10 @@ def batch_sampler(policy=None, *, strata_column=None, seed=None):
     ``ClassesPerBatch(P, K)`` every batch holds K rows of each of P labels,
     which is what in-batch triplet losses (``BatchHardTripletLoss``,
     ``BatchAllTripletLoss``) need. Under several processes each process
-    gets whole batches (accelerate's ``BatchSamplerShard``).
+    gets whole batches (accelerate's ``BatchSamplerShard``). Evaluation and
+    test loaders are not stratified (the library's ``DefaultBatchSampler``
+    with the eval batch size); a ``DatasetDict`` training set (multi-dataset
+    training) is a ValueError.
     """
     if policy is not None and not isinstance(policy, Policy):
         raise TypeError(
@@ -59,16 +64,86 @@ def batch_sampler(policy=None, *, strata_column=None, seed=None):
             f"strata_column must be a column name (str) or None, got "
             f"strata_column={show(strata_column)}: pass the name of the dataset's label column.")
 
-    fixed_seed = seed
+    return BatchSamplerFactory(policy, strata_column, seed)
 
-    def make(dataset, batch_size, drop_last, valid_label_columns=None, generator=None, seed=0):
+
+class BatchSamplerFactory:
+    """What :func:`batch_sampler` returns: a picklable ``batch_sampler`` callable.
+
+    A module-level class, not a closure: the trainer ``torch.save``s its
+    arguments (``training_args.bin``) at every checkpoint and in
+    ``save_model()``, and the arguments hold this object.
+
+    Guarantee: the trainer's training loader gets a
+    :class:`StratifiedBatchSamplerST`; its evaluation and test loaders (built
+    through the same ``args.batch_sampler`` with the eval batch size, on sets
+    that may lack the strata column) get the library's own
+    ``DefaultBatchSampler`` over a ``RandomSampler``, what the trainer uses by
+    default. A ``DatasetDict`` training set is a ValueError.
+    """
+
+    def __init__(self, policy=None, strata_column=None, seed=None):
+        self.policy = policy
+        self.strata_column = strata_column
+        self.seed = seed
+
+    def __repr__(self) -> str:
+        return (f"batch_sampler({self.policy!r}, strata_column={self.strata_column!r}, "
+                f"seed={self.seed!r})")
+
+    def __call__(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None,
+                 seed=0):
+        kind, whole = _loader_kind()
+        if kind in ("eval", "test"):
+            from torch.utils.data import RandomSampler
+
+            return DefaultBatchSampler(
+                RandomSampler(dataset, generator=generator), batch_size=batch_size,
+                drop_last=drop_last, valid_label_columns=valid_label_columns,
+                generator=generator, seed=seed)
+        if whole is not None and type(whole).__name__ == "DatasetDict":
+            # The library's multi-dataset samplers hand each sampler's batch_size to torch's
+            # BatchSampler, and stratified batches have none; one plan over one dataset is
+            # what the guarantee covers.
+            raise ValueError(
+                f"train_dataset must be one Dataset for batch_sampler(), got a DatasetDict of "
+                f"{list(whole.keys())}: concatenate its parts into one Dataset "
+                f"(datasets.concatenate_datasets) with a column holding the strata, or train "
+                f"without batch_sampler().")
         # seed is the trainer's args.seed; an explicit batch_sampler(seed=) wins.
         return StratifiedBatchSamplerST(
             dataset, batch_size, drop_last, valid_label_columns=valid_label_columns,
-            generator=generator, seed=seed if fixed_seed is None else fixed_seed, policy=policy,
-            strata_column=strata_column)
+            generator=generator, seed=seed if self.seed is None else self.seed,
+            policy=self.policy, strata_column=self.strata_column)
 
-    return make
+
+def _loader_kind():
+    """``(kind, dataset)`` of the trainer loader being built: kind "train", "eval", "test" or None.
+
+    The trainer calls ``args.batch_sampler`` with the same arguments for every
+    loader; which one is being built is only known from the caller. 5.x+ builds
+    them all in ``_build_dataloader(dataset, batch_size, dataset_kind)``; 3.4
+    to 4.x call it from ``get_train_dataloader`` / ``get_eval_dataloader`` /
+    ``get_test_dataloader`` directly. None (called outside a trainer) is
+    treated as training.
+    """
+    import sys
+
+    names = {"get_train_dataloader": "train", "get_eval_dataloader": "eval",
+             "get_test_dataloader": "test"}
+    frame = sys._getframe(2)
+    try:
+        while frame is not None:
+            name = frame.f_code.co_name
+            if name == "_build_dataloader" and "dataset_kind" in frame.f_locals:
+                return frame.f_locals["dataset_kind"], frame.f_locals.get("dataset")
+            if name in names:
+                local = frame.f_locals
+                return names[name], local.get("train_dataset", local.get("dataset"))
+            frame = frame.f_back
+        return None, None
+    finally:
+        del frame
 
 
 class StratifiedBatchSamplerST(DefaultBatchSampler):
