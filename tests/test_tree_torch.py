@@ -187,3 +187,73 @@ def test_ddp_ranks_take_disjoint_whole_batches(tmp_path):
                                   [batches[1], batches[3], batches[0]]]
         weights = np.array([r["weight"] for r in ranks])
         np.testing.assert_allclose(weights[0], weights[1], rtol=1e-6)
+
+
+# A resume into a sampler built with another seed, or on a tree at another position,
+# must serve every later epoch (set_epoch back included) of the saved run's stream.
+_RESUME_CONFIG = {"epoch_length": 50, "root": {"children": [{"for_each": "protein"}]}}
+
+
+def _epochs(sampler, n):
+    return [list(iter(sampler)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", [1, 99, None])
+def test_resume_with_another_seed_serves_the_saved_runs_epochs(seed):
+    md = metadata(300)
+    full = _epochs(TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=1), 8), 4)
+    saver = TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=1), 8)
+    _epochs(saver, 2)
+    it = iter(saver)
+    next(it), next(it)
+    state = saver.state_dict()
+    resumed = TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=seed), 8)
+    resumed.load_state_dict(state)
+    assert _epochs(resumed, 2) == [full[2][2:], full[3]]
+    resumed.set_epoch(0)
+    assert list(iter(resumed)) == full[0]
+    resumed.set_epoch(1)
+    assert list(iter(resumed)) == full[1]
+    assert resumed.state_dict()["seed"] == 1
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_resume_of_a_run_whose_tree_had_drawn_keeps_its_epochs(fresh):
+    md = metadata(300)
+
+    def used():  # the tree was used before (a preview of a few draws)
+        tree = TreeSampler(_RESUME_CONFIG, md, seed=1)
+        tree.draw(7)
+        return TreeBatchSampler(tree, 8)
+
+    full = _epochs(used(), 3)
+    saver = used()
+    _epochs(saver, 1)
+    next(iter(saver))
+    state = saver.state_dict()
+    resumed = TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=1), 8) if fresh else used()
+    resumed.load_state_dict(state)
+    assert _epochs(resumed, 2) == [full[1][1:], full[2]]
+    resumed.set_epoch(0)
+    assert list(iter(resumed)) == full[0]
+
+
+def test_state_saved_before_any_pass_of_a_set_epoch_resumes_that_epoch():
+    md = metadata(300)
+    full = _epochs(TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=1), 8), 4)
+    saver = TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=1), 8)
+    saver.set_epoch(3)  # nothing drawn yet: the saved stream is the tree where it stands
+    resumed = TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=5), 8)
+    resumed.load_state_dict(saver.state_dict())
+    assert list(iter(resumed)) == full[3]
+    resumed.set_epoch(1)
+    assert list(iter(resumed)) == full[1]
+
+
+@pytest.mark.parametrize("origin", [-1, "7", 2.5])
+def test_a_corrupted_origin_is_refused(origin):
+    md = metadata(300)
+    state = TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=1), 8).state_dict()
+    state["origin"] = origin
+    with pytest.raises((TypeError, ValueError), match=r"state_dict\['origin'\]"):
+        TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=1), 8).load_state_dict(state)

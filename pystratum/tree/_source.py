@@ -12,13 +12,18 @@ and never moves the tree. Without ``epoch_length`` the stream is endless:
 rank ``r`` of ``n`` takes global batch ``r`` of every round of ``n``
 batches, drawn one round at a time, and saves where the stream stands.
 
-Only the tree's public API is used (``draw``, ``state_dict``,
-``load_state_dict``, ``position``, ``aux_names``).
+Besides the tree's public API (``draw``, ``state_dict``, ``load_state_dict``,
+``position``, ``aux_names``), the source builds the state of the tree's
+stream at draw 0 for a seed (:func:`_start_state`), so that a resume with
+another seed can still serve epochs before the one it resumed.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from ._engine import Engine
+from ._sampler import _plain_engine_state
 
 __all__ = ["TreeSource"]
 
@@ -48,9 +53,28 @@ class TreeSource:
         """The tree's state where it stands (for an epoch no pass has opened yet)."""
         return self.tree.state_dict()
 
-    def restore(self, epoch: int, state: dict) -> None:
-        """Load a saved tree state: the stream before ``epoch`` (or, endless, where it stood)."""
+    @property
+    def origin(self) -> int:
+        """Epoch 0's first draw (a resume on another tree needs it: see :meth:`restore`)."""
+        return self._origin
+
+    def restore(self, epoch: int, state: dict, origin: int | None = None) -> None:
+        """Load a saved tree state: the stream before ``epoch`` (or, endless, where it stood).
+
+        ``origin`` is the saving source's epoch 0 first draw (None: a state saved
+        without it, this source's own is kept). Every later epoch, earlier ones
+        too, is then the saving run's: the tree states this source may replay
+        from are those of the restored seed only (another seed's are another
+        stream), plus that seed's draw 0.
+        """
         self.tree.load_state_dict(state)
+        if origin is not None:
+            self._origin = origin
+        seed = state["seed"]
+        self._anchors = {position: known for position, known in self._anchors.items()
+                         if known["seed"] == seed}
+        if 0 not in self._anchors:
+            self._anchors[0] = _start_state(self.tree)
         self._anchors[self.tree.position] = state
         self._opened = None
 
@@ -97,6 +121,14 @@ class TreeSource:
             step = min(remaining, _SKIP_PIECE)
             tree.draw(step)
             remaining -= step
+
+
+def _start_state(tree) -> dict:
+    """The tree's state at draw 0 of its current seed's stream (the tree is not moved)."""
+    state = tree.state_dict()
+    state["position"] = 0
+    state["engine"] = _plain_engine_state(Engine(tree.tree, tree._seed_sequence).state())
+    return state
 
 
 def _items(tree, indices: np.ndarray, aux: dict, lo: int, hi: int) -> list:

@@ -179,7 +179,10 @@ class TreeBatchSampler(EpochServed, Sampler[list]):
         return {"format": _STATE_FORMAT, "epoch": int(epoch), "batches_yielded": int(yielded),
                 "seed": seed_to_record(self.tree.seed), "batch_size": self.batch_size,
                 "num_replicas": self.num_replicas, "drop_last": self.drop_last,
-                "epoch_length": self.epoch_length, "stream": stream}
+                "epoch_length": self.epoch_length, "stream": stream,
+                # Epoch 0's first draw: a resume on a tree built at another position
+                # (or with another seed) serves the saved run's epochs from it.
+                "origin": None if self.epoch_length is None else int(self._stream.origin)}
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Resume from :meth:`state_dict`: the next ``iter()`` continues that epoch.
@@ -215,8 +218,13 @@ class TreeBatchSampler(EpochServed, Sampler[list]):
             raise ValueError(
                 f"state_dict['seed']={_short(state['seed'])} is not the seed of "
                 f"state_dict['stream'] ({_short(stream.get('seed'))}); {_STATE_FIX}.")
+        origin = state.get("origin")  # absent from states saved before it was kept
+        if origin is not None and self.epoch_length is not None:
+            origin = check_int(origin, "state_dict['origin']", minimum=0)
+        else:
+            origin = None
         try:
-            self._stream.restore(resume.epoch, stream)
+            self._stream.restore(resume.epoch, stream, origin)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError,
                 OverflowError) as error:
             raise ValueError(
