@@ -37,8 +37,10 @@ def strata_and_policy(draw):
         if most == 0:
             policy = MinPerStratum(1)
         else:
-            # a batch size FixedSize accepts: at most `most` batches
-            policy = FixedSize(draw(st.integers(2 * n_rows // (2 * most + 1) + 1, n_rows + 5)), m)
+            # a batch size FixedSize accepts: at most `most` batches (balanced sizes;
+            # exact sizes' closed form: tests/test_fixed_size_exact.py)
+            policy = FixedSize(draw(st.integers(2 * n_rows // (2 * most + 1) + 1, n_rows + 5)), m,
+                               sizes="balanced")
     return codes, policy
 
 
@@ -107,7 +109,7 @@ def test_closed_form_cuts_equal_the_table(sizes, epoch, data):
     policies = [MinPerStratum(data.draw(st.integers(1, n_min + 3)))]
     most = n_min
     policies.append(FixedSize(data.draw(st.integers(2 * n_rows // (2 * most + 1) + 1,
-                                                    n_rows + 5))))
+                                                    n_rows + 5)), sizes="balanced"))
     for policy in policies:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", StratumTooSmallWarning)
