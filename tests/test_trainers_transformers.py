@@ -157,3 +157,28 @@ def test_a_torch_dataset_takes_the_labels_as_an_array(tmp_path):
                                 train_dataset=DictRows(LABELS), strata=LABELS[:-1])
     with pytest.raises(ValueError, match=r"^strata has 47 labels but the dataset has 48 rows"):
         trainer.train()
+
+
+def test_the_documented_sampler_recipe_under_accelerate_covers_every_row():
+    # StratifiedSampler inside Trainer._get_train_sampler: accelerate shards the loader's
+    # batches across processes (BatchSamplerShard), so the sampler must not shard too
+    # (num_replicas=1, rank=0, as the docs say); the defaults of a 2-process group lose half.
+    from accelerate.data_loader import BatchSamplerShard
+    from torch.utils.data import BatchSampler
+
+    from pystratum.torch import StratifiedSampler
+
+    labels = np.arange(64) % 2
+
+    def trained(num_replicas):
+        rows = []
+        for rank in range(2):
+            sampler = StratifiedSampler(labels, batch_size=8, seed=1,
+                                        num_replicas=num_replicas, rank=rank % num_replicas)
+            shard = BatchSamplerShard(BatchSampler(sampler, 8, False), num_processes=2,
+                                      process_index=rank)
+            rows += [row for batch in shard for row in batch]
+        return rows
+
+    assert sorted(trained(1)) == list(range(64))  # the recipe: every row once
+    assert len(set(trained(2))) == 32  # sharded twice: half the rows never trained

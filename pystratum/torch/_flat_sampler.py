@@ -8,6 +8,17 @@ the batch sampler's own boundaries, so yielding the batch sampler's batches
 row after row rebuilds exactly its batches. Nothing is planned here: every
 epoch, resume point and rank is the wrapped :class:`StratifiedBatchSampler`'s
 (its :class:`pystratum.serving.EpochPass`); this module only flattens.
+
+Under accelerate (``Trainer``, ``accelerate launch``, ``torchrun`` with an
+accelerate-prepared loader) pass ``num_replicas=1, rank=0``: accelerate
+wraps the loader's batch sampler in ``BatchSamplerShard``, which shards the
+batches across processes again. Left to default, ``num_replicas`` and
+``rank`` come from the initialised process group, so each process first keeps
+its own share of the batches and then ``BatchSamplerShard`` keeps only its
+share of that share: with 2 processes half the rows are never trained, and
+nothing fails. The defaults are right for a plain DDP ``DataLoader`` that
+accelerate does not prepare; no warning is given since the sampler cannot tell
+the two apart.
 """
 
 from __future__ import annotations
