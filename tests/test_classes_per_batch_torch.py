@@ -96,6 +96,12 @@ def test_ddp_ranks_get_whole_pk_batches(tmp_path, world):
 
 
 def test_sampler_with_rng_index_is_refused_with_the_fix():
-    sampler = StratifiedBatchSampler(LABELS, POLICY, seed=1, rng="index")
-    with pytest.raises(ValueError, match="no lazy plan yet.*rng='numpy'"):
-        next(iter(sampler))
+    # Refused at construction, before any DDP or model set-up, not at the first batch.
+    with pytest.raises(ValueError, match="rng='index'.*no lazy plan yet.*rng='numpy'"):
+        StratifiedBatchSampler(LABELS, POLICY, seed=1, rng="index")
+
+
+def test_sampler_with_rng_index_unshuffled_is_not_lazy_and_builds():
+    # shuffle=False takes no lazy plan: nothing to refuse.
+    sampler = StratifiedBatchSampler(LABELS, POLICY, shuffle=False, rng="index")
+    assert len(list(iter(sampler))) == len(sampler)

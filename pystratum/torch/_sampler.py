@@ -185,6 +185,12 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         # (parquet_strata, grouped_strata) is used as it is, small-integer
         # labels are grouped chunk by chunk; no per-row code array is kept.
         lazy = self.rng == "index" and self.shuffle
+        if lazy and self.policy.allocates_slots:
+            # Refused here, before the caller's DDP and model set-up, not at the first batch.
+            raise ValueError(
+                f"rng='index' with policy={self.policy!r}: {type(self.policy).__name__} has no "
+                f"lazy plan yet (its slot layout gives no rank ranges per batch). Pass "
+                f"rng='numpy' (default) or rng='R' (the R package's batches).")
         self._members = None
         # Errors about the data's length speak of member lists, not labels.
         self._from_members = isinstance(strata, StratumMembers)
