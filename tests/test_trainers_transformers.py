@@ -182,3 +182,35 @@ def test_the_documented_sampler_recipe_under_accelerate_covers_every_row():
 
     assert sorted(trained(1)) == list(range(64))  # the recipe: every row once
     assert len(set(trained(2))) == 32  # sharded twice: half the rows never trained
+
+
+def test_the_loader_keeps_the_trainers_worker_settings(tmp_path):
+    # What Trainer._get_dataloader passes to DataLoader besides the sampler must reach the
+    # stratified loader too: the workers' start method and seeding, the in-order delivery.
+    from transformers import Trainer
+
+    args = arguments(tmp_path, dataloader_num_workers=2,
+                     dataloader_multiprocessing_context="spawn", dataloader_in_order=False)
+    model, _ = hf_tiny_classifier(len(LABELS))
+    ours = StratifiedTrainer(model=model, args=args, train_dataset=hf_rows_dataset(LABELS),
+                             strata="group").get_train_dataloader()
+    theirs = Trainer(model=model, args=args,
+                     train_dataset=hf_rows_dataset(LABELS)).get_train_dataloader()
+    assert ours.multiprocessing_context is theirs.multiprocessing_context is not None
+    assert ours.in_order is theirs.in_order is False
+    mine, default = ours.worker_init_fn, theirs.worker_init_fn
+    assert (mine.func, mine.args, mine.keywords) == (default.func, default.args, default.keywords)
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "group_by_length"])
+def test_a_train_sampling_strategy_it_replaces_is_warned_about(tmp_path, caplog, strategy):
+    model, _ = hf_tiny_classifier(len(LABELS))
+    with caplog.at_level(logging.WARNING, logger="pystratum.integrations.transformers"):
+        StratifiedTrainer(model=model, args=arguments(tmp_path, train_sampling_strategy=strategy),
+                          train_dataset=hf_rows_dataset(LABELS), strata="group")
+    assert f"train_sampling_strategy={strategy!r} is not used" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="pystratum.integrations.transformers"):
+        StratifiedTrainer(model=model, args=arguments(tmp_path),
+                          train_dataset=hf_rows_dataset(LABELS), strata="group")
+    assert "is not used" not in caplog.text  # the default "random" is what stratifying replaces

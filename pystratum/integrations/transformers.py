@@ -88,6 +88,12 @@ class StratifiedTrainer(Trainer):
       from the epoch's start, or dropped with ``dataloader_drop_last``).
     * Resuming from a checkpoint (``train(resume_from_checkpoint=...)``)
       serves the batches an uninterrupted run would have served after it.
+    * The training loader takes ``Trainer``'s worker settings
+      (``dataloader_num_workers``, ``_pin_memory``, ``_persistent_workers``,
+      ``_prefetch_factor``, ``_multiprocessing_context``, ``_in_order`` and its
+      per-rank ``worker_init_fn``). ``train_sampling_strategy`` (or
+      ``group_by_length``) other than the default is replaced by the policy,
+      with a WARNING saying so.
     * ``split_batches=True`` in accelerate's configuration would cut each
       batch across processes (and its composition with it); accelerate
       refuses it here, as the sampler declares no fixed batch size.
@@ -102,6 +108,12 @@ class StratifiedTrainer(Trainer):
                                      "per_device_train_batch_size")
         self.stratified_sampler = None
         self.add_callback(_EpochCallback(self))
+        replaced = _replaced_sampling(self.args)
+        if replaced is not None:
+            logger.warning(
+                "StratifiedTrainer: %s is not used: the training batches are the policy's "
+                "stratified batches (%r); leave the training sampler at its default.",
+                replaced, self.policy)
 
     def _stratified_batch_sampler(self) -> StratifiedBatchSampler:
         labels = column_labels(self.train_dataset, self.strata)
@@ -134,13 +146,42 @@ class StratifiedTrainer(Trainer):
             collator = self._get_collator_with_removed_columns(collator, description="training")
         sampler = self._stratified_batch_sampler()
         self.stratified_sampler = sampler
+        args = self.args
         params = {"batch_sampler": sampler, "collate_fn": collator,
-                  "num_workers": self.args.dataloader_num_workers,
-                  "pin_memory": self.args.dataloader_pin_memory,
-                  "persistent_workers": self.args.dataloader_persistent_workers}
-        if self.args.dataloader_num_workers > 0:
-            params["prefetch_factor"] = self.args.dataloader_prefetch_factor
+                  "num_workers": args.dataloader_num_workers,
+                  "pin_memory": args.dataloader_pin_memory,
+                  "persistent_workers": args.dataloader_persistent_workers,
+                  "worker_init_fn": _worker_init_fn(args)}
+        if args.dataloader_num_workers > 0:
+            params["prefetch_factor"] = args.dataloader_prefetch_factor
+        # What Trainer._get_dataloader passes too, where this transformers version has it.
+        for name in ("multiprocessing_context", "in_order"):
+            if hasattr(args, f"dataloader_{name}"):
+                params[name] = getattr(args, f"dataloader_{name}")
         return self.accelerator.prepare(DataLoader(dataset, **params))
+
+
+def _worker_init_fn(args):
+    """The ``worker_init_fn`` ``Trainer`` gives its training loader (workers seeded per rank)."""
+    import inspect
+    from functools import partial
+
+    from transformers.trainer_utils import seed_worker
+
+    if "rank" in inspect.signature(seed_worker).parameters:
+        return partial(seed_worker, num_workers=args.dataloader_num_workers,
+                       rank=args.process_index)
+    return seed_worker  # older transformers seed workers without the rank
+
+
+def _replaced_sampling(args) -> str | None:
+    """The training-sampler setting of ``args`` the stratified batches replace, if any."""
+    strategy = getattr(args, "train_sampling_strategy", "random")
+    if strategy not in (None, "random"):
+        return f"train_sampling_strategy={strategy!r}"
+    if getattr(args, "group_by_length", False):  # transformers < 5 spells it so
+        return "group_by_length=True"
+    return None
 
 
 def _is_hf_dataset(dataset) -> bool:
