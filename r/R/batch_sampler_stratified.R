@@ -176,10 +176,13 @@ sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend =
   # when it is the one the stream stands at (the usual case, one draw per
   # epoch); otherwise (a run resumed from a checkpoint, a rewound ctx$epoch) a
   # fresh stream advanced to it, which also positions later epochs.
+  # The fresh stream skips the earlier epochs by their draws alone (none for
+  # rng = "index" or no shuffle), never assembling their batches; a jump
+  # costing too many draws is refused as stratified_batches(epoch = ) does.
   training_epoch = function(epoch) {
     if (replayable && epoch != epochs$epochs_served()) {
       epochs <<- suppressWarnings(make_epochs(), classes = "pystratum_stratum_too_small")
-      for (skipped in seq_len(epoch)) epochs$next_epoch()
+      epochs$start_at(epoch)
     }
     epochs$next_epoch()
   }

@@ -308,6 +308,19 @@ classes_per_batch_epochs = function(encoded, policy, shuffle, seed, rng, torch_b
     attr(batches, "batch_strata") = NULL
     batches
   }
+  self$start_at = function(epoch) {
+    skip_epochs(epoch, served, shuffle, rng, function() {
+      epoch_skip_groups(epoch, rng, encoded$n_rows, function(k) {
+        classes_per_batch_draw_group(classes_per_batch_slots(policy, encoded, k, warn = FALSE),
+          encoded$n_rows)
+      })
+    }, function(groups) {
+      draw <<- permutation_stream(rng, seed, torch_backend)
+      for (earlier in groups) draw_group(draw, earlier)
+    })
+    served <<- as.integer(epoch)
+    invisible(self)
+  }
   self$in_order = function() consecutive_batches(self$prediction_sizes)
   class(self) = "pystratum_epochs"
   self

@@ -10,6 +10,10 @@
 #   $n_rows, $batch_sizes         rows, and rows per batch of epoch 0
 #   $length()                     number of batches of every epoch
 #   $epochs_served()              how many epochs $next_epoch() has returned
+#   $start_at(epoch)              on a fresh object: make `epoch` the next one
+#                                 (rng = "index" or no shuffle: nothing drawn;
+#                                 a stream draws the skipped epochs' draws,
+#                                 priced by epoch_skip_groups(), assembling none)
 #   $next_epoch()                 the next epoch's batches (a new shuffle; its
 #                                 group of draws: one permutation, or for
 #                                 sampling policies the draws of
@@ -74,9 +78,31 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
     served <<- served + 1L
     assemble_epoch(encoded, allocation, draws, by_stratum)
   }
+  self$start_at = function(epoch) {
+    skip_epochs(epoch, served, shuffle, rng, function() {
+      by_stratum = assembles_by_stratum(policy, allocation_0)
+      skipped_epoch_groups(policy, encoded, epoch, rng, by_stratum)
+    }, function(groups) {
+      draw <<- permutation_stream(rng, seed, torch_backend)
+      for (earlier in groups) draw_group(draw, earlier)
+    })
+    served <<- as.integer(epoch)
+    invisible(self)
+  }
   self$in_order = function() consecutive_batches(self$prediction_sizes)
   class(self) = "pystratum_epochs"
   self
+}
+
+# $start_at() of both kinds of epochs object: rng = "index" and unshuffled
+# epochs are computed from their number, so nothing is drawn; a stream draws
+# the skipped epochs' groups (priced and refused by `groups()` when too
+# costly), without assembling their batches.
+skip_epochs = function(epoch, served, shuffle, rng, groups, draw_skipped) {
+  if (served != 0L) {
+    stop("internal error: $start_at() needs an epochs object that has served no epoch")
+  }
+  if (shuffle && rng != "index" && epoch > 0) draw_skipped(groups())
 }
 
 # Prediction must see every row exactly once, in row order; a training epoch

@@ -479,3 +479,65 @@ test_that("with mlr3torch's development version: a seeded sampler resumes with e
   }
   options(pystratum_test_record = NULL)
 })
+
+test_that("a sampler re-created at a late epoch reaches it without assembling the skipped ones", {
+  # Before, the resume built every skipped epoch's batches in full (21 s at
+  # epoch 201 of 20,000 rows with rng = "index", which computes any epoch directly).
+  task = sampler_task()
+  y = task$data(cols = "y")$y
+  at_epoch = function(loader, epoch) {
+    ctx = fake_context(loader, NULL, epoch)
+    ctx$epoch = epoch
+    (function(ctx) run_epoch(loader))(ctx)
+  }
+  # Count the per-epoch assemblies (index_batches() for rng = "index", else assemble_epoch()).
+  counter = new.env()
+  counter$n = 0L
+  namespace = environment(stratified_batches)
+  for (name in c("index_batches", "assemble_epoch")) {
+    suppressMessages(trace(name, tracer = function() counter$n = counter$n + 1L,
+      print = FALSE, where = namespace))
+  }
+  withr::defer(for (name in c("index_batches", "assemble_epoch")) {
+    suppressMessages(untrace(name, where = namespace))
+  })
+  # The batches of stratified_batches() (its weights attribute is not the sampler's).
+  batches_of = function(...) {
+    batches = stratified_batches(...)
+    attr(batches, "weights") = NULL
+    batches
+  }
+  for (rng in c("index", "R")) {
+    for (policy in list(1, policy_targets("balanced", 4))) {
+      label = paste(rng, class(policy)[[1L]])
+      loader = fake_learner(fake_sampler_class(policy, seed = 9, rng = rng))$train_loader(
+        fake_task_dataset(task))
+      counter$n = 0L
+      expect_identical(at_epoch(loader, 201), batches_of(y, policy, seed = 9,
+        rng = rng, epoch = 200L), label = label)
+      # The resumed epoch once here, once by stratified_batches(): none skipped.
+      expect_equal(counter$n, 2, label = label)
+      # The next epoch goes on from there.
+      expect_identical(at_epoch(loader, 202), batches_of(y, policy, seed = 9,
+        rng = rng, epoch = 201L), label = label)
+    }
+  }
+  # ClassesPerBatch keeps epochs of its own (slots): the same jump.
+  for (rng in c("index", "R")) {
+    policy = policy_classes_per_batch(2, 2)
+    loader = fake_learner(fake_sampler_class(policy, seed = 9, rng = rng))$train_loader(
+      fake_task_dataset(task))
+    expect_identical(at_epoch(loader, 201), batches_of(y, policy, seed = 9, rng = rng,
+      epoch = 200L), label = paste("ClassesPerBatch", rng))
+  }
+  # rng = "index" reaches any epoch; a stream refuses a jump it cannot afford,
+  # with the message of stratified_batches(epoch = ).
+  loader = fake_learner(fake_sampler_class(1, seed = 9, rng = "index"))$train_loader(
+    fake_task_dataset(task))
+  expect_identical(at_epoch(loader, 1e6), stratified_batches(y, 1, seed = 9, rng = "index",
+    epoch = 999999L))
+  loader = fake_learner(fake_sampler_class(1, seed = 9, rng = "R"))$train_loader(
+    fake_task_dataset(task))
+  expect_error(at_epoch(loader, 1e6), "epoch=999999 with rng='R'.*Use rng='index'",
+    class = "pystratum_error")
+})
