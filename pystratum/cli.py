@@ -435,6 +435,18 @@ def _feasibility(policy: Policy, strata) -> tuple:
                   f"every stratum has {counts.min()} to {counts.max()} rows in each batch")
 
 
+def _advice(policy: Policy) -> str:
+    """What to change when ``policy`` is not feasible, in that policy's own parameters."""
+    if isinstance(policy, (MinPerStratum, FixedSize)):
+        what = "raise the batch size or lower the minimum as above"
+    elif policy.allocates_slots:  # ClassesPerBatch: strata per batch x rows per stratum
+        what = ("lower per_class, pass small=repeat (or small=drop) for strata with fewer than "
+                "per_class rows, lower classes_per_batch")
+    else:
+        what = "change the policy's parameters as the message above says"
+    return f"to change: {what}, merge rare strata, or use fewer stratum columns"
+
+
 def cmd_check(args, progress) -> int:
     policy = policy_from_args(args)
     columns = _load(args, progress)
@@ -464,8 +476,7 @@ def cmd_check(args, progress) -> int:
         lines.append(f"smallest batch size for FixedSize(batch_size, min_per_stratum={min_per}): "
                      f"{smallest_size} (at most {most_batches} batches)")
     if not ok:
-        lines.append("to change: raise the batch size or lower the minimum as above, merge "
-                     "rare strata, or use fewer stratum columns")
+        lines.append(_advice(policy))
     _write("\n".join(lines) + "\n", args.output)
     return EXIT_OK if ok else EXIT_NO
 

@@ -128,6 +128,21 @@ def test_check_feasible_and_not(data):
     assert f"m=1 gives {n_pos} batches" in no.stdout
 
 
+def test_check_advice_fits_the_policy(data):
+    # ClassesPerBatch has no batch size or minimum: the advice names its own parameters.
+    folder, label, _ = data
+    n_pos = int((label == "pos").sum())
+    no = run("check", folder / "d.csv", "--stratum", "label", "--policy", "classes_per_batch",
+             "--param", "classes_per_batch=2", "--param", f"per_class={n_pos + 1}",
+             check_code=1)
+    assert "NOT feasible" in no.stdout
+    assert "raise the batch size" not in no.stdout and "lower the minimum" not in no.stdout
+    assert "lower per_class" in no.stdout and "small=repeat" in no.stdout
+    # MinPerStratum and FixedSize keep theirs.
+    no = run("check", folder / "d.csv", "--stratum", "label", "--batch-size", "2", check_code=1)
+    assert "raise the batch size or lower the minimum" in no.stdout
+
+
 def test_crosscheck_with_the_r_package(data):
     folder, _, _ = data
     done = run("crosscheck", folder / "d.csv", "--stratum", "label", "--stratum", "site",
