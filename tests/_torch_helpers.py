@@ -440,7 +440,11 @@ def ddp_policy_worker(config):
         labels = np.asarray(config["labels"])
         policy = policy_from_params(config["policy"]["name"], config["policy"]["params"])
         sampler = StratifiedBatchSampler(labels, policy, seed=config["seed"], rng=config["rng"])
-        dataset = WeightedDataset.for_sampler(TensorDataset(torch.arange(len(labels))), sampler)
+        rows = TensorDataset(torch.arange(len(labels)))
+        try:
+            dataset = WeightedDataset.for_sampler(rows, sampler)
+        except ValueError:  # a policy without weights (ClassesPerBatch): every row weighs 1
+            dataset = WeightedDataset(rows, np.ones(len(labels)))
         loader = DataLoader(dataset, batch_sampler=sampler)
         epochs, weights = [], []
         for epoch in range(config["epochs"]):

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -24,6 +25,14 @@ def labels_of(sizes, seed=0):
 
 def uses_per_row(plan, n):
     return np.bincount(plan.order, minlength=n)
+
+
+def targets_weights(sizes, units):
+    """Targets' importance weight of every stratum: (N_s / N) / (w_s / W), 0 for w_s = 0."""
+    sizes, units = np.asarray(sizes, dtype=np.float64), np.asarray(units, dtype=np.float64)
+    out = np.zeros_like(sizes)
+    out[units > 0] = (sizes * units.sum() / (sizes.sum() * units))[units > 0]
+    return out
 
 
 def shares_from(raw):
@@ -69,7 +78,10 @@ def test_targets_every_batch_has_the_exact_composition(sizes, data, epoch):
             assert used.max() <= 1  # no row twice
     if mode == 3:
         assert len(plan) == 3
-    assert plan.weights is None
+    # Importance weights (N_s / N) / (w_s / W), one per served row.
+    sizes_arr = np.bincount(y, minlength=n_strata)
+    expected = targets_weights(sizes_arr, weights)
+    np.testing.assert_allclose(plan.weights, expected[y[plan.order]], rtol=1e-15)
 
 
 @settings(max_examples=60, deadline=None)
@@ -200,7 +212,7 @@ def test_downsample_keeps_exact_counts_and_weights(sizes, data, epoch):
     try:
         plan = plan_batches(y, policy, seed=epoch + 1, epoch=epoch)
     except ValueError as error:  # FixedSize's feasibility check on the kept sizes
-        assert "cannot give every batch" in str(error)
+        assert re.search(r"cannot give every (full )?batch", str(error))
         return
     kept = max(1, math.floor(fraction * sizes[0] + 0.5))
     uses = uses_per_row(plan, len(y))
@@ -212,7 +224,12 @@ def test_downsample_keeps_exact_counts_and_weights(sizes, data, epoch):
         for s in range(1, n_strata):
             assert (uses[y == s] == 1).all()
     expected = np.where(y[plan.order] == 0, sizes[0] / kept, 1.0)
-    assert np.array_equal(plan.weights, expected)
+    if isinstance(base, Targets):  # times Targets' weights over the kept rows
+        expected = expected * targets_weights([kept, *sizes[1:]], np.ones(n_strata))[
+            y[plan.order]]
+        np.testing.assert_allclose(plan.weights, expected, rtol=1e-15)
+    else:
+        assert np.array_equal(plan.weights, expected)
     assert np.array_equal(np.concatenate([plan.batch_weights(b) for b in range(len(plan))]),
                           plan.weights)
 
@@ -421,10 +438,17 @@ def test_sampling_batches_list_strata_in_first_appearance_order_by_their_sequenc
     assert [b.tolist() for b in plan.batches] == expected
     if plan.weights is not None:
         sizes_arr = np.bincount(y)
+        kept = max(1, math.floor(keep[0] * sizes_arr[0] + 0.5))
+        ones = np.ones(len(sizes_arr))
         for b, rows in enumerate(plan.batches):
-            kept = max(1, math.floor(keep[0] * sizes_arr[0] + 0.5))
-            expected_w = np.where(y[rows] == 0, sizes_arr[0] / kept, 1.0)
-            np.testing.assert_array_equal(plan.batch_weights(b), expected_w)
+            if kind == "targets":  # Targets' own weights: (N_s / N) / (1 / S)
+                expected_w = targets_weights(sizes_arr, ones)[y[rows]]
+            else:
+                expected_w = np.where(y[rows] == 0, sizes_arr[0] / kept, 1.0)
+                if kind == "downsample-targets":
+                    expected_w = expected_w * targets_weights(
+                        [kept, *sizes_arr[1:]], ones)[y[rows]]
+            np.testing.assert_allclose(plan.batch_weights(b), expected_w, rtol=1e-15)
 
 
 @pytest.mark.parametrize("policy", [

@@ -159,10 +159,12 @@ def test_sampling_policies_reach_r_with_their_dict_parameters(r_session):
                 assert r_weights is None
             else:
                 np.testing.assert_array_equal(r_weights[b], plan.batch_weights(b))
-    # Downsampled rows carry N_s / k_s = 60 / 6 in R too.
+    # Downsampled rows carry N_s / k_s = 60 / 6 in R too, times Targets' weights over the
+    # 26 kept rows (k_s / 26) / (1 / 3): N_s * 3 / 26 in all.
     _, weights = pr.stratified_batches(strata, policies[1], seed=4, rng="R",
                                        return_weights=True)
-    assert sorted(set(np.concatenate(weights).tolist())) == [1.0, 10.0]
+    np.testing.assert_allclose(sorted(set(np.concatenate(weights).tolist())),
+                               [6 * 3 / 26, 14 * 3 / 26, 60 * 3 / 26], rtol=1e-15)
 
 
 # ---------------------------------------------------------------------------

@@ -48,8 +48,8 @@ def test_weighted_dataset_carries_the_plan_weights_to_the_batch():
     plan = plan_batches(LABELS, policy, seed=1)
     for b, (index, label, weight) in enumerate(loader):
         assert index.tolist() == plan[b].tolist()
-        assert weight.dtype == torch.float64
-        np.testing.assert_array_equal(weight.numpy(), plan.batch_weights(b))
+        assert weight.dtype == torch.float32  # float32 by default: no upcast of the loss
+        np.testing.assert_array_equal(weight.numpy(), plan.batch_weights(b).astype(np.float32))
     plain = WeightedDataset(list(range(5)), np.ones(5))
     assert plain[2][0] == 2 and float(plain[2][1]) == 1.0
     with pytest.raises(ValueError, match="weights must hold one weight per row"):
@@ -96,9 +96,13 @@ def test_ddp_every_rank_gets_exact_compositions_and_weights(tmp_path, world):
         for result in results:
             chosen = rank_batch_indices(len(plan), world, result["rank"], False)
             assert result["epochs"][epoch] == [plan[b].tolist() for b in chosen]
-            for rows, weights in zip(result["epochs"][epoch], result["weights"][epoch]):
+            for b, rows, weights in zip(chosen, result["epochs"][epoch],
+                                        result["weights"][epoch]):
                 assert np.bincount(LABELS[rows], minlength=3).tolist() == [3, 3, 3]
-                assert weights == [4.0 if LABELS[r] == 0 else 1.0 for r in rows]
+                # N_s / kept_s times Targets' (kept_s / 100) / (1 / 3): N_s * 3 / 100.
+                assert weights == plan.batch_weights(b).astype(np.float32).tolist()
+                np.testing.assert_allclose(weights, [np.bincount(LABELS)[r] * 3 / 100
+                                                     for r in LABELS[rows]], rtol=1e-6)
 
 
 # ------------------------------------------------------------------ peers

@@ -64,6 +64,20 @@ class Targets(Policy):
     ``T_s / num_batches`` exceeds ``N_s``. An epoch thus costs about one
     random draw per row served, never a permutation of all ``N`` rows.
 
+    Importance weights (``Allocation.row_weights``, ``BatchPlan.weights``,
+    ``pystratum.torch.WeightedDataset``): a row of stratum ``s`` weighs
+    ``(N_s / N) / (served_s / served)``, its share of the data over its share
+    of the rows served, the latter the long-run share ``w_s / W`` (exact
+    over any ``W`` consecutive batches), so the weights are the same in
+    every epoch. The weighted mean of a loss over the rows served (a batch,
+    an epoch) then estimates the mean loss on the data's own class
+    distribution, which the unweighted mean over balanced batches does not.
+    ``Downsample``'s ``N_s / kept_s`` is the same correction for a
+    subsample, scaled to sums: there ``served_s = kept_s`` and ``(N_s /
+    kept_s) = (N_s / N) / (kept_s / served) * (N / served)``, the constant
+    ``N / served`` turning a mean over the rows served into a sum over all
+    rows. A stratum of share 0 is never served; its weight is 0.
+
     Order inside a batch (Targets and Downsample alike): stratum by stratum,
     strata in order of first appearance in the data, each stratum's rows in
     the order of its epoch sequence (its pass 0, then the extra passes).
@@ -106,7 +120,8 @@ class Targets(Policy):
         extras = extras_of_batches(starts, remainders, total, step, first_batch, num_batches)
         cuts = np.zeros((weights.shape[0], num_batches + 1), dtype=np.int64)
         np.cumsum(floors[:, None] + extras, axis=1, out=cuts[:, 1:])
-        return Allocation(small_cuts(cuts, np.maximum(strata.sizes, cuts[:, -1])))
+        return Allocation(small_cuts(cuts, np.maximum(strata.sizes, cuts[:, -1])),
+                          row_weights=_importance(strata.sizes, weights, total))
 
     def _layout(self, strata):
         """Weights, arcs and the epoch length; cached for the last strata seen."""
@@ -281,3 +296,17 @@ def _check_shares(shares):
             f"shares={shares!r}. Divide each share by the sum."
         )
     return result
+
+
+def _importance(sizes, weights, total) -> np.ndarray:
+    """``(N_s / N) / (w_s / W)`` per stratum, 0 where ``w_s = 0``; float64.
+
+    Computed as ``(N_s * W) / (N * w_s)`` in doubles, the operations R's
+    twin performs, so both languages give the same bits.
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    units = np.asarray(weights, dtype=np.float64)
+    out = np.zeros(sizes.shape[0], dtype=np.float64)
+    positive = units > 0
+    out[positive] = (sizes[positive] * float(total)) / (float(sizes.sum()) * units[positive])
+    return out

@@ -26,7 +26,11 @@ SHARE_TOLERANCE = 1e-9
 #'   small strata recycled); `"smallest"`: the most batches in which no
 #'   stratum gets more than `N_s` slots (no row twice; large strata
 #'   undersampled, a fresh random subset each epoch); a number: that many
-#'   batches.
+#'   batches. Importance weights: a row of stratum `s` weighs
+#'   `(N_s / N) / (w_s / W)`, its share of the data over its long-run share
+#'   of the rows served (0 for a share of 0), the same every epoch, so a
+#'   weighted mean of a loss over the rows served estimates the mean loss on
+#'   the data's own class distribution.
 #' * `policy_downsample(keep, base)`: `keep` a named numeric vector of
 #'   fractions in (0, 1]; stratum `s` keeps `max(1, floor(keep_s * N_s +
 #'   0.5))` rows, a fresh random subset each epoch, drawn as
@@ -59,6 +63,11 @@ SHARE_TOLERANCE = 1e-9
 #'
 #' Weights: [stratified_batches()] returns them as the attribute `"weights"`,
 #' a list parallel to the batches (`NULL` when the policy has none).
+#' `policy_targets()`' weights make a weighted *mean* over the rows served
+#' estimate the data's mean loss; `policy_downsample()`'s `N_s / k_s` make the
+#' weighted *sum* over an epoch estimate the full data's loss sum (the same
+#' correction up to the constant `N / served`); over a `policy_targets()`
+#' base the two multiply.
 #' [batch_sampler_stratified()] serves the batches of these policies to
 #' mlr3torch learners, but mlr3torch's loss takes no per-row weights from a
 #' sampler, so a learner trained on downsampled batches learns the
@@ -256,7 +265,18 @@ policy_allocate.pystratum_policy_targets = function(policy, encoded, epoch) {
   counts = layout$floors + extras  # S x B
   cuts = cbind(0, if (n_batches == 1) counts else t(apply(counts, 1L, cumsum)))
   dimnames(cuts) = NULL
-  list(cuts = cuts, row_weights = NULL, pool_sizes = NULL)
+  list(cuts = cuts, row_weights = targets_importance(encoded, layout), pool_sizes = NULL)
+}
+
+# Importance weights (N_s / N) / (w_s / W): a stratum's share of the data over
+# its long-run share of the rows served, 0 for a share of 0 (never served).
+# (N_s * W) / (N * w_s) in doubles, the operations of Python's twin.
+targets_importance = function(encoded, layout) {
+  sizes = as.double(encoded$sizes)
+  out = numeric(length(sizes))
+  positive = layout$weights > 0
+  out[positive] = (sizes[positive] * layout$total) / (sum(sizes) * layout$weights[positive])
+  out
 }
 
 targets_layout = function(policy, encoded) {

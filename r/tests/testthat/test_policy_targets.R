@@ -10,7 +10,10 @@ test_that("targets: every batch holds exactly its share, small strata recycled",
     expect_true(all(uses[y == 0L] == 1L))
     expect_setequal(unique(uses[y == 1L]), c(12L, 13L))
     expect_setequal(unique(uses[y == 2L]), c(3L, 4L))
-    expect_null(attr(b, "weights"))
+    # Importance weights (N_s / N) / (1 / 3): the data's shares over the balanced ones.
+    weights = attr(b, "weights")
+    expect_identical(lengths(weights), lengths(b))
+    expect_equal(unlist(weights), c(90, 7, 23)[y[unlist(b)] + 1L] * 3 / 120, tolerance = 1e-15)
   }
 })
 
@@ -30,6 +33,7 @@ test_that("targets: an epoch draws stratum by stratum, the last extra pass short
     })
     expected = lapply(1:45, function(b) unlist(lapply(sequences, function(q) q[2 * b - 1:0])))
     b = stratified_batches(y, policy_targets("balanced", 6), seed = 3, epoch = epoch)
+    attr(b, "weights") = NULL
     expect_identical(as.vector(unclass(b), "list"), lapply(expected, as.integer))
   }
 })
