@@ -257,3 +257,40 @@ def test_a_corrupted_origin_is_refused(origin):
     state["origin"] = origin
     with pytest.raises((TypeError, ValueError), match=r"state_dict\['origin'\]"):
         TreeBatchSampler(TreeSampler(_RESUME_CONFIG, md, seed=1), 8).load_state_dict(state)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(pre_drawn=st.integers(0, 60), seed=st.one_of(st.none(), st.integers(0, 2**32)),
+       saved_epoch=st.integers(0, 3), yielded=st.integers(0, 7), later=st.integers(0, 4))
+def test_resume_replays_the_saved_runs_epochs_property(pre_drawn, seed, saved_epoch, yielded,
+                                                       later):
+    # Any tree position at build time, any seed in the resuming sampler, any save point:
+    # the resumed epoch's rest and any later set_epoch are the saved run's batches.
+    md = _PROPERTY_FRAME
+
+    def build(tree_seed, drawn):
+        tree = TreeSampler(_RESUME_CONFIG, md, seed=tree_seed)
+        tree.draw(drawn)
+        return TreeBatchSampler(tree, 8)
+
+    reference = build(1, pre_drawn)
+    full = []
+    for epoch in range(5):
+        reference.set_epoch(epoch)
+        full.append(list(iter(reference)))
+    saver = build(1, pre_drawn)
+    saver.set_epoch(saved_epoch)
+    it = iter(saver)
+    for _ in range(yielded):
+        next(it)
+    resumed = build(seed, 0)
+    resumed.load_state_dict(saver.state_dict())
+    assert list(iter(resumed)) == full[saved_epoch][yielded:]
+    resumed.set_epoch(later)
+    assert list(iter(resumed)) == full[later]
+
+
+_PROPERTY_FRAME = metadata(300)
