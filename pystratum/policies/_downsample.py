@@ -43,9 +43,10 @@ class Downsample(Policy):
     kept row, not a permutation of all rows. ``base`` allocates over the kept sizes
     (if it recycles a stratum, the extra passes reuse the kept rows). Every
     kept row of a downsampled stratum carries the importance weight ``N_s /
-    k_s`` (times the base's weight), every other row 1: the weighted sum of
-    any per-row loss over an epoch is then an unbiased estimate of its sum
-    over all rows. ``BatchPlan.weights`` and the torch wrapper
+    k_s``, every other row 1, each times the base's own weight (1 for
+    ``MinPerStratum``/``FixedSize``; ``Targets``' ``w_s`` for a ``Targets``
+    base, which undoes its shares too): the weighted sum of any per-row loss
+    over an epoch is then an unbiased estimate of its sum over all rows. ``BatchPlan.weights`` and the torch wrapper
     ``pystratum.torch.WeightedDataset`` hand the weights to the loss.
 
     Rows left out of an epoch are never placed; inside a batch rows come

@@ -36,7 +36,8 @@ SHARE_TOLERANCE = 1e-9
 #'   0.5))` rows, a fresh random subset each epoch, drawn as
 #'   `sample.int(N_s, k_s)` of its rows; `base` (any policy, or a number `m`)
 #'   batches the kept rows;
-#'   kept rows of downsampled strata carry the weight `N_s / k_s`, others 1.
+#'   kept rows of downsampled strata carry the weight `N_s / k_s`, others 1,
+#'   each times the base policy's own weight (a `policy_targets()` base: its `w_s`).
 #'
 #' Draws: an epoch of these policies draws stratum by stratum (strata in
 #' order of first appearance in the data), only the rows it serves. Stratum
