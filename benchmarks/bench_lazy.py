@@ -99,7 +99,7 @@ def case(name, n):
         out["build"] = clock.lap()
         ids = np.arange(plan.num_batches)
         if name.endswith("_rank"):
-            from pystratum._sharding import rank_batch_indices
+            from pystratum.serving._sharding import rank_batch_indices
 
             ids = rank_batch_indices(plan.num_batches, RANKS, 0, False)
         first = plan[int(ids[0])]
@@ -124,7 +124,7 @@ def case(name, n):
         out["first"] = out["epoch"]
         out["batches"] = plan.num_batches
     elif name == "keyed_shuffle_rank":
-        from pystratum._index_stream import permute_ranks, round_keys
+        from pystratum.streams._index import permute_ranks, round_keys
 
         clock = Clock()
         permute_ranks(np.arange(1 << 17), 1 << 20, round_keys(2, 0, [0])[:, 0])

@@ -39,8 +39,9 @@ import tracemalloc
 
 import numpy as np
 
-import pystratum._pairset as pairset
-from pystratum._pairset import PairSet
+import pystratum.kernels as kernel_gate
+import pystratum.negatives._pairset as pairset
+from pystratum.negatives._pairset import PairSet
 from pystratum.negatives import NegativePairSampler
 
 K = 4
@@ -82,14 +83,14 @@ def run_epoch(sampler):
 @contextlib.contextmanager
 def membership_path(path):
     """Membership through the compiled kernels (numba) or numpy: the same answers."""
-    saved = pairset._COMPILED
-    pairset._COMPILED = False if path == "numpy" else None
+    saved = kernel_gate._LOADED.get("pairset")
+    kernel_gate._LOADED["pairset"] = False if path == "numpy" else None
     try:
         if path == "compiled" and pairset.compiled() is None:
             raise SystemExit("numba is not installed: pip install numba (the 'fast' extra)")
         yield
     finally:
-        pairset._COMPILED = saved
+        kernel_gate._LOADED["pairset"] = saved
 
 
 def negatives_only(sampler, epoch=0):

@@ -22,11 +22,11 @@ from member lists (:class:`StratumMembers`, :func:`grouped_strata`,
 """
 
 from . import policies
-from ._lazy import LazyPlan, lazy_plan
-from ._members import StratumMembers, grouped_strata
-from ._parquet import parquet_strata
-from ._plan import BatchPlan, plan_batches, stratified_batches
-from ._rstream import RStream
+from .engine._lazy import LazyPlan, lazy_plan
+from .strata._members import StratumMembers, grouped_strata
+from .strata._parquet import parquet_strata
+from .engine._plan import BatchPlan, plan_batches, stratified_batches
+from .streams._r import RStream
 from .policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
                        StratumTooSmallWarning, Targets)
 

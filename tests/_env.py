@@ -1,6 +1,6 @@
 """An environment for subprocesses that embedded R has not changed.
 
-Starting R in-process (rpy2, e.g. tests/test_cross_language.py) sets
+Starting R in-process (rpy2, e.g. tests/r/test_cross_language.py) sets
 ``R_HOME`` and prepends R's library folders to ``LD_LIBRARY_PATH``. A Python
 subprocess started with that environment can load the system's libpython
 instead of the interpreter's own and fail on a compiled module (seen:

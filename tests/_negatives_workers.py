@@ -14,7 +14,7 @@ def ddp_negatives_worker(config):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from pystratum.negatives_torch import NegativePairBatchSampler, pair_loader
+    from pystratum.negatives.torch import NegativePairBatchSampler, pair_loader
 
     dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
     users = np.asarray(config["users"])
@@ -54,7 +54,7 @@ def ddp_negatives_peek_worker(config):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    from pystratum.negatives_torch import NegativePairBatchSampler, pair_loader
+    from pystratum.negatives.torch import NegativePairBatchSampler, pair_loader
 
     dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
     # The group is left by worker_main, after the result is written.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from pystratum.policies import FixedSize, MinPerStratum
+
 
 def draw_any_cuts(data, sizes, n_batches) -> np.ndarray:
     """Any valid cut table for ``sizes``: each stratum's cuts non-decreasing from 0 to a used
@@ -17,3 +19,30 @@ def draw_any_cuts(data, sizes, n_batches) -> np.ndarray:
                                           max_size=n_batches - 1)))
         cuts[s] = [0, *inner, used]
     return cuts
+
+
+@st.composite
+def strata_and_policy(draw):
+    # Up to 12 strata: both the per-stratum (<= 8) and the per-row paths.
+    n_strata = draw(st.integers(1, 12))
+    sizes = draw(st.lists(st.integers(1, 90), min_size=n_strata, max_size=n_strata))
+    codes = np.repeat(np.arange(n_strata), sizes)
+    order = draw(st.sampled_from(["shuffled", "grouped", "reversed"]))
+    if order == "shuffled":
+        codes = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).permutation(codes)
+    elif order == "reversed":
+        codes = codes[::-1].copy()
+    n_min, n_rows = min(sizes), sum(sizes)
+    if draw(st.booleans()):
+        policy = MinPerStratum(draw(st.integers(1, n_min)))
+    else:
+        m = draw(st.integers(1, 2))
+        most = n_min // m
+        if most == 0:
+            policy = MinPerStratum(1)
+        else:
+            # a batch size FixedSize accepts: at most `most` batches (balanced sizes;
+            # exact sizes' closed form: tests/policies/test_fixed_size_exact.py)
+            policy = FixedSize(draw(st.integers(2 * n_rows // (2 * most + 1) + 1, n_rows + 5)), m,
+                               sizes="balanced")
+    return codes, policy

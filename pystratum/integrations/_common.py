@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import show
+from ..base._validation import show
 from ..policies import ClassesPerBatch, FixedSize, Policy, Targets, as_policy
 
 __all__ = ["column_labels", "declared_batch_size", "trainer_policy", "served_sizes"]

@@ -25,7 +25,7 @@ try:  # sentence-transformers >= 5 keeps the samplers in its base package
 except ImportError:  # 3.4 (the first to take a function as batch_sampler) to 4.x
     from sentence_transformers.sampler import DefaultBatchSampler
 
-from .._validation import show
+from ..base._validation import show
 from ..policies import Policy
 from ..torch import StratifiedBatchSampler
 from ._common import column_labels, trainer_policy

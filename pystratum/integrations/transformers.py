@@ -25,8 +25,8 @@ import logging
 
 from transformers import Trainer, TrainerCallback
 
-from .._streams import RNG_CHOICES
-from .._validation import check_choice
+from ..streams._base import RNG_CHOICES
+from ..base._validation import check_choice
 from ..torch import StratifiedBatchSampler
 from ._common import column_labels, declared_batch_size, served_sizes, trainer_policy
 

@@ -23,12 +23,12 @@ torch sampler, R package) does the rest. Pass a policy wherever
 New compositions subclass :class:`Policy`; see docs/ARCHITECTURE.md.
 """
 
-from ._base import (Allocation, Policy, SlotPlan, as_policy, check_allocation,
+from ._base import (Allocation, Policy, SlotPlan, check_allocation,
                     policy_from_params, registered_policies, strata_of_sizes)
 from ._classes_per_batch import ClassesPerBatch, SmallStrataWarning
 from ._downsample import Downsample
 from ._fixed_size import FixedSize
-from ._min_per_stratum import MinPerStratum, StratumTooSmallWarning
+from ._min_per_stratum import MinPerStratum, StratumTooSmallWarning, as_policy
 from ._targets import Targets
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 A policy decides *how many* rows of each stratum each batch receives; it
 never sees rows or random numbers. The shared assembly step
-(``pystratum._assemble``) then takes the epoch's permutation, ranks every
+(``pystratum.engine._assemble``) then takes the epoch's permutation, ranks every
 row within its stratum and sends the row of rank ``r`` of stratum ``s`` to
 batch ``b`` when ``cuts[s, b] <= r < cuts[s, b + 1]``. So a new composition
 is one new ``Policy`` subclass, and every face (core, torch sampler, R
@@ -25,9 +25,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._validation import _show, check_int
+from ..base._validation import _show
 
-__all__ = ["Allocation", "Policy", "SlotPlan", "as_policy", "check_allocation",
+__all__ = ["Allocation", "Policy", "SlotPlan", "check_allocation",
            "policy_from_params", "registered_policies", "slot_step", "strata_of_sizes"]
 
 _REGISTRY: dict = {}
@@ -54,7 +54,7 @@ class Allocation:
     *recycles* the stratum: pass ``p >= 1`` lists the pool's rows (in pass
     0's order) reordered by a fresh permutation of ``range(pool_s)``, the
     last pass by a partial one of just the ranks it serves (see
-    ``pystratum._assemble.stratum_draws`` for the order of draws). Such
+    ``pystratum.engine._assemble.stratum_draws`` for the order of draws). Such
     policies' epochs draw stratum by stratum; the others draw one
     permutation of all rows.
     """
@@ -103,7 +103,7 @@ class SlotPlan:
     Stratum ``s``'s epoch sequence is its ``N_s`` rows in the epoch
     permutation's order (pass 0) followed by its refills, ``n_slots[s] *
     width`` ranks in all; slot ``j`` holds ranks ``j*K .. j*K + K - 1``.
-    The engine (``pystratum._assemble.slot_layout``) lays the slots into
+    The engine (``pystratum.engine._assemble.slot_layout``) lays the slots into
     batches given the epoch's layout order of the strata. Memory O(S + refills).
     """
 
@@ -209,7 +209,7 @@ class Policy(abc.ABC):
         ``strata`` describes the strata, not the rows: ``.sizes`` (int64, every
         entry >= 1), ``.labels`` (for messages) and ``.first_rows`` (the first
         row of each stratum; computed on first use, so only policies that
-        need an order of strata pay for it). ``pystratum._strata.EncodedStrata``
+        need an order of strata pay for it). ``pystratum.strata._encode.EncodedStrata``
         is one; :func:`strata_of_sizes` makes one from sizes alone.
         """
 
@@ -502,24 +502,6 @@ def policy_from_params(name, params) -> Policy:
         raise TypeError(f"policy params {params!r} do not fit {name!r} "
                         f"({policy_class.__name__}): {error}.") from None
     return policy_class(**params)
-
-
-def as_policy(policy) -> Policy:
-    """A policy object, or an int as shorthand for ``MinPerStratum(m)``.
-
-    Anything else is refused as the shorthand's argument,
-    ``min_samples_per_stratum``, which is what the R package blames too.
-    """
-    if isinstance(policy, Policy):
-        return policy
-    from ._min_per_stratum import MinPerStratum
-
-    fix = ("Pass an int (at least m rows of every stratum per batch) or a policy object such "
-           "as pystratum.policies.FixedSize(batch_size=64).")
-    if isinstance(policy, type) and issubclass(policy, Policy):
-        fix = f"That is the class {policy.__name__} itself: call it, e.g. {policy.__name__}(...)."
-    check_int(policy, "min_samples_per_stratum", minimum=1, fix=fix)
-    return MinPerStratum(policy)
 
 
 def small_cuts(cuts: np.ndarray, sizes: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ classes with several rows each, among thousands or millions of classes.
 Every other policy puts every stratum in every batch, so this one has a
 sparse allocation (:class:`pystratum.policies.SlotPlan`): slots of K rows,
 O(strata + slots) to describe, laid out into batches by the shared engine
-(:func:`pystratum._assemble.assemble_slots`).
+(:func:`pystratum.engine._assemble.assemble_slots`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .._validation import SIZE_MAX, check_choice, check_int, check_served_size
+from ..base._validation import SIZE_MAX, check_choice, check_int, check_served_size
 from ._base import Allocation, Policy, SlotPlan, slot_step
 
 __all__ = ["ClassesPerBatch", "SmallStrataWarning"]
@@ -86,7 +86,7 @@ class ClassesPerBatch(Policy):
 
     With ``rng="index"`` (``plan_batches``/``stratified_batches`` only: the
     plan is materialised, there is no lazy plan yet) the three parts are
-    keyed bijections instead (:func:`pystratum._assemble.slot_index_draws`),
+    keyed bijections instead (:func:`pystratum.engine._assemble.slot_index_draws`),
     the same in R.
 
     Layout (the schedule, O(S + T) and the same in R): the served strata in

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._validation import _show
-from ._base import Allocation, Policy, as_policy, policy_from_params
+from ..base._validation import _show
+from ._base import Allocation, Policy, policy_from_params
+from ._min_per_stratum import as_policy
 from ._shares import StrataCache, labelled_numbers, match_keys
 
 __all__ = ["Downsample"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_choice, check_int
+from ..base._validation import check_choice, check_int
 from ._base import Allocation, Policy, small_cuts
 
 __all__ = ["FixedSize", "fixed_size_num_batches"]

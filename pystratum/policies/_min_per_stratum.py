@@ -10,10 +10,10 @@ import warnings
 
 import numpy as np
 
-from .._validation import check_int
+from ..base._validation import check_int
 from ._base import Allocation, Policy, small_cuts
 
-__all__ = ["MinPerStratum", "StratumTooSmallWarning"]
+__all__ = ["MinPerStratum", "StratumTooSmallWarning", "as_policy"]
 
 
 class StratumTooSmallWarning(UserWarning):
@@ -81,3 +81,19 @@ class MinPerStratum(Policy):
         batches = np.asarray(batches, dtype=np.int64)[:, None]
         return (sizes[None, :] * batches) // num_batches, \
             (sizes[None, :] * (batches + 1)) // num_batches
+
+
+def as_policy(policy) -> Policy:
+    """A policy object, or an int as shorthand for ``MinPerStratum(m)``.
+
+    Anything else is refused as the shorthand's argument,
+    ``min_samples_per_stratum``, which is what the R package blames too.
+    """
+    if isinstance(policy, Policy):
+        return policy
+    fix = ("Pass an int (at least m rows of every stratum per batch) or a policy object such "
+           "as pystratum.policies.FixedSize(batch_size=64).")
+    if isinstance(policy, type) and issubclass(policy, Policy):
+        fix = f"That is the class {policy.__name__} itself: call it, e.g. {policy.__name__}(...)."
+    check_int(policy, "min_samples_per_stratum", minimum=1, fix=fix)
+    return MinPerStratum(policy)

@@ -12,6 +12,8 @@ import numbers
 
 import numpy as np
 
+from ..strata._labels import label_key
+
 __all__ = ["label_key", "match_keys", "share_weights", "weyl_step", "extras_of_batches",
            "window_hits"]
 
@@ -19,29 +21,6 @@ __all__ = ["label_key", "match_keys", "share_weights", "weyl_step", "extras_of_b
 SHARE_SCALE = 10**6
 # Shares must add up to 1 within this tolerance.
 SHARE_TOLERANCE = 1e-9
-
-
-def label_key(label) -> str:
-    """The text that names a stratum in a policy's parameters (JSON keys are strings).
-
-    Strings stay as they are; integers and integral floats print as integers
-    (``1`` and ``1.0`` are ``"1"``, as R prints them); booleans are ``"TRUE"``
-    / ``"FALSE"`` (R's spelling); other floats use ``repr``; a multi-column
-    label joins its parts with ``"/"``. The R package uses the same rule, so
-    a policy recorded in one language names the same strata in the other.
-    """
-    if isinstance(label, tuple):
-        return "/".join(label_key(part) for part in label)
-    if isinstance(label, (bool, np.bool_)):
-        return "TRUE" if label else "FALSE"
-    if isinstance(label, (numbers.Integral, np.integer)):
-        return str(int(label))
-    if isinstance(label, (float, np.floating)):
-        value = float(label)
-        if value.is_integer():
-            return str(int(value))
-        return repr(value)
-    return str(label)
 
 
 def labelled_numbers(mapping, argument: str, what: str):

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._validation import SIZE_MAX, check_int, check_served_size
+from ..base._validation import SIZE_MAX, check_int, check_served_size
 from ._base import Allocation, Policy, small_cuts
 from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, labelled_numbers,
                       StrataCache, match_keys, share_weights, weyl_step, window_hits)

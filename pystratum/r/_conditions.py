@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 
 from ..policies import StratumTooSmallWarning
-from ._from_r import field, first_string
+from ._rvalues import field, first_string
 
 __all__ = ["RError", "RWarning", "raise_r_conditions"]
 

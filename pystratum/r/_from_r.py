@@ -1,4 +1,4 @@
-"""R values as Python values: list fields, batches, an mlr3 task's stratum columns.
+"""R values as Python values: batches, weights, an mlr3 task's stratum columns.
 
 Every function here reads rpy2 objects returned by the R package's bridge
 functions (``r/R/python_bridge.R``) and must run inside ``Session.calling()``.
@@ -8,42 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._rvalues import from_r_index
+from ._conditions import RError
+from ._rvalues import field, first_string, from_r_index
 
 __all__ = ["batches_from_r", "field", "first_string", "task_frame_from_r", "weights_from_r"]
 
 
-def _null():
-    import rpy2.rinterface as ri  # the session has started rpy2 before any R value exists
-
-    return ri.NULL
-
-
-def field(r_list, name):
-    """Element ``name`` of an R list, or None if absent or NULL."""
-    null = _null()
-    names = r_list.names
-    names = [] if names is None or names is null else list(names)
-    if name not in names:
-        return None
-    value = r_list[names.index(name)]
-    return None if value is null else value
-
-
-def first_string(value):
-    """The first element of an R character vector, or None for NULL / NA."""
-    import rpy2.rinterface as ri
-
-    if value is None:
-        return None
-    text = value[0]
-    return None if text is ri.NA_Character or text is None else str(text)
-
-
 def batches_from_r(outcome, r_function: str) -> list:
     """``bridge_stratified_batches``'s flat positions and sizes as 0-based int64 arrays."""
-    from ._conditions import RError
-
     if not bool(field(outcome, "is_list")[0]):
         raise RError(
             f"R's {r_function} returned an object of class "
@@ -62,8 +34,6 @@ def batches_from_r(outcome, r_function: str) -> list:
 
 def weights_from_r(outcome, batches) -> list | None:
     """``attr(batches, "weights")`` as float64 arrays parallel to ``batches``, or None."""
-    from ._conditions import RError
-
     if not bool(field(outcome, "has_weights")[0]):
         return None
     flat = np.asarray(field(outcome, "weights_flat"), dtype=np.float64)
@@ -76,8 +46,6 @@ def weights_from_r(outcome, batches) -> list | None:
 
 def task_frame_from_r(found, pandas):
     """``bridge_task_strata``'s description of a task's stratum columns as a DataFrame."""
-    from ._conditions import RError
-
     if first_string(field(found, "error")) == "empty":
         raise ValueError(
             f"task has no stratum columns: task$col_roles$stratum is empty (task class "

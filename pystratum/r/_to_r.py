@@ -16,15 +16,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._strata import (
+from ..strata._encode import (
     _split_columns,
     check_object_missing,
     is_column_like,
     is_dataframe,
     raise_missing,
 )
-from .._streams import RNG_CHOICES
-from .._validation import check_bool, check_choice, check_int
+from ..streams._base import RNG_CHOICES
+from ..base._validation import check_bool, check_choice, check_int
 from ..policies import Policy, as_policy
 from ._conditions import RError, raise_r_conditions
 from ._from_r import field

@@ -7,8 +7,8 @@ import numpy as np
 from ._conditions import raise_r_conditions
 from ._from_r import batches_from_r, field, task_frame_from_r, weights_from_r
 from ._session import session as _session
-from .._plan import resolve_policy
-from .._validation import check_bool
+from ..engine._plan import resolve_policy
+from ..base._validation import check_bool
 from ._rvalues import R_INT_MAX, from_r_index, to_r_index
 from ._to_r import argument_to_r, check_python_types, policy_arguments
 

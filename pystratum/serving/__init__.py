@@ -14,7 +14,7 @@ A sampler is "check arguments, build a batch source"; the rest is here, once:
   (an endless stream saving where it stands).
 * :class:`EpochPass` (what ``iter(sampler)`` returns) owns the lazy start,
   the epoch rule through :class:`EpochProgress`, rank sharding of whole
-  batches (``pystratum._sharding``), chunked conversion, the count of
+  batches (``pystratum.serving._sharding``), chunked conversion, the count of
   batches yielded and the resume point: progress lives in an iterator object
   with its own ``state_dict()``, as torchdata's iterators.
 * :class:`EpochServed` is the samplers' base: ``epoch``, ``len()``,

@@ -5,7 +5,7 @@ until its first batch is asked for (DataLoader creates iterators it never
 uses; those must not consume an epoch). Then it asks the sampler's
 :class:`~pystratum.serving.EpochProgress` which epoch it serves and from
 which batch (the epoch rule), opens that epoch of its batch source, takes
-this rank's whole batches (``pystratum._sharding``), asks the source for
+this rank's whole batches (``pystratum.serving._sharding``), asks the source for
 them a chunk at a time and counts what it yields. The sampler only
 remembers which pass started last, so progress lives in the pass (an
 iterator object with its own ``state_dict``), never in flags on the sampler
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._sharding import rank_batch_count, rank_batch_indices
+from ._sharding import rank_batch_count, rank_batch_indices
 
 __all__ = ["CHUNK_ROWS", "EpochPass"]
 
@@ -38,7 +38,7 @@ class EpochPass:
     ``source`` is a batch source (:class:`pystratum.serving.BatchSource`):
     ``num_batches`` (None: endless) and ``open(epoch)``. Rank ``rank`` of
     ``num_replicas`` serves global batches ``rank, rank + num_replicas, ...``
-    (``drop_last`` as in ``pystratum._sharding``: with ``short_last`` the
+    (``drop_last`` as in ``pystratum.serving._sharding``: with ``short_last`` the
     epoch's short last batch is dropped before the batches are shared); an
     endless source is never padded.
     """

@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from .._lazy import LazyPlan
-from .._plan import advance_stream, plan_from_stream
+from ..engine._lazy import LazyPlan
+from ..engine._plan import advance_stream, plan_from_stream
 from ..policies import StratumTooSmallWarning
 
 __all__ = ["LazyPlanSource", "PlanSource", "plan_batches", "split_rows"]

@@ -28,8 +28,8 @@ from __future__ import annotations
 import warnings
 from typing import Callable
 
-from .._sharding import rank_batch_count
-from .._validation import check_epoch
+from ._sharding import rank_batch_count
+from ..base._validation import check_epoch
 from ._pass import EpochPass
 
 __all__ = ["EpochProgress", "EpochServed"]

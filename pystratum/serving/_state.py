@@ -13,7 +13,7 @@ settings (compared on resume) plus the envelope every family has:
 :func:`read_resume` checks the envelope and returns a :class:`Resume`; every
 bad value is a TypeError/ValueError naming its key and the fix, never a
 KeyError, an OverflowError or a silent reseed. The seed record itself
-(int, SeedSequence) is :mod:`pystratum._state_record`'s.
+(int, SeedSequence) is :mod:`pystratum.serving._record`'s.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._state_record import seed_from_record
-from .._validation import check_epoch, check_int
+from ._record import seed_from_record
+from ..base._validation import check_epoch, check_int
 
 __all__ = ["Resume", "check_format", "differs", "read_resume", "read_seed", "read_stream"]
 

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from .._streams import fresh_int32_seed
-from .._validation import check_int
+from ..streams._base import fresh_int32_seed
+from ..base._validation import check_int
 
 __all__ = ["initialised_world_size", "resolve_replicas", "resolve_seed", "broadcast_from_rank0",
            "broadcast_object_from_rank0"]

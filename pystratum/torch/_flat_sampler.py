@@ -30,8 +30,8 @@ from typing import Iterator
 import numpy as np
 from torch.utils.data import Sampler
 
-from .._sharding import rank_batch_indices
-from .._validation import check_bool, check_int, show
+from ..serving._sharding import rank_batch_indices
+from ..base._validation import check_bool, check_int, show
 from ..policies import ClassesPerBatch, FixedSize, Policy, Targets
 from ._sampler import StratifiedBatchSampler
 

@@ -1,6 +1,6 @@
 """Labels out of what torch users hold: tensors, datasets, callables.
 
-The result is something the numpy core reads (:func:`pystratum._strata.encode_strata`):
+The result is something the numpy core reads (:func:`pystratum.strata._encode.encode_strata`):
 tensors become numpy arrays, a torchvision-style dataset gives its ``.targets``
 (or ``.labels``; a ``TensorDataset`` only when one of them is set), a ``Subset`` gives its parent's labels at its indices, a
 callable is called once. What the core's rules for containers say (columns

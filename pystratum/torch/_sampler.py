@@ -6,7 +6,7 @@ epoch plan (the numpy core, as :class:`pystratum.serving.PlanSource` or
 :class:`~pystratum.serving.LazyPlanSource`), the resume state
 (:mod:`._state`) and the misuse checks (:mod:`._guards`). Serving (the epoch
 rule, sharding, the pass over a rank's batches) is :mod:`pystratum.serving`'s. Batches come from
-:func:`pystratum._plan.plan_from_stream`, so they are the batches
+:func:`pystratum.engine._plan.plan_from_stream`, so they are the batches
 ``pystratum.plan_batches`` (and the R package) give for the same seed.
 """
 
@@ -20,13 +20,13 @@ from typing import Iterator
 import numpy as np
 from torch.utils.data import Sampler
 
-from .._plan import BatchPlan, check_strata_are_groups, resolve_policy
-from .._members import StratumMembers, members_digest, members_of_codes, members_of_labels
-from .._sharding import kept_batches, rank_batch_count
+from ..engine._plan import BatchPlan, check_strata_are_groups, resolve_policy
+from ..strata._members import StratumMembers, members_digest, members_of_codes, members_of_labels
+from ..serving._sharding import kept_batches, rank_batch_count
 from ..serving import EpochPass, EpochProgress, EpochServed, LazyPlanSource, PlanSource
-from .._strata import encode_strata, first_rows_of_codes
-from .._streams import RNG_CHOICES, make_stream, stream_for
-from .._validation import check_bool, check_choice, check_epoch, check_int, show
+from ..strata._encode import encode_strata, first_rows_of_codes
+from ..streams._base import RNG_CHOICES, make_stream, stream_for
+from ..base._validation import check_bool, check_choice, check_epoch, check_int, show
 from ..policies import FixedSize, MinPerStratum, StratumTooSmallWarning, check_allocation
 from ._distributed import resolve_replicas, resolve_seed
 from ._epoch import EpochSetter
@@ -238,7 +238,7 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
             warnings.warn(warning.message, warning.category, stacklevel=2)
         self.num_batches = int(num_batches)
         # drop_last=True leaves out a short last batch (BatchSampler's meaning) before
-        # the batches are shared across ranks (pystratum._sharding).
+        # the batches are shared across ranks (pystratum.serving._sharding).
         self._short_last = bool(self.policy.short_last_batch(self._strata))
         kept = kept_batches(self.num_batches, self.drop_last, self._short_last)
         if self.drop_last and kept < self.num_replicas:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .._state_record import same_seed, seed_to_record
-from .._streams import RNG_CHOICES
-from .._validation import check_bool, check_choice, check_epoch, check_int
+from ..serving._record import same_seed, seed_to_record
+from ..streams._base import RNG_CHOICES
+from ..base._validation import check_bool, check_choice, check_epoch, check_int
 from ..serving._state import check_format, differs, read_seed, read_stream
 
 __all__ = ["STATE_FORMAT", "SamplerState", "parse_state", "same_seed", "check_resumable"]

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from .._plan import row_weights
+from ..engine._plan import row_weights
 
 __all__ = ["WeightedDataset"]
 

@@ -22,7 +22,7 @@ miss rows. Here the order of an epoch is made the same on every rank:
 Serving is :mod:`pystratum.serving`'s: the listed order is a batch source
 whose "batches" are the inner sampler's items (rows, or whole batches for a
 batch sampler), so the epoch rule, the equal counts on every rank
-(``pystratum._sharding``), ``set_epoch`` and resume are those of every
+(``pystratum.serving._sharding``), ``set_epoch`` and resume are those of every
 pystratum sampler.
 """
 
@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch.utils.data import Sampler
 
-from .._validation import check_bool, check_int, show
+from ..base._validation import check_bool, check_int, show
 from ..serving import EpochProgress, EpochServed
 from ..serving._state import check_format
 from ._distributed import (broadcast_object_from_rank0, initialised_world_size, resolve_replicas,
@@ -156,7 +156,7 @@ class DistributedSamplerWrapper(EpochServed, Sampler):
     ----------
     * Every rank's part of epoch ``k`` comes from the same order of the inner
       sampler's items: rank ``r`` serves positions ``r, r + n, ...`` of it
-      (``pystratum._sharding``), so without padding the ranks' parts are
+      (``pystratum.serving._sharding``), so without padding the ranks' parts are
       disjoint and cover the order. How the order is made the same on every
       rank is said in the module's docstring: an inner sampler whose
       randomness is in generators it owns (or in the global generators) is

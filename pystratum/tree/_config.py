@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from .._validation import _show
+from ..base._validation import _show
 
 __all__ = ["TreeConfigError", "load_config", "node_path", "MODES", "OPS", "PRUNE", "LIMITS"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import _show
+from ..base._validation import _show
 from ._config import TreeConfigError, parse_weight
 
 __all__ = ["TreeNode", "build_tree"]

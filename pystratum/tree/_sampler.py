@@ -8,9 +8,9 @@ from typing import Iterator
 
 import numpy as np
 
-from .._state_record import check_envelope, same_seed, seed_from_record, seed_to_record
-from .._streams import NumpyStream
-from .._validation import _show, check_int
+from ..serving._record import check_envelope, same_seed, seed_from_record, seed_to_record
+from ..streams._base import NumpyStream
+from ..base._validation import _show, check_int
 from ._aux import AuxGenerator
 from ._config import load_config
 from ._engine import Engine

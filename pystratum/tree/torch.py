@@ -12,7 +12,7 @@ batch_size=...)`` on one process (it yields row positions). Under DDP use
 :class:`TreeBatchSampler`: every rank generates the same stream from the
 seed (no communication; generation runs at millions of draws per second)
 and takes whole batches round-robin with the rank functions of
-``pystratum._sharding``, like the stratified sampler. The sampler checks its
+``pystratum.serving._sharding``, like the stratified sampler. The sampler checks its
 arguments and hands the tree's stream, as a batch source
 (:mod:`pystratum.tree._source`), to the serving layer's ``EpochPass``: the
 epoch rule, sharding, progress and resume are every sampler's. Whole batches rather
@@ -33,8 +33,8 @@ except ImportError as error:  # pragma: no cover - exercised without torch insta
         "pystratum.tree.torch needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
     ) from error
 
-from .._state_record import seed_to_record
-from .._validation import check_bool, check_int
+from ..serving._record import seed_to_record
+from ..base._validation import check_bool, check_int
 from ..serving import EpochProgress, EpochServed
 from ..serving._state import check_format, differs, read_resume
 from ..torch._distributed import broadcast_object_from_rank0, initialised_world_size, resolve_replicas
@@ -79,7 +79,7 @@ class TreeBatchSampler(EpochServed, Sampler[list]):
       the stream (from the tree's position when this sampler was built: for a
       fresh tree, draws ``k*L`` onwards), cut into ``ceil(L / batch_size)``
       global batches (the last shorter if needed); rank ``r`` of ``n`` yields
-      batches ``r, r + n, ...`` (``pystratum._sharding``), so without padding
+      batches ``r, r + n, ...`` (``pystratum.serving._sharding``), so without padding
       the ranks' batches are disjoint and together are the epoch's draws. All
       ranks yield ``len(sampler)`` batches.
     * Epochs follow the rule of every pystratum sampler. One replica: each

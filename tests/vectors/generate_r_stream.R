@@ -5,7 +5,7 @@
 #     rewrites tests/vectors/r_stream.json from the cases below;
 #   Rscript tests/vectors/generate_r_stream.R --run CASES.json RESULTS.json
 #     runs the cases of CASES.json (same layout, without "expected") and writes
-#     them with R's results: tests/test_rstream.py uses this for its live checks.
+#     them with R's results: tests/streams/test_rstream.py uses this for its live checks.
 #
 # Only base R and jsonlite (Debian: r-cran-jsonlite). The stream is R's
 # default since 3.6: RNGkind("Mersenne-Twister", "Inversion", "Rejection").

@@ -1,0 +1,355 @@
+"""The lazy plan (``rng="index"``): any batch of any epoch on demand.
+
+A materialised plan shuffles all N rows, then groups them into batches.
+The lazy plan never does: for batch ``b`` of epoch ``k`` it asks the policy
+for each stratum's rank range ``[lo_s, hi_s)`` (a closed form for the
+built-in policies), maps each rank ``r`` through the stratum's keyed
+bijection (``pystratum.streams._index``, keyed by seed, epoch and the
+stratum's turn) to a member number, and looks the row up in the member
+lists (``pystratum.strata._members``). So batch ``b`` costs O(|batch| + S) time
+and the plan O(S) memory beyond the member lists.
+
+Within a batch the rows come stratum by stratum, strata in order of first
+appearance in the data, each stratum's rows in rank order (a pseudo-random
+sample of that stratum). The materialised plans keep the epoch
+permutation's order inside a batch instead; no single permutation exists
+here. Models that care about order inside a batch can shuffle it.
+
+Policies that pool or recycle strata (``Targets``, ``Downsample``) work
+too: rank ``r`` of a stratum with pool ``P`` is its pool member ``r % P`` of
+pass ``r // P``, pass 0 the stratum's shuffled order and every later pass a
+further keyed bijection of the pool (the materialised plan's extra
+permutations). Their importance weights come with ``batch_weights(b)``.
+
+An epoch of the lazy plan keeps every guarantee of its policy: rank ``r``
+of stratum ``s`` goes to batch ``b`` exactly when
+``cuts[s, b] <= r < cuts[s, b + 1]``, and the bijection makes the ranks a
+shuffle of the stratum, so every row is in exactly one batch (or none,
+where the policy leaves rows out) and every batch has the policy's counts.
+
+With numba installed (the ``fast`` extra), blocks of batches of a large plan
+are filled by one compiled kernel (``pystratum.kernels._index.fill_segments``:
+ranks, cipher and member lookup fused), the same rows as numpy's path; a
+single batch stays on numpy's path, so the first one never waits for
+numba's import.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import kernels as kernel_gate
+from ..streams._index import MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks
+from ..strata._members import StratumMembers, members_of_codes, members_of_labels
+from ..base._validation import check_epoch
+from ..policies import Policy, check_allocation
+from ..strata._encode import encode_strata
+from ._arguments import check_strata_are_groups, resolve_policy
+from ._batch_plan import BatchPlan
+
+__all__ = ["LazyPlan", "lazy_plan"]
+
+# Rows computed per vectorised step when many batches are asked for at once.
+_BLOCK_ROWS = 1 << 17
+# Up to this many strata, each stratum's ranks go through the cipher with
+# scalar parameters (faster); beyond it, one call with per-row parameters.
+_PER_STRATUM_MAX = 8
+
+
+class LazyPlan:
+    """One epoch's batches, each computed when asked for (``rng="index"``).
+
+    members: :class:`pystratum.strata._members.StratumMembers` (rows per stratum).
+    policy:  a :class:`pystratum.policies.Policy`.
+    seed:    a whole number in ``[0, 2**52)`` (see ``IndexStream``).
+    epoch:   which epoch (0 first).
+
+    ``plan[b]`` (any ``b``, in any order) and ``plan.batches_of(ids)`` give
+    int64 row positions; iterating yields every batch in order. Guarantee:
+    the same as the policy's materialised plan (every row in exactly one
+    batch unless the policy leaves it out; per-batch counts equal the
+    policy's cuts), the same batches for the same (members, policy, seed,
+    epoch) in Python and R; rows inside a batch come stratum by stratum (see
+    the module docstring).
+    """
+
+    def __init__(self, members: StratumMembers, policy, seed, epoch: int):
+        self.members = members
+        self.policy = policy
+        self.stream = seed if isinstance(seed, IndexStream) else IndexStream(seed)
+        self.epoch = int(epoch)
+        if members.n_rows > MAX_INDEX:
+            raise ValueError(f"rng='index' handles up to 2**52 rows, got {members.n_rows}.")
+        self.num_batches = policy.num_batches(members)
+        # Strata take turns in order of first appearance: a property of the
+        # data, so relabelling never changes the batches and R agrees.
+        self.turn_order = np.argsort(members.first_rows, kind="stable")
+        turn_of_stratum = np.empty_like(self.turn_order)
+        turn_of_stratum[self.turn_order] = np.arange(self.turn_order.shape[0])
+        self._turn_of_stratum = turn_of_stratum
+        self.keys = self.stream.keys(self.epoch, turn_of_stratum)  # (ROUNDS, S), code order
+        self._table = None
+        self.row_weights = None
+        self._pools = None
+        if type(policy).batch_cuts is _default_batch_cuts():
+            # No closed form: the policy's whole table, computed once per epoch.
+
+            allocation = check_allocation(policy.allocate(members, self.epoch), members, policy,
+                                          self.epoch, num_batches=self.num_batches)
+            self._table = allocation.cuts
+            if allocation.row_weights is not None:
+                self.row_weights = np.asarray(allocation.row_weights, dtype=np.float64)
+            pools = members.sizes if allocation.pool_sizes is None else \
+                np.asarray(allocation.pool_sizes, dtype=np.int64)
+            if allocation.pool_sizes is not None or (self._table[:, -1] > pools).any():
+                self._pools = pools
+        self._pass_keys = {}
+        self._small = _small_domain_table(members.sizes, self.keys)
+
+    @property
+    def seed(self) -> int:
+        return self.stream.seed
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def cuts(self, batch_ids):
+        """``(lo, hi)``: int64 ``(len(batch_ids), S)`` rank ranges, strata in code order."""
+        batch_ids = np.asarray(batch_ids, dtype=np.int64)
+        if self._table is not None:
+            return (self._table[:, batch_ids].T.astype(np.int64),
+                    self._table[:, batch_ids + 1].T.astype(np.int64))
+        return self.policy.batch_cuts(self.members, self.epoch, batch_ids)
+
+    def counts(self, batch_ids) -> np.ndarray:
+        """Rows of each stratum (code order) in each of the batches, ``(len, S)``."""
+        lo, hi = self.cuts(batch_ids)
+        return hi - lo
+
+    def __getitem__(self, batch: int) -> np.ndarray:
+        batch = range(self.num_batches)[batch]
+        order, _ = self.batches_of([batch])
+        return order
+
+    def batches_of(self, batch_ids):
+        """The given batches as ``(order, bounds)``: batch ``batch_ids[i]`` is
+        ``order[bounds[i]:bounds[i + 1]]``. O(total rows + len(batch_ids) x S)."""
+        batch_ids = np.asarray(batch_ids, dtype=np.int64).reshape(-1)
+        return self._batches_of_cuts(*self.cuts(batch_ids))
+
+    def _batches_of_cuts(self, lo, hi):
+        """:meth:`batches_of` for the batches whose rank ranges are ``lo, hi`` (rows x S)."""
+        n_batches = lo.shape[0]
+        lo = lo[:, self.turn_order]
+        counts = hi[:, self.turn_order] - lo
+        # Where each (batch, stratum) segment starts in the output.
+        seg_out = np.zeros(counts.shape, dtype=np.int64)
+        np.cumsum(counts[:, :-1], axis=1, out=seg_out[:, 1:])
+        bounds = np.zeros(n_batches + 1, dtype=np.int64)
+        np.cumsum(counts.sum(axis=1), out=bounds[1:])
+        seg_out += bounds[:-1, None]
+        order = np.empty(int(bounds[-1]), dtype=np.int64)
+        kernels = self._kernels(order.shape[0])
+        if kernels is not None:
+            # Ranks, cipher, cycle-walk and member lookup fused: no temporaries.
+            members = self.members
+            table, offsets = self._small
+            grouped = members.rows is None
+            kernels.fill_segments(
+                order, np.ascontiguousarray(lo), np.ascontiguousarray(counts), seg_out,
+                self.turn_order, members.sizes, self.keys, table, offsets,
+                np.empty(0, dtype=np.int64) if grouped else np.asarray(members.rows),
+                members.starts if grouped else members.offsets, grouped)
+            return order, bounds
+        if self.members.n_strata <= _PER_STRATUM_MAX:
+            # Few strata: each stratum's ranks go through the cipher with scalar
+            # parameters and land straight in their places.
+            for turn, stratum in enumerate(self.turn_order.tolist()):
+                ranks, places = _segments(lo[:, turn], counts[:, turn], seg_out[:, turn])
+                if ranks.shape[0]:
+                    order[places] = self._rows_of_stratum(stratum, ranks)
+            return order, bounds
+        # Many strata: one pass with per-row parameters, segments in output order.
+        stratum = np.repeat(np.tile(self.turn_order, n_batches), counts.ravel())
+        ranks, _ = _segments(lo.ravel(), counts.ravel(), seg_out.ravel())
+        order[:] = self.members.member(stratum, self._positions(stratum, ranks))
+        return order, bounds
+
+    def _kernels(self, rows: int):
+        """The compiled kernels for a call filling ``rows`` rows, or None (numpy's path).
+
+        Both give the same rows. Pooled or recycled strata (``Targets``,
+        ``Downsample``) stay on numpy's path, whose bijections on the pools
+        are compiled in turn (``permute_ranks``).
+        """
+        if self._pools is not None or rows < kernel_gate.MIN_CALL_ROWS:
+            return None
+        return kernel_gate.compiled_for("index", self.members.n_rows)
+
+    def _pool_ranks(self, stratum, ranks):
+        """Pooled/recycled strata: rank ``r`` is pool rank ``r % pool`` of pass ``r // pool``.
+
+        Pass 0 is the pool in the stratum's shuffled order (its first ``pool``
+        ranks); pass ``p >= 1`` reorders the pool by its own keyed bijection
+        on ``[0, pool)``, stream number ``turn + S * p`` (what the materialised
+        plan draws as extra permutations).
+        """
+        pool = self._pools[stratum]
+        passes = ranks // pool
+        within = ranks - passes * pool
+        again = np.flatnonzero(passes > 0)
+        if again.shape[0] == 0:
+            return within
+        n_strata = self.members.n_strata
+        turn = self._turn_of_stratum[stratum]
+        streams = (turn if np.ndim(turn) == 0 else turn[again]) + n_strata * passes[again]
+        for stream in np.unique(streams).tolist():
+            where = again[streams == stream]
+            keys = self._pass_keys.get(stream)
+            if keys is None:
+                keys = self._pass_keys[stream] = self.stream.keys(self.epoch, [stream])[:, 0]
+            size = int(pool if np.ndim(pool) == 0 else pool[where[0]])
+            within[where] = permute_ranks(within[where], size, keys)
+        return within
+
+    def batch_weights(self, batch: int) -> np.ndarray:
+        """The importance weights of batch ``batch``'s rows (ones when the policy has none)."""
+        batch = range(self.num_batches)[batch]
+        lo, hi = self.cuts([batch])
+        counts = (hi - lo)[0, self.turn_order]
+        if self.row_weights is None:
+            return np.ones(int(counts.sum()), dtype=np.float64)
+        return np.repeat(self.row_weights[self.turn_order], counts)
+
+    def _rows_of_stratum(self, stratum: int, ranks):
+        if self._pools is not None:
+            ranks = self._pool_ranks(stratum, ranks)
+        n = int(self.members.sizes[stratum])
+        if n <= SMALL_DOMAIN:
+            table, offsets = self._small
+            positions = table[offsets[stratum] + ranks]
+        else:
+            positions = permute_ranks(ranks, n, self.keys[:, stratum])
+        members = self.members
+        if members.rows is None:
+            positions += members.starts[stratum]
+            return positions
+        positions += members.offsets[stratum]
+        return members.rows[positions]
+
+    def _positions(self, stratum, ranks):
+        """Member numbers of ``ranks`` of ``stratum`` (arrays shaped alike)."""
+        if self._pools is not None:
+            ranks = self._pool_ranks(stratum, ranks)
+        sizes = self.members.sizes
+        positions = np.empty(ranks.shape[0], dtype=np.int64)
+        n = sizes[stratum]
+        small = n <= SMALL_DOMAIN
+        table, offsets = self._small
+        where = np.flatnonzero(small)
+        positions[where] = table[offsets[stratum[where]] + ranks[where]]
+        big = np.flatnonzero(~small)
+        positions[big] = permute_ranks(ranks[big], n[big], self.keys[:, stratum[big]])
+        return positions
+
+    def __iter__(self):
+        return self.iter_batches(range(self.num_batches))
+
+    def iter_batches(self, batch_ids):
+        """Yield the given batches in order, computed a block at a time."""
+        batch_ids = np.asarray(batch_ids, dtype=np.int64)
+        if batch_ids.shape[0] == 0:
+            return
+        mean_rows = max(1, self.members.n_rows // max(1, self.num_batches))
+        step = max(1, _BLOCK_ROWS // mean_rows)
+        for start in range(0, batch_ids.shape[0], step):
+            order, bounds = self.batches_of(batch_ids[start:start + step])
+            edges = bounds.tolist()
+            for a, b in zip(edges[:-1], edges[1:]):
+                yield order[a:b]
+
+    def materialise(self):
+        """The whole epoch as a :class:`pystratum.BatchPlan` (the same batches)."""
+
+        # The cuts once: they give the batches and the counts alike.
+        lo, hi = self.cuts(np.arange(self.num_batches))
+        order, bounds = self._batches_of_cuts(lo, hi)
+        weights = None
+        if self.row_weights is not None:
+            per_segment = np.tile(self.row_weights[self.turn_order], self.num_batches)
+            weights = np.repeat(per_segment, (hi - lo)[:, self.turn_order].ravel())
+        cuts = np.concatenate([lo, hi[-1:]]).T  # (S, B + 1): its differences are hi - lo
+        return BatchPlan(order=order, bounds=bounds, strata=self.members.labels,
+                         cuts=cuts, seed=self.seed, rng="index", epoch=self.epoch,
+                         shuffle=True, policy=self.policy, weights=weights)
+
+    def __repr__(self) -> str:
+        return (f"LazyPlan(num_batches={self.num_batches}, n_rows={self.members.n_rows}, "
+                f"n_strata={self.members.n_strata}, policy={self.policy!r}, rng='index', "
+                f"seed={self.seed!r}, epoch={self.epoch})")
+
+
+def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratum=None,
+              members_directory=None) -> LazyPlan:
+    """The ``rng="index"`` plan of one epoch, batches computed on demand.
+
+    strata:  anything :func:`pystratum.stratified_batches` accepts, or a
+             :class:`~pystratum.strata._members.StratumMembers` (e.g. from
+             :func:`pystratum.parquet_strata`, or rows grouped by stratum).
+    policy:  as in :func:`pystratum.stratified_batches`.
+    seed:    a whole number in ``[0, 2**52)``; None draws one (``plan.seed``).
+    members_directory: write the member array there as ``rows.npy`` and map it
+             read-only (shared by DataLoader workers and local ranks).
+
+    Guarantees: those of the policy, as for :func:`stratified_batches`;
+    ``plan[b]`` costs O(|batch| + S); the same arguments give the same
+    batches in R (``stratified_batches(..., rng = "index")``, plus one).
+    """
+
+    policy = resolve_policy(policy, min_samples_per_stratum)
+    epoch = check_epoch(epoch)
+    stream = IndexStream(seed)
+    if isinstance(strata, StratumMembers):
+        members = strata
+    elif (members := members_of_labels(strata, directory=members_directory)) is not None:
+        check_strata_are_groups(members)
+    else:
+        encoded = encode_strata(strata)
+        check_strata_are_groups(encoded)
+        members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels,
+                                   directory=members_directory)
+    return LazyPlan(members, policy, stream, epoch)
+
+
+def _default_batch_cuts():
+
+    return Policy.batch_cuts
+
+
+def _segments(first_rank, length, out_start):
+    """Ranks and output places of segments (first rank, length, first place), concatenated."""
+    total = int(length.sum())
+    seg_of = np.repeat(np.arange(length.shape[0]), length)
+    seg_start = np.cumsum(length) - length
+    index = np.arange(total, dtype=np.int64)
+    ranks = index + (first_rank - seg_start)[seg_of]
+    index += (out_start - seg_start)[seg_of]
+    return ranks, index
+
+
+def _small_domain_table(sizes, keys):
+    """Whole permutations of the small strata (n <= SMALL_DOMAIN), once per epoch.
+
+    ``table[offsets[s] + r]`` is stratum ``s``'s member number of rank ``r``;
+    at most ``SMALL_DOMAIN`` entries per stratum.
+    """
+    small = np.flatnonzero(sizes <= SMALL_DOMAIN)
+    offsets = np.zeros(sizes.shape[0], dtype=np.int64)
+    if small.shape[0] == 0:
+        return np.empty(0, dtype=np.int64), offsets
+    small_sizes = sizes[small]
+    offsets[small] = np.cumsum(small_sizes) - small_sizes
+    owner = np.repeat(small, small_sizes)
+    ranks = np.arange(owner.shape[0], dtype=np.int64) - offsets[owner]
+    table = permute_ranks(ranks, sizes[owner], keys[:, owner])
+    return table, offsets

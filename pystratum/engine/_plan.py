@@ -1,0 +1,267 @@
+"""The public core: strata in, batches of row positions out."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ._assemble import (assemble_batches, assemble_by_stratum, assemble_in_place,
+                        assemble_slots, block_weights, in_place_kernels, slot_draws,
+                        slot_epoch_draws, slot_index_draws, stratum_draws)
+from ..strata._encode import EncodedStrata, encode_strata
+from ..strata._members import members_of_codes, row_values
+from ..streams._base import RNG_CHOICES, stream_for
+from ..base._validation import check_bool, check_choice, check_epoch
+from ..policies import Policy, StratumTooSmallWarning, check_allocation
+from ._arguments import check_strata_are_groups, resolve_policy
+from ._batch_plan import BatchPlan
+from ._lazy import LazyPlan
+
+__all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream",
+           "resolve_policy", "check_strata_are_groups"]
+
+def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffle=True,
+                 min_samples_per_stratum=None) -> BatchPlan:
+    """Like :func:`stratified_batches`, returning a :class:`BatchPlan` report."""
+    policy = resolve_policy(policy, min_samples_per_stratum)
+    rng = check_choice(rng, "rng", RNG_CHOICES)
+    epoch = check_epoch(epoch)
+    shuffle = check_bool(shuffle, "shuffle")
+    if not shuffle and epoch != 0:
+        raise ValueError(
+            f"epoch={epoch} has no effect since shuffle=False (every epoch then follows row "
+            f"order). Leave epoch=0, or set shuffle=True."
+        )
+    # Scalar arguments first (as the R package does), the O(N) strata last.
+    stream = stream_for(rng, seed, shuffle)
+    encoded = encode_strata(strata)
+    check_strata_are_groups(encoded)
+    return plan_from_stream(encoded, policy, stream, epoch=epoch, rng=rng)
+
+
+def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: int,
+                     rng: str, num_batches: int | None = None,
+                     with_weights: bool = True) -> BatchPlan:
+    """The plan for already-validated inputs; ``stream=None`` means row order.
+
+    Framework layers (the torch sampler) call this with a stream they keep
+    across epochs, so sequential streams do not restart every epoch, and
+    pass ``num_batches`` (epoch 0's) so a policy whose count changes with
+    the epoch is an error rather than a wrong ``len(sampler)``. The policy's
+    allocation is checked (:func:`pystratum.policies.check_allocation`): a
+    faulty policy is an error naming it, never wrong batches.
+
+    Draws of an epoch: one ``permutation(N)`` (``compact_permutation``),
+    except for sampling policies (``policy.may_recycle()`` or an allocation
+    with ``pool_sizes``: Targets, Downsample), which draw stratum by stratum
+    (order of first appearance in the data) just the rows they serve: a
+    partial shuffle of the stratum picking its pool (pass 0), then one per
+    extra pass of a recycled stratum, the last one cut short (see
+    :func:`pystratum.engine._assemble.stratum_draws` and
+    :meth:`pystratum.streams._base.EpochStream.epoch_draws`). With the numpy
+    stream they come from the epoch's own generator; with the R and torch
+    streams the epoch is the (k+1)-th such group of draws. ``stream=None``
+    (no shuffle) uses row order and the identity for every draw.
+    From ``2**17`` rows, with numba installed, the one permutation of the
+    other policies is drawn into the array that becomes the order
+    (:func:`pystratum.engine._assemble.assemble_in_place`): the same draws, the
+    same batches, about half the time and memory.
+
+    Order inside a batch: the permutation's order, except for sampling
+    policies (``policy.may_recycle()`` or an allocation with
+    ``pool_sizes``: Targets, Downsample), whose batches list their strata
+    in order of first appearance in the data, each stratum's rows in the
+    order of its epoch sequence
+    (:func:`pystratum.engine._assemble.assemble_by_stratum`). ``with_weights=False``
+    leaves ``weights`` None (a caller that takes them from elsewhere).
+    """
+    if getattr(stream, "name", None) == "index" and policy.allocates_slots:
+        allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
+                                      num_batches=num_batches)
+        return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
+    if getattr(stream, "name", None) == "index":
+
+        members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
+        return LazyPlan(members, policy, stream, epoch).materialise()
+    n = encoded.n_rows
+    allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
+                                  num_batches=num_batches)
+    if allocation.slots is not None:
+        return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
+    if draws_by_stratum(policy, allocation):
+        planned = stratum_draws(allocation, encoded.sizes, encoded.first_rows)
+        sizes = [(size, take) for _, size, take in planned]
+        # A stratum's first draw picks its rows (its pool), the others index the pool.
+        grouped, offsets = encoded.grouped_rows, encoded.offsets
+        sources = [grouped[offsets[s]:offsets[s + 1]] if i == 0 or planned[i - 1][0] != s
+                   else None for i, (s, _, _) in enumerate(planned)]
+        if stream is None:
+            draws = [np.arange(take, dtype=np.int64) if source is None else source[:take]
+                     for (_, take), source in zip(sizes, sources)]
+        else:
+            draws = stream.epoch_orders(n, sizes, epoch, sources,
+                                        draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
+        del sources
+        batches = assemble_by_stratum(draws, allocation, planned, encoded.first_rows)
+        del draws
+        by_stratum = True
+    else:
+        kernels = in_place_kernels(n, encoded.n_strata)
+        if kernels is not None:
+            # The epoch's one permutation drawn into the array that becomes the order.
+            batches = assemble_in_place(encoded.codes, allocation.cuts, stream, epoch, kernels)
+        else:
+            # int32 when N < 2**31: the same values in half the memory, read only here.
+            draws = np.arange(n, dtype=np.int64) if stream is None \
+                else stream.compact_permutation(n, epoch)
+            batches = assemble_batches(encoded.codes, draws, allocation.cuts,
+                                       sizes=encoded.sizes)
+            del draws
+        by_stratum = False
+    weights = None
+    if allocation.row_weights is not None and with_weights:
+        if by_stratum:
+            weights = block_weights(allocation.row_weights, allocation.cuts, encoded.first_rows)
+        else:
+            weights = np.asarray(allocation.row_weights,
+                                 dtype=np.float64)[encoded.codes[batches.order]]
+    return BatchPlan(
+        order=batches.order,
+        bounds=batches.bounds,
+        strata=encoded.labels,
+        cuts=allocation.cuts,
+        seed=None if stream is None else stream.seed,
+        rng=rng,
+        epoch=epoch,
+        shuffle=stream is not None,
+        policy=policy,
+        weights=weights,
+    )
+
+
+def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
+    """A slot allocation's plan (ClassesPerBatch): :func:`pystratum.engine._assemble.assemble_slots`."""
+    n = encoded.n_rows
+    planned = slot_draws(allocation.slots, n)
+    if getattr(stream, "name", None) == "index":
+        drawn = slot_index_draws(encoded, allocation.slots, stream.seed, epoch)
+    elif stream is None:
+        drawn = [np.arange(take, dtype=np.int64) for _, take in planned]
+    else:
+        drawn = slot_epoch_draws(stream, n, planned, epoch,
+                                 draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
+    batches, layout = assemble_slots(drawn, allocation.slots, encoded.codes, encoded.sizes,
+                                     encoded.first_rows)
+    return BatchPlan(order=batches.order, bounds=batches.bounds, strata=encoded.labels,
+                     cuts=None, seed=None if stream is None else stream.seed, rng=rng,
+                     epoch=epoch, shuffle=stream is not None, policy=policy,
+                     batch_strata=layout.batch_strata)
+
+
+def row_weights(encoded: EncodedStrata, policy: Policy) -> np.ndarray:
+    """float64 weight of every row under ``policy`` (ones when it has none).
+
+    ``encoded``: the strata as codes, or as member lists (``StratumMembers``).
+
+    The sampling policies' weights depend on the stratum sizes only, so they
+    are the same in every epoch; ``BatchPlan.weights`` is this table read in
+    the plan's order.
+    """
+    allocation = check_allocation(policy.allocate(encoded, 0), encoded, policy, 0)
+    if allocation.slots is not None or allocation.row_weights is None:
+        return np.ones(encoded.n_rows, dtype=np.float64)
+    weights = np.asarray(allocation.row_weights, dtype=np.float64)
+    if not hasattr(encoded, "codes"):  # member lists (rng="index")
+
+        return row_values(encoded, weights)
+    return weights[encoded.codes]
+
+
+def draws_by_stratum(policy: Policy, allocation) -> bool:
+    """Whether an epoch draws stratum by stratum (sampling policies: pools or recycling)."""
+    return policy.may_recycle() or allocation.pool_sizes is not None
+
+
+def advance_stream(stream, encoded: EncodedStrata, policy: Policy, epoch: int) -> None:
+    """Move ``stream`` to the start of ``epoch``, replaying skipped epochs' groups of draws."""
+    stream.advance_to(encoded.n_rows, epoch, lambda k: epoch_draw_sizes(encoded, policy, k))
+
+
+def epoch_draw_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list:
+    """``[(size, take), ...]``: the draws of epoch ``epoch`` (an epoch skipped over).
+
+    ``[(N, N)]`` (one permutation) unless the policy draws stratum by stratum.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StratumTooSmallWarning)  # said for the epoch served
+        allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch)
+    if allocation.slots is not None:
+        return slot_draws(allocation.slots, encoded.n_rows)
+    if not draws_by_stratum(policy, allocation):
+        return [(encoded.n_rows, encoded.n_rows)]
+    return [(size, take)
+            for _, size, take in stratum_draws(allocation, encoded.sizes, encoded.first_rows)]
+
+
+def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
+                       shuffle=True, min_samples_per_stratum=None) -> list:
+    """Split rows into mini-batches whose composition the policy guarantees.
+
+    Parameters
+    ----------
+    strata : array-like, pandas Series/DataFrame, dict of columns, 2-D array or list of rows
+        One label per row (a list, 1-D array, Series or Categorical), or
+        several columns: a DataFrame, a dict ``{name: column}``, a 2-D array
+        (rows x variables) or a list of equal-length row tuples. Every distinct
+        combination of values (compared with ``==``) is one stratum. A list
+        of arrays is ambiguous and refused (see docs/INPUTS.md).
+    policy : int or pystratum.policies.Policy
+        The composition. An int ``m`` means ``MinPerStratum(m)``: the fewest
+        rows of each stratum a batch may hold (``min_samples_per_stratum=m``
+        is accepted too). ``FixedSize(batch_size)`` gives batches of a chosen
+        size with every stratum spread evenly.
+    seed : None, int, numpy SeedSequence or Generator
+        With ``rng="R"`` an int means R's ``set.seed(seed)``. None draws fresh
+        entropy (see :func:`plan_batches` to read back the seed used).
+    rng : {"numpy", "R", "torch", "index"}
+        The random stream the epoch's permutation comes from. ``"numpy"``
+        (default) is Python only. ``"R"`` with a seed gives exactly the R
+        package's batches (``stratified_batches(strata, policy, seed)``,
+        whose default stream is ``"R"``) minus one; ``"torch"`` with a seed
+        gives R torch's, for the same libtorch version only. ``"index"``:
+        the lazy plan (:func:`pystratum.lazy_plan`), per-stratum keyed
+        bijections; the seed is a whole number in ``[0, 2**52)`` and rows
+        inside a batch come stratum by stratum (strata in order of first
+        appearance), each stratum's in a pseudo-random order.
+    epoch : int
+        Which epoch's shuffle (0 first, at most 2**31 - 1). Each epoch is a new
+        permutation. Cost: ``rng="numpy"`` reaches any epoch in O(1); with
+        ``rng="R"`` or ``"torch"`` epoch k is the stream's (k+1)-th
+        group of draws, so the k epochs before it are drawn first, each with
+        the draws its policy makes (sampling policies: one per stratum plus
+        one per extra pass of a recycled stratum); a call for which that
+        costs more than 10**8 row draws (every draw its rows plus 2000 for
+        the call) is refused with a ValueError saying the cost and the fix.
+        Must be 0 when ``shuffle=False``.
+    shuffle : bool
+        False keeps row order (the identity permutation).
+
+    Returns
+    -------
+    list of int64 numpy arrays of 0-based row positions, one per batch.
+
+    Guarantees (every policy): every row appears in at most one batch, and
+    in exactly one unless the policy leaves rows out; inside a batch rows
+    keep permuted order (sampling policies, ``Targets`` and ``Downsample``:
+    stratum by stratum, see :class:`pystratum.policies.Targets`); the same (strata, policy, seed, rng, epoch) always
+    gives the same batches, and with ``rng="R"`` they equal R's
+    ``pystratum::stratified_batches`` minus one. ``MinPerStratum(m)``: with
+    the smallest stratum of size ``N_min >= m`` there are ``N_min // m``
+    batches, each holding at least ``m`` rows of every stratum, and a
+    stratum's per-batch counts differ by at most one; if ``N_min < m`` a
+    single batch holds every row and a ``StratumTooSmallWarning`` says so.
+    ``FixedSize``: see :class:`pystratum.policies.FixedSize`.
+    """
+    return plan_batches(strata, policy, seed=seed, rng=rng, epoch=epoch, shuffle=shuffle,
+                        min_samples_per_stratum=min_samples_per_stratum).batches

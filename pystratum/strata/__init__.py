@@ -1,0 +1,7 @@
+"""Strata: any accepted input form -> one integer code per row, the labels, the sizes.
+
+* ``_encode``: the input forms (see docs/INPUTS.md), encoding by equality, missing values refused;
+* ``_labels``: how a label reads as text (for people, and as a policy's key, as in R);
+* ``_members``: the rows of each stratum, in memory or memory-mapped (lazy plans);
+* ``_parquet``: member lists from Parquet columns, chunk by chunk.
+"""

@@ -1,0 +1,107 @@
+"""ClassesPerBatch through the torch sampler: the core's plans, set_epoch, resume, DDP."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import TensorDataset
+
+from _torch_helpers import run_ranks
+from pystratum import plan_batches
+from pystratum.serving._sharding import rank_batch_indices
+from pystratum.policies import ClassesPerBatch
+from pystratum.torch import StratifiedBatchSampler
+
+pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+
+SIZES = [9, 4, 13, 7, 22, 5, 16, 11, 8, 30]
+LABELS = np.random.default_rng(7).permutation(np.repeat(np.arange(len(SIZES)), SIZES))
+POLICY = ClassesPerBatch(3, 4)
+
+
+def assert_pk(batch):
+    slots = LABELS[np.asarray(batch)].reshape(3, 4)
+    assert (slots == slots[:, :1]).all() and len(set(slots[:, 0].tolist())) == 3
+    assert len(set(batch)) == 12
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R", "torch"])
+def test_sampler_serves_the_core_plans_epoch_after_epoch(rng):
+    sampler = StratifiedBatchSampler(LABELS, POLICY, seed=4, rng=rng)
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        served = [list(b) for b in sampler]
+        expected = plan_batches(LABELS, POLICY, seed=4, rng=rng, epoch=epoch)
+        assert served == [b.tolist() for b in expected.batches]
+        assert len(sampler) == len(expected)
+        for batch in served:
+            assert_pk(batch)
+        assert set(itertools.chain(*served)) == set(range(len(LABELS)))
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R"])
+def test_state_dict_resumes_mid_epoch(rng):
+    reference = StratifiedBatchSampler(LABELS, POLICY, seed=9, rng=rng)
+    expected = []
+    for epoch in range(3):
+        reference.set_epoch(epoch)
+        expected.append([list(b) for b in reference])
+    first = StratifiedBatchSampler(LABELS, POLICY, seed=9, rng=rng)
+    first.set_epoch(1)
+    iterator = iter(first)
+    head = [list(b) for b in itertools.islice(iterator, 4)]
+    state = first.state_dict()
+    resumed = StratifiedBatchSampler(LABELS, POLICY, seed=9, rng=rng)
+    resumed.load_state_dict(state)
+    tail = [list(b) for b in resumed]
+    assert head + tail == expected[1]
+    resumed.set_epoch(2)
+    assert [list(b) for b in resumed] == expected[2]
+
+
+def test_stateful_dataloader_resumes_mid_epoch():
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    dataset = TensorDataset(torch.arange(len(LABELS)))
+
+    def loader():
+        return StatefulDataLoader(dataset, batch_sampler=StratifiedBatchSampler(
+            LABELS, POLICY, seed=3, rng="R"))
+
+    reference = loader()
+    expected = [[index.tolist() for (index,) in reference] for _ in range(2)]
+    first = loader()
+    iterator = iter(first)
+    head = [index.tolist() for (index,) in itertools.islice(iterator, 5)]
+    resumed = loader()
+    resumed.load_state_dict(first.state_dict())
+    assert head + [index.tolist() for (index,) in resumed] == expected[0]
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_ddp_ranks_get_whole_pk_batches(tmp_path, world):
+    config = {"labels": LABELS.tolist(), "policy": POLICY.to_dict(), "seed": 5, "rng": "R",
+              "epochs": 2}
+    results = run_ranks("ddp_policy_worker", world, config, tmp_path)
+    assert len({r["length"] for r in results}) == 1
+    for epoch in range(2):
+        plan = plan_batches(LABELS, POLICY, seed=5, rng="R", epoch=epoch)
+        for result in results:
+            chosen = rank_batch_indices(len(plan), world, result["rank"], False)
+            assert result["epochs"][epoch] == [plan[b].tolist() for b in chosen]
+            for rows, weights in zip(result["epochs"][epoch], result["weights"][epoch]):
+                assert_pk(rows)
+                assert weights == [1.0] * 12
+
+
+def test_sampler_with_rng_index_is_refused_with_the_fix():
+    # Refused at construction, before any DDP or model set-up, not at the first batch.
+    with pytest.raises(ValueError, match="rng='index'.*no lazy plan yet.*rng='numpy'"):
+        StratifiedBatchSampler(LABELS, POLICY, seed=1, rng="index")
+
+
+def test_sampler_with_rng_index_unshuffled_is_not_lazy_and_builds():
+    # shuffle=False takes no lazy plan: nothing to refuse.
+    sampler = StratifiedBatchSampler(LABELS, POLICY, shuffle=False, rng="index")
+    assert len(list(iter(sampler))) == len(sampler)
