@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pystratum import cli
+from pystratum.policies import registered_policies
 from tests.cli.test_cli import data, run  # noqa: F401 - the fixture is used by name
 
 TRIED = collections.Counter()
@@ -113,7 +114,7 @@ def argument_lists(draw, folder):
         args += ["--stratum", column]
     policy = draw(st.sampled_from(["--min", "--batch-size", "--policy", None]))
     if policy == "--policy":
-        args += ["--policy", draw(st.sampled_from(sorted(cli.registered_policies()) + ["nope"]))]
+        args += ["--policy", draw(st.sampled_from(sorted(registered_policies()) + ["nope"]))]
         for _ in range(draw(st.integers(0, 3))):
             args += ["--param", f"{draw(PARAM_KEYS)}={draw(ODD)}"]
     elif policy:

@@ -1,0 +1,156 @@
+"""Reading DATA: the stratum column(s) of a CSV, Parquet or Arrow IPC file."""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ._errors import EXIT_MISSING, UserError
+
+INSTALL_ARROW = "pip install 'stratabatch[arrow]'"
+
+
+def _format_of(path: Path, given: str | None) -> str:
+    if given:
+        return given
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in (".parquet", ".pq"):
+        return "parquet"
+    if suffixes and suffixes[-1] in (".arrow", ".feather", ".ipc"):
+        return "arrow"
+    return "csv"
+
+
+def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delimiter=None):
+    """The stratum column(s) of a data file: a list of numpy arrays, one per column.
+
+    CSV cells are read as text (so ``1`` and ``1.0`` are different strata, as
+    written); an empty cell is refused, naming the column and line. A UTF-8
+    byte-order mark (Excel's "CSV UTF-8") is not part of the first column's
+    name. Parquet and Arrow keep their column types; nulls are refused the
+    same way.
+    """
+    _check_encoding(encoding)
+    repeated = sorted({name for name in columns if list(columns).count(name) > 1}, key=str)
+    if repeated:
+        raise UserError(f"--stratum {repeated[0]!r} is given twice; give each column once.")
+    path = Path(path)
+    fmt = _format_of(path, input_format)
+    if not path.exists():
+        raise UserError(f"DATA {str(path)!r} does not exist.")
+    if path.is_dir():
+        raise UserError(f"DATA {str(path)!r} is a directory; pass a CSV, Parquet or Arrow file.")
+    if not os.access(path, os.R_OK):
+        raise UserError(f"DATA {str(path)!r} is not readable (permission denied).")
+    if fmt == "csv":
+        return _read_csv(path, columns, encoding, delimiter)
+    return _read_arrow(path, columns, fmt)
+
+
+def _check_encoding(encoding) -> None:
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError, ValueError):
+        raise UserError(f"--encoding {encoding!r} is not a text encoding Python knows; use e.g. "
+                        f"utf-8 (the default, with or without a byte-order mark), latin-1 or "
+                        f"cp1252.") from None
+
+
+def _read_csv(path: Path, columns, encoding, delimiter):
+    try:
+        with open(path, newline="", encoding=encoding) as handle:
+            sample = handle.read(64 * 1024)
+            if not sample.strip():
+                raise UserError(f"DATA {str(path)!r} is empty: expected a header line naming "
+                                f"the columns, then one line per row.")
+            if delimiter is None:
+                first_line = sample.splitlines()[0]
+                delimiter = max([",", ";", "\t", "|"], key=first_line.count)
+            handle.seek(0)
+            reader = csv.reader(handle, delimiter=delimiter)
+            header = next(reader)
+            if header and header[0].startswith("\ufeff"):
+                # A byte-order mark read with an encoding that keeps it (e.g. utf-8).
+                header[0] = header[0][1:]
+            positions = [_column_position(header, name, path) for name in columns]
+            values = [[] for _ in columns]
+            for line, record in enumerate(reader, start=2):
+                if not record:
+                    continue  # a blank line (e.g. trailing newline twice) is no row
+                for k, position in enumerate(positions):
+                    if position >= len(record) or record[position] == "":
+                        raise UserError(
+                            f"column {columns[k]!r} has an empty value on line {line} of "
+                            f"{str(path)!r} (data row {line - 2}, 0-based): every row needs a "
+                            f"stratum. Fill it in or drop the row first.")
+                    values[k].append(record[position])
+    except UnicodeDecodeError as error:
+        raise UserError(
+            f"DATA {str(path)!r} is not valid "
+            f"{'utf-8' if encoding == 'utf-8-sig' else encoding} (byte "
+            f"{error.object[error.start]:#04x} "
+            f"at offset {error.start} of a read block): pass --encoding with the file's "
+            f"encoding, e.g. --encoding latin-1.") from None
+    except UnicodeError as error:  # other codecs' decode errors
+        raise UserError(f"DATA {str(path)!r} cannot be decoded as {encoding}: {error}. Pass "
+                        f"--encoding with the file's encoding.") from None
+    except csv.Error as error:
+        raise UserError(f"DATA {str(path)!r} is not a readable CSV file: {error}.") from None
+    except OSError as error:
+        raise UserError(f"DATA {str(path)!r} cannot be read: {error.strerror or error}.") from None
+    if not values[0]:
+        raise UserError(f"DATA {str(path)!r} has a header but no data rows.")
+    return [np.array(v, dtype=object) for v in values]
+
+
+def _column_position(header, name, path):
+    if name not in header:
+        shown = ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else "")
+        raise UserError(f"--stratum {name!r}: no such column in {str(path)!r}; its columns are "
+                        f"{shown}.")
+    return header.index(name)
+
+
+def _read_arrow(path: Path, columns, fmt):
+    try:
+        import pyarrow as pa
+        import pyarrow.feather
+        import pyarrow.parquet
+    except ImportError:
+        raise UserError(f"reading {fmt.capitalize()} files needs pyarrow: {INSTALL_ARROW} (or "
+                        f"pyarrow itself); or convert DATA to CSV.", EXIT_MISSING) from None
+    if path.stat().st_size == 0:
+        raise UserError(f"DATA {str(path)!r} is empty (0 bytes).")
+    try:
+        if fmt == "parquet":
+            names = pyarrow.parquet.read_schema(path).names
+        else:
+            names = pyarrow.feather.read_table(path, memory_map=True).schema.names
+    except (pa.ArrowException, OSError) as error:
+        raise UserError(f"DATA {str(path)!r} is not a readable {fmt} file: {error}") from None
+    for name in columns:
+        _column_position(names, name, path)
+    try:
+        if fmt == "parquet":
+            table = pyarrow.parquet.read_table(path, columns=list(columns))
+        else:
+            table = pyarrow.feather.read_table(path, columns=list(columns))
+    except (pa.ArrowException, OSError) as error:
+        raise UserError(f"DATA {str(path)!r} is not a readable {fmt} file: {error}") from None
+    if table.num_rows == 0:
+        raise UserError(f"DATA {str(path)!r} has no rows.")
+    result = []
+    for name in columns:
+        column = table.column(name)
+        if column.null_count:
+            row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+            raise UserError(f"column {name!r} has a missing value at row {row} (0-based) of "
+                            f"{str(path)!r}: every row needs a stratum.")
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        result.append(column.to_numpy(zero_copy_only=False))
+    return result

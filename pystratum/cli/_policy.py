@@ -1,0 +1,43 @@
+"""The policy from the flags: ``--min``, ``--batch-size`` or ``--policy NAME --param k=v``."""
+
+from __future__ import annotations
+
+import json
+
+from ..policies import FixedSize, MinPerStratum, Policy, policy_from_params, registered_policies
+from ._errors import UserError
+
+
+def _param_value(text: str):
+    """``k=v`` values: JSON where it parses (numbers, true/false, lists), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def policy_from_args(args) -> Policy:
+    chosen = [flag for flag, value in (("--min", args.min), ("--batch-size", args.batch_size),
+                                       ("--policy", args.policy)) if value is not None]
+    if len(chosen) != 1:
+        raise UserError(
+            ("give one of --min M, --batch-size B or --policy NAME" if not chosen else
+             f"give only one of --min, --batch-size and --policy, got {' and '.join(chosen)}")
+            + f"; policies: {', '.join(sorted(registered_policies()))}.")
+    if args.param and args.policy is None:
+        raise UserError("--param k=v goes with --policy NAME (e.g. --policy fixed_size "
+                        "--param batch_size=64).")
+    if args.min is not None:
+        return MinPerStratum(args.min)
+    if args.batch_size is not None:
+        return FixedSize(args.batch_size)
+    params = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--param must look like key=value, got --param {item!r}.")
+        if key in params:
+            raise UserError(f"--param {key} is given twice ({key}={params[key]!r} and "
+                            f"{key}={_param_value(value)!r}); give each parameter once.")
+        params[key] = _param_value(value)
+    return policy_from_params(args.policy, params)
