@@ -6,35 +6,32 @@ negative and almost always answers "absent". All levels hash with
 Fibonacci hashing, ``h = x * 2^64/phi`` (mod 2^64), and use its top bits:
 
 0. (Grouped queries, built when ``num_items`` is given.) One 64-bit word per
-   user (8 MiB for 10^6 users; at most about one word per 4 keys): indexed
-   by the user itself when the table has room for every user, else by a
-   hash of the user. Each observed pair sets two bits of its user's word,
-   chosen by its item's hash. A batch's negatives come k per positive with
-   the positive's user, so the word is read once for k items; an item
-   whose two bits are not both set is certainly not observed by that user
-   (about 92.5% of draws for users with 10 items; 89% when users are
-   hashed, since some share a word). This matters because a read at a
-   random place of a structure larger than the cache costs about as much
-   as three ``Generator.integers`` draws here; one read per user instead
-   of one per draw is most of what took an epoch's negatives (draws and
-   checks) from 6.4x a bare draw to 4.7x-5.4x in numpy (3.3x-3.8x
-   compiled, about 2.6x since the words are indexed by user and the compiled
-   check copies the draws into the batch).
-1. A filter of 16-bit words with about 24 bits per key (2^24 words, 32
-   MiB, for 10^7 keys): the top bits of ``h`` choose a word, the next 8 bits
-   one of 256 masks with two bits set, and a key sets its mask's bits in its
-   word. A query whose two bits are not both set is certainly absent; about
-   1% of absent queries pass.
+   user (at most about one word per 4 keys): indexed by the user itself
+   when the table has room for every user, else by a hash of the user.
+   Each observed pair sets two bits of its user's word, chosen by its
+   item's hash. A batch's negatives come k per positive with the
+   positive's user, so the word is read once for k items; an item whose
+   two bits are not both set is certainly not observed by that user, and
+   most draws end there (fewer when users are hashed, since some share a
+   word). This matters because a read at a random place of a structure
+   larger than the cache, not the draw, is what a check costs, and the
+   word is read once per positive instead of once per draw.
+1. A filter of 16-bit words with about 24 bits per key (a power of two of
+   words): the top bits of ``h`` choose a word, the next 8 bits one of 256
+   masks with two bits set, and a key sets its mask's bits in its word. A
+   query whose two bits are not both set is certainly absent; only a small
+   share of absent queries pass.
 2. The distinct hashes, sorted, with the offset of each bucket (top bits of
-   h, about 2.4 hashes per bucket): the queries the filters pass are
-   compared against their bucket's few hashes. ``h`` is a bijection of the
-   key (the multiplier is odd), so equal hashes mean equal keys.
+   h, between 2 and 4 hashes per bucket on average): the queries the
+   filters pass are compared against their bucket's few hashes. ``h`` is a
+   bijection of the key (the multiplier is odd), so equal hashes mean equal
+   keys.
 
 Every answer is exact, so which structure or code path answers cannot
 change a sampled batch. With numba installed (the ``fast`` extra) the
 queries go through compiled loops (``pystratum.kernels._pairset``) over the same
-tables; ``PYSTRATUM_NUMBA=0`` keeps numpy. Figures:
-``benchmarks/results_focused.md``.
+tables; ``PYSTRATUM_NUMBA=0`` keeps numpy. Figures (memory, share of draws
+each level settles, cost against a bare draw): ``benchmarks/results_focused.md``.
 """
 
 from __future__ import annotations

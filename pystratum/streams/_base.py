@@ -23,11 +23,14 @@ with the draws its policy really makes (one permutation, or for sampling
 policies pass 0 of every stratum plus one draw per extra pass of a recycled
 one). A jump is priced before anything is drawn, in row draws: every draw
 counts the rows it costs the stream (``draw_cost``) plus a per-call
-overhead (``call_cost``: 2000 rows, measured for the Python twin of R's
-stream at ~200 us a call against ~130 ns a row; torch's calls cost less in
-Python but more in R torch, so both streams use it); a jump costing more than ``MAX_SKIPPED_DRAWS`` is refused
-with a ValueError stating the cost and the fix, instead of running for
-minutes or forever. The R package prices jumps by the same rule.
+overhead (``call_cost``: 2000 rows, so that a jump made of many small
+calls is priced by what the calls cost and not only by their rows; set
+from the Python twin of R's stream, whose fixed cost a call is worth
+about that many row draws: benchmarks/results_focused.md; torch's calls
+cost less in Python but more in R torch, so both streams use it); a jump
+costing more than ``MAX_SKIPPED_DRAWS`` is refused with a ValueError
+stating the cost and the fix, instead of running for minutes or forever.
+The R package prices jumps by the same rule.
 """
 
 from __future__ import annotations

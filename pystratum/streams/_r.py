@@ -29,9 +29,9 @@ How R draws (facts from R's sources, re-implemented here):
 
 Everything is vectorised: words come from numpy in bulk, the rejection loop
 is resolved block-wise, and the swap-remove loop runs in chunks with one
-random memory access per draw, like R's own loop. ``permutation(10**7)``
-takes about 0.6 of the time of R's ``sample(1e7)``
-(``benchmarks/bench_rstream.py``).
+random memory access per draw, like R's own loop: replaying R's stream in
+Python must not cost more than drawing it in R (figures:
+``benchmarks/results_focused.md``; script: ``benchmarks/bench_rstream.py``).
 """
 
 from __future__ import annotations
