@@ -10,7 +10,7 @@
 # some indexing: no R-level loop over rows and no per-row multiplication
 # that could overflow or round.
 
-# Rank cuts of the stratified allocation: an S x (B + 1) matrix, see policies.R.
+# Rank cuts of the stratified allocation: an S x (B + 1) matrix, see policy_base.R.
 # Guarantee: when N_min >= m every batch gets >= m ranks of every stratum,
 # and a stratum's per-batch counts differ by at most one.
 min_per_stratum_cuts = function(sizes, min_samples_per_stratum) {
