@@ -1,28 +1,9 @@
-# The stratified allocation (Hocking 2025), in exact integer arithmetic.
-#
-# num_batches = max(1, N_min %/% m); the row of rank i (1-based, order of
-# appearance in the permutation) in stratum s of size N_s goes to batch
-# ceiling(i * num_batches / N_s). Equivalently, batch b receives the ranks
-# floor((b - 1) * N_s / B) < i <= floor(b * N_s / B). Those cut points depend
-# on the stratum sizes only, not on the permutation, so they are computed
-# once per stratum and batch (S * B <= N values, since S * N_min <= N), and
-# the per-row work is a stable sort by stratum, a stable sort by batch and
-# some indexing: no R-level loop over rows and no per-row multiplication
-# that could overflow or round.
-
-# Rank cuts of the stratified allocation: an S x (B + 1) matrix, see policy_base.R.
-# Guarantee: when N_min >= m every batch gets >= m ranks of every stratum,
-# and a stratum's per-batch counts differ by at most one.
-min_per_stratum_cuts = function(sizes, min_samples_per_stratum) {
-  sizes = as.double(sizes)
-  n_batches = max(1, min(sizes) %/% min_samples_per_stratum)
-  outer(sizes, seq.int(0, n_batches), function(size, b) floor_mul_div(size, b, n_batches))
-}
-
-# Rows of each stratum (rows of the matrix) in each batch (columns).
-batch_counts = function(sizes, min_samples_per_stratum) {
-  counts_from_cuts(min_per_stratum_cuts(sizes, min_samples_per_stratum))
-}
+# Assembly: an epoch's allocation and draws in, batches of row positions out
+# (the twin of pystratum/engine/_assemble.py). Policies that neither pool nor
+# recycle rows: one permutation cut by the rank cuts (allocate_batches());
+# sampling policies: stratum by stratum (assemble_by_stratum()); slot
+# allocations (policy_classes_per_batch()): assemble_slots(). Nothing here
+# draws random numbers; the draws come in as arguments.
 
 # S x (B + 1) rank cuts -> S x B integer counts.
 counts_from_cuts = function(cuts) {
@@ -30,23 +11,6 @@ counts_from_cuts = function(cuts) {
   counts = cuts[, -1L, drop = FALSE] - cuts[, -(n_batches + 1L), drop = FALSE]
   storage.mode(counts) = "integer"
   counts
-}
-
-# floor(a * b / d), exact for whole numbers 0 <= a, b < 2^31 and 1 <= d < 2^31.
-# The product may exceed 2^53 (e.g. two strata of 10^8 rows with m = 1), where
-# doubles no longer hold every integer, so split b = b_hi * 2^16 + b_lo:
-#   a * b = (a * b_hi) * 2^16 + a * b_lo, with a * b_hi < 2^46 and
-#   a * b_lo < 2^47; with a * b_hi = q * d + r (r < d < 2^31):
-#   floor(a * b / d) = q * 2^16 + floor((r * 2^16 + a * b_lo) / d),
-# where every intermediate is a whole number below 2^53, and R's %/% on such
-# doubles is exact (it corrects the quotient with the remainder).
-floor_mul_div = function(a, b, d) {
-  b_hi = b %/% 65536
-  b_lo = b - b_hi * 65536
-  high = a * b_hi
-  q = high %/% d
-  r = high - q * d
-  q * 65536 + (r * 65536 + a * b_lo) %/% d
 }
 
 # The batches of one epoch: a list of integer vectors of row positions.
@@ -82,18 +46,165 @@ split_by_sizes = function(x, sizes) {
   unname(split(x, groups))
 }
 
-# Warn when the smallest stratum cannot give every batch m rows: there is
-# then a single batch holding every row.
-check_smallest_stratum = function(encoded, min_samples_per_stratum) {
-  smallest = which.min(encoded$sizes)
-  n_min = encoded$sizes[[smallest]]
-  if (n_min < min_samples_per_stratum) {
-    label = stratum_label(encoded, smallest)
-    warn_stratum_too_small(sprintf(paste0(
-      "The smallest stratum (%s) has %d rows, fewer than min_samples_per_stratum=%s: ",
-      "returning a single batch with every row. Lower min_samples_per_stratum to at most %d ",
-      "to get several batches."), label, n_min, show_value(min_samples_per_stratum), n_min),
-      label, n_min, min_samples_per_stratum)
+# The draws of a sampling policy's epoch, in draw order (the twin of
+# pystratum.engine._assemble.stratum_draws): every stratum that serves rows, in order
+# of first appearance, draws its pass 0, `takes = min(pool, used)` of its N_s
+# rows (its pool: a fresh random subset, in random order), then, when
+# recycled, one draw per extra pass: the whole pool (a fresh permutation),
+# the last pass cut short to the ranks it serves. list(strata, sizes, takes).
+stratum_draws = function(allocation, encoded) {
+  sizes = as.double(encoded$sizes)
+  used = allocation$cuts[, ncol(allocation$cuts)]
+  pool = if (is.null(allocation$pool_sizes)) sizes else as.double(allocation$pool_sizes)
+  turn = first_appearance_turn(encoded)
+  turn = turn[used[turn] > 0]
+  n_draws = 1 + ifelse(used[turn] > pool[turn], (used[turn] - 1) %/% pool[turn], 0)
+  strata = rep.int(turn, n_draws)
+  pass = sequence(n_draws) - 1  # 0, 1, ... within each stratum
+  list(strata = strata, sizes = ifelse(pass == 0, sizes[strata], pool[strata]),
+    takes = pmin(pool[strata], used[strata] - pass * pool[strata]))
+}
+
+# The batches of one epoch for any policy, from the epoch's draws (row order:
+# NULL, resp. seq_len(take) per draw). Policies that never pool or recycle
+# (by_stratum = FALSE): `draws[[1]]` is the permutation, and the shared
+# allocate_batches() keeps rows inside a batch in permuted order. Sampling
+# policies (by_stratum = TRUE, see assembles_by_stratum()): `draws` as
+# stratum_draws() lists them; each stratum's epoch sequence is its pool (its
+# rows, in row order, picked by its pass 0), then the pool reordered by each
+# of its extra passes, cut at its last rank; batch b lists the strata in
+# order of first appearance in the data (independent of how labels sort),
+# stratum s giving ranks cuts[s, b] + 1 .. cuts[s, b + 1] of its sequence.
+# Mirrors pystratum.engine._assemble.assemble_by_stratum.
+# With row_weights, the result carries attr(, "weights") (with_row_weights()).
+assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE) {
+  codes = encoded$codes
+  batches = if (by_stratum) {
+    assemble_by_stratum(encoded, allocation, draws)
+  } else {
+    counts = counts_from_cuts(allocation$cuts)
+    leftover = as.double(encoded$sizes) - rowSums(counts)
+    if (all(leftover == 0)) allocate_batches(codes, counts, draws[[1L]]) else {
+      # A trailing pseudo-batch takes the ranks no batch uses.
+      all_batches = allocate_batches(codes, cbind(counts, leftover), draws[[1L]])
+      all_batches[-length(all_batches)]
+    }
   }
-  invisible(NULL)
+  with_row_weights(batches, allocation, codes)
+}
+
+# The batches with attr(, "weights") (each row's weight, a list parallel to
+# the batches) when the allocation has row_weights; unchanged otherwise.
+with_row_weights = function(batches, allocation, codes) {
+  if (!is.null(allocation$row_weights)) {
+    attr(batches, "weights") = lapply(batches, function(rows) allocation$row_weights[codes[rows]])
+  }
+  batches
+}
+
+assemble_by_stratum = function(encoded, allocation, draws) {
+  sizes = as.double(encoded$sizes)
+  cuts = allocation$cuts
+  n_batches = ncol(cuts) - 1L
+  counts = counts_from_cuts(cuts)
+  used = cuts[, n_batches + 1L]
+  planned = stratum_draws(allocation, encoded)
+  grouped = order(encoded$codes, method = "radix")  # each stratum's rows, increasing
+  starts = c(0, cumsum(sizes))
+  sequences = lapply(seq_along(sizes), function(s) {
+    mine = draws[planned$strata == s]
+    if (length(mine) == 0L) return(integer(0))
+    pool = grouped[starts[[s]] + mine[[1L]]]
+    sequence = c(pool, unlist(lapply(mine[-1L], function(o) pool[o]), use.names = FALSE))
+    sequence[seq_len(used[[s]])]
+  })
+  # Block (s, b) in batch-major order, strata in order of first appearance
+  # (the column-major order of the S x B matrices, rows reordered by turn),
+  # starts at rank cuts[s, b] of sequence s.
+  turn = first_appearance_turn(encoded)
+  first = c(0, cumsum(used))[seq_along(sizes)] + cuts[, -(n_batches + 1L), drop = FALSE]
+  first = first[turn, , drop = FALSE]
+  lengths = as.vector(counts[turn, , drop = FALSE])
+  skip = c(0, cumsum(lengths))[seq_along(lengths)]
+  index = rep.int(as.vector(first) - skip, lengths) + seq_len(sum(lengths))
+  split_by_sizes(unlist(sequences, use.names = FALSE)[index], colSums(counts))
+}
+
+# The draws of an epoch: list(sizes, takes) (permutation of the rows, of the
+# served strata, then one per refill).
+classes_per_batch_draw_group = function(slots, n_rows) {
+  served = sum(slots$n_slots > 0)
+  list(sizes = c(n_rows, served, slots$refill_sizes), takes = c(n_rows, served,
+    slots$refill_takes))
+}
+
+# The batches of one epoch from its draws (Python: assemble_slots).
+assemble_slots = function(encoded, slots, draws) {
+  sizes = as.double(encoded$sizes)
+  k = slots$width
+  p = slots$per_batch
+  n_batches = slots$n_batches
+  permutation = draws[[1L]]
+  first_rows = match(seq_along(sizes), encoded$codes)
+  served = order(first_rows)
+  served = served[slots$n_slots[served] > 0]
+  layout = served[draws[[2L]]]
+  runs = slots$n_slots[layout]
+  run_start = numeric(length(sizes))
+  run_start[layout] = cumsum(runs) - runs
+  grouped = permutation[order(encoded$codes[permutation], method = "radix")]
+  offsets = cumsum(sizes) - sizes
+  sequence = integer(n_batches * p * k)
+  base = k * run_start
+  for_rows = rep(slots$n_slots > 0, sizes)
+  destination = rep(base - offsets, sizes) + seq_len(sum(sizes))
+  sequence[destination[for_rows]] = grouped[for_rows]
+  refills = draws[-(1:2)]
+  if (length(refills)) {
+    strata = slots$refill_strata
+    takes = slots$refill_takes
+    before = stats::ave(takes, strata, FUN = function(t) cumsum(t) - t)
+    start = base[strata] + sizes[strata] + before
+    at = rep(start, takes) + sequence_within(takes)
+    sequence[at] = grouped[rep(offsets[strata], takes) + unlist(refills, use.names = FALSE)]
+  }
+  q = seq_len(n_batches * p) - 1
+  batch = ((q %% n_batches) * slots$step) %% n_batches
+  place = q %/% n_batches
+  slot_order = order(batch, place)
+  index = rep((slot_order - 1) * k, each = k) + rep(seq_len(k), times = length(slot_order))
+  batches = split_by_sizes(sequence[index], rep(p * k, n_batches))
+  attr(batches, "batch_strata") = matrix(rep(layout, runs)[slot_order], nrow = n_batches,
+    byrow = TRUE)
+  batches
+}
+
+# 1, 2, ..., t for each t in takes, concatenated.
+sequence_within = function(takes) {
+  seq_len(sum(takes)) - rep(cumsum(takes) - takes, takes)
+}
+
+# The draws of an epoch for rng = "index" (Python: slot_index_draws): keyed
+# bijections. Pass 0 of the stratum with turn t permutes its rows (row order)
+# by stream t; the layout permutes the S' served strata by stream S; refill i
+# (1-based, draw order) takes the first `take` values of the permutation of
+# 0..size-1 by stream S + i. Values are 1-based, as the streams' draws.
+classes_per_batch_index_draws = function(encoded, slots, seed, epoch) {
+  sizes = as.double(encoded$sizes)
+  n_strata = length(sizes)
+  turn = integer(n_strata)
+  turn[first_appearance_turn(encoded)] = seq_len(n_strata) - 1L
+  keys = index_round_keys(seed, epoch, turn)
+  members = split(seq_along(encoded$codes), factor(encoded$codes, levels = seq_len(n_strata)))
+  pass_0 = unlist(lapply(seq_len(n_strata), function(s) {
+    members[[s]][index_permute_ranks(seq_len(sizes[[s]]) - 1, sizes[[s]], keys[, s]) + 1]
+  }), use.names = FALSE)
+  served = sum(slots$n_slots > 0)
+  layout = index_permute_ranks(seq_len(served) - 1, served,
+    index_round_keys(seed, epoch, n_strata)[, 1]) + 1
+  refills = lapply(seq_along(slots$refill_sizes), function(i) {
+    index_permute_ranks(seq_len(slots$refill_takes[[i]]) - 1, slots$refill_sizes[[i]],
+      index_round_keys(seed, epoch, n_strata + i)[, 1]) + 1
+  })
+  c(list(pass_0, layout), refills)
 }

@@ -1,3 +1,7 @@
+# The public core: strata in, the batches of one epoch out (the twin of
+# pystratum/engine/_plan.py): the arguments checked in one order, then
+# encode -> allocate (checked) -> draws -> assemble.
+
 #' Mini-batches that contain every stratum
 #'
 #' Splits the rows of a data set into mini-batches whose composition the
@@ -157,4 +161,89 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
     draw_group(draw, group)
   }
   assemble_epoch(encoded, allocation, draws, by_stratum)
+}
+
+# The policy of a call taking `policy` or the older `min_samples_per_stratum`.
+resolve_policy = function(policy, min_samples_per_stratum) {
+  if (!is.null(min_samples_per_stratum)) {
+    if (!is.null(policy)) {
+      abort_type("min_samples_per_stratum", sprintf(paste0(
+        "Pass either policy or min_samples_per_stratum, not both: got policy=%s and ",
+        "min_samples_per_stratum=%s. A number as policy means min_samples_per_stratum."),
+        show_value(policy), show_value(min_samples_per_stratum)))
+    }
+    policy = min_samples_per_stratum
+  }
+  as_policy(policy)
+}
+
+# Refuse strata with (on average) fewer than two rows each among many strata:
+# a feature column, a row id or a continuous target, not group labels.
+check_strata_are_groups = function(encoded, name = "strata") {
+  n_strata = length(encoded$sizes)
+  n_rows = encoded$n_rows
+  if (n_strata >= 100 && n_rows < 2 * n_strata) {
+    abort_value(name, sprintf(paste0(
+      "%s has %d distinct strata for %d rows (on average %.2f rows per stratum): this looks ",
+      "like a feature column, a row id or a continuous target, not group labels, and every ",
+      "batch would have to hold every stratum (one batch with the whole data set). Pass the ",
+      "class or group column(s) as %s; bin a continuous target first (e.g. with cut())."),
+      name, n_strata, n_rows, n_rows / n_strata, name))
+  }
+  invisible(NULL)
+}
+
+# stratified_batches() for this policy (rng "R" or "torch", or no shuffle).
+classes_per_batch_batches = function(encoded, policy, seed, rng, epoch, shuffle) {
+  slots = classes_per_batch_slots(policy, encoded, epoch)
+  group = classes_per_batch_draw_group(slots, encoded$n_rows)
+  draws = if (!shuffle) lapply(group$takes, seq_len) else if (rng == "index") {
+    seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
+    classes_per_batch_index_draws(encoded, slots, seed, epoch)
+  } else {
+    skipped = epoch_skip_groups(epoch, rng, encoded$n_rows, function(k) {
+      classes_per_batch_draw_group(classes_per_batch_slots(policy, encoded, k, warn = FALSE),
+        encoded$n_rows)
+    })
+    draw = permutation_stream(rng, seed)
+    for (earlier in skipped) draw_group(draw, earlier)
+    draw_group(draw, group)
+  }
+  batches = assemble_slots(encoded, slots, draws)
+  attr(batches, "batch_strata") = NULL
+  batches
+}
+
+# Whether an epoch of `policy` is assembled stratum by stratum (Targets,
+# Downsample: any policy that may recycle or has pools).
+assembles_by_stratum = function(policy, allocation) {
+  policy_may_recycle(policy) || !is.null(allocation$pool_sizes)
+}
+
+# What an epoch draws: list(sizes, takes), one draw of `takes[i]` distinct
+# values of 1..sizes[i] each (draw_group()): stratum by stratum for sampling
+# policies (by_stratum), else one permutation of all rows.
+epoch_draw_group = function(allocation, encoded, by_stratum) {
+  if (!by_stratum) {
+    return(list(sizes = encoded$n_rows, takes = encoded$n_rows))
+  }
+  stratum_draws(allocation, encoded)[c("sizes", "takes")]
+}
+
+# The same for epoch `epoch` of `policy` (an epoch skipped over).
+skipped_epoch_draw_group = function(policy, encoded, epoch, by_stratum) {
+  if (!by_stratum) {
+    return(epoch_draw_group(NULL, encoded, FALSE))
+  }
+  epoch_draw_group(suppressWarnings(checked_allocation(policy, encoded, epoch),
+    classes = "pystratum_stratum_too_small"), encoded, TRUE)
+}
+
+# The groups of draws of epochs 0..epoch - 1 of `policy` (what reaching
+# `epoch` of a fresh stream draws), priced and refused when unaffordable
+# (epoch_skip_groups()): one permutation each, or the sampling policies'
+# draws of every skipped epoch.
+skipped_epoch_groups = function(policy, encoded, epoch, rng, by_stratum) {
+  epoch_skip_groups(epoch, rng, encoded$n_rows,
+    if (by_stratum) function(k) skipped_epoch_draw_group(policy, encoded, k, TRUE))
 }

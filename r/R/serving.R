@@ -1,4 +1,5 @@
-# The epoch bookkeeping behind batch_sampler_stratified(), without torch.
+# Serving: the epoch bookkeeping behind batch_sampler_stratified(), without
+# torch (the twin of pystratum/serving/).
 #
 # stratified_epochs() validates and encodes the strata once and keeps one
 # random stream across epochs: every $next_epoch() draws the stream's next
@@ -35,7 +36,7 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   encoded = encode_strata(strata)
   check_strata_are_groups(encoded)
   if (inherits(policy, "pystratum_policy_classes_per_batch")) {
-    # A sparse allocation (slots): its own epochs (policy_classes_per_batch.R).
+    # A sparse allocation (slots): its own epochs (classes_per_batch_epochs() below).
     return(classes_per_batch_epochs(encoded, policy, shuffle, seed, rng, torch_backend))
   }
   # Epoch 0's allocation (and any warning) now; later epochs may rotate counts
@@ -82,6 +83,59 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
     skip_epochs(epoch, served, shuffle, rng, function() {
       by_stratum = assembles_by_stratum(policy, allocation_0)
       skipped_epoch_groups(policy, encoded, epoch, rng, by_stratum)
+    }, function(groups) {
+      draw <<- permutation_stream(rng, seed, torch_backend)
+      for (earlier in groups) draw_group(draw, earlier)
+    })
+    served <<- as.integer(epoch)
+    invisible(self)
+  }
+  self$in_order = function() consecutive_batches(self$prediction_sizes)
+  class(self) = "pystratum_epochs"
+  self
+}
+
+# stratified_epochs() for this policy (the torch sampler's bookkeeping): the
+# same environment, one stream kept across epochs, so $next_epoch() gives
+# stratified_batches(seed = , epoch = k) for k = 0, 1, ...
+classes_per_batch_epochs = function(encoded, policy, shuffle, seed, rng, torch_backend) {
+  slots_0 = classes_per_batch_slots(policy, encoded, 0)
+  self = new.env(parent = emptyenv())
+  self$n_rows = encoded$n_rows
+  self$batch_sizes = rep(slots_0$per_batch * slots_0$width, slots_0$n_batches)
+  self$prediction_sizes = prediction_batch_sizes(encoded$n_rows, self$batch_sizes)
+  self$shuffle = shuffle
+  self$seed = seed
+  self$rng = rng
+  draw = NULL
+  served = 0L
+  self$length = function() length(self$batch_sizes)
+  self$epochs_served = function() served
+  self$next_epoch = function() {
+    slots = if (served == 0L) slots_0 else
+      classes_per_batch_slots(policy, encoded, served, warn = FALSE)
+    group = classes_per_batch_draw_group(slots, encoded$n_rows)
+    if (shuffle && rng == "index") {
+      # Keyed bijections: epoch k is computed directly, no stream to keep.
+      if (is.null(self$seed)) self$seed = sample.int(.Machine$integer.max, 1L) - 1
+      draws = classes_per_batch_index_draws(encoded, slots, self$seed, served)
+    } else {
+      if (shuffle && is.null(draw)) {
+        draw <<- permutation_stream(rng, seed, torch_backend)
+      }
+      draws = if (shuffle) draw_group(draw, group) else lapply(group$takes, seq_len)
+    }
+    served <<- served + 1L
+    batches = assemble_slots(encoded, slots, draws)
+    attr(batches, "batch_strata") = NULL
+    batches
+  }
+  self$start_at = function(epoch) {
+    skip_epochs(epoch, served, shuffle, rng, function() {
+      epoch_skip_groups(epoch, rng, encoded$n_rows, function(k) {
+        classes_per_batch_draw_group(classes_per_batch_slots(policy, encoded, k, warn = FALSE),
+          encoded$n_rows)
+      })
     }, function(groups) {
       draw <<- permutation_stream(rng, seed, torch_backend)
       for (earlier in groups) draw_group(draw, earlier)
