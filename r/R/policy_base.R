@@ -7,7 +7,9 @@
 # cuts[s, b + 1] (1-based ranks, order of appearance in the epoch's
 # permutation) of stratum s go to batch b. Everything else (permuting,
 # ranking, grouping) is shared, so a new composition is one file,
-# policy_<name>.R: its constructor and its policy_allocate() method.
+# policy_<name>.R: its constructor policy_<name>() and its policy_allocate()
+# method (and a policy_may_recycle() method if it serves rows twice);
+# known_policies() finds it by those names.
 
 #' Batch compositions (policies)
 #'
@@ -108,11 +110,22 @@ as_policy = function(policy) {
   policy
 }
 
-# The policies the package defines: name -> constructor.
-known_policies = function() {
-  list(min_per_stratum = policy_min_per_stratum, fixed_size = policy_fixed_size,
-    targets = policy_targets, downsample = policy_downsample,
-    classes_per_batch = policy_classes_per_batch)
+# The policies the package defines, name -> constructor, found by their names
+# (no list to keep): every function policy_<name> of the namespace with a
+# policy_allocate.pystratum_policy_<name>() method. A policy's own file
+# defining those two is all it takes to be known (policy_from_params(), the
+# golden vectors, the Python bindings). `where`: the environment searched,
+# the namespace (a test passes another).
+known_policies = function(where = environment(known_policies)) {
+  functions = grep("^policy_[[:alnum:]_]+$", ls(where, all.names = TRUE), value = TRUE)
+  names = substring(functions, nchar("policy_") + 1L)
+  known = vapply(seq_along(functions), function(i) {
+    is.function(get(functions[[i]], envir = where)) && exists(paste0(
+      "policy_allocate.pystratum_policy_", names[[i]]), envir = where, mode = "function")
+  }, logical(1L))
+  constructors = mget(functions[known], envir = where)
+  names(constructors) = names[known]
+  constructors
 }
 
 # Rebuild a policy from its name and parameters (the golden vectors' record,
@@ -262,9 +275,17 @@ policy_allocate = function(policy, encoded, epoch) {
   UseMethod("policy_allocate")
 }
 
+# Whether a policy's cuts may pass a stratum's size (or its pool's): rows
+# served more than once per epoch, in extra passes drawn for these policies
+# alone. FALSE unless the policy's file says otherwise (Python's
+# Policy.may_recycle()).
 policy_may_recycle = function(policy) {
-  switch(policy$name, targets = TRUE,
-    downsample = policy_may_recycle(policy$params$base), FALSE)
+  UseMethod("policy_may_recycle")
+}
+
+#' @export
+policy_may_recycle.default = function(policy) {
+  FALSE
 }
 
 # (a * b) %% d, exact for whole numbers 0 <= a, b < 2^31, 1 <= d < 2^31 (the

@@ -53,3 +53,10 @@ policy_allocate.pystratum_policy_downsample = function(policy, encoded, epoch) {
   if (!is.null(inner$row_weights)) weights = weights * inner$row_weights
   list(cuts = inner$cuts, row_weights = weights, pool_sizes = pool)
 }
+
+# As its base: the base recycles the kept rows or it does not.
+#' @export
+policy_may_recycle.pystratum_policy_downsample = function(policy) {
+  base = policy$params$base
+  policy_may_recycle(policy_from_params(base$name, base$params))
+}

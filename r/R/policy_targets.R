@@ -152,6 +152,12 @@ check_targets_batch_size = function(batch_size, positive) {
   }
 }
 
+# Small strata are recycled (epoch = "largest" serves every row at least once).
+#' @export
+policy_may_recycle.pystratum_policy_targets = function(policy) {
+  TRUE
+}
+
 #' @export
 policy_allocate.pystratum_policy_targets = function(policy, encoded, epoch) {
   layout = targets_layout(policy, encoded)
