@@ -5,6 +5,16 @@
 # allocations (policy_classes_per_batch()): assemble_slots(). Nothing here
 # draws random numbers; the draws come in as arguments.
 
+# Rows per batch of an allocation: the columns of its cut table, or P x K in
+# every batch of a slot allocation.
+allocation_batch_sizes = function(allocation) {
+  slots = allocation$slots
+  if (!is.null(slots)) {
+    return(rep(slots$per_batch * slots$width, slots$n_batches))
+  }
+  colSums(counts_from_cuts(allocation$cuts))
+}
+
 # S x (B + 1) rank cuts -> S x B integer counts.
 counts_from_cuts = function(cuts) {
   n_batches = ncol(cuts) - 1L
@@ -130,9 +140,9 @@ assemble_by_stratum = function(encoded, allocation, draws) {
   split_by_sizes(unlist(sequences, use.names = FALSE)[index], colSums(counts))
 }
 
-# The draws of an epoch: list(sizes, takes) (permutation of the rows, of the
-# served strata, then one per refill).
-classes_per_batch_draw_group = function(slots, n_rows) {
+# The draws of a slot allocation's epoch: list(sizes, takes) (permutation of
+# the rows, of the served strata, then one per refill). Python: slot_draws.
+slot_draw_group = function(slots, n_rows) {
   served = sum(slots$n_slots > 0)
   list(sizes = c(n_rows, served, slots$refill_sizes), takes = c(n_rows, served,
     slots$refill_takes))
@@ -189,7 +199,7 @@ sequence_within = function(takes) {
 # by stream t; the layout permutes the S' served strata by stream S; refill i
 # (1-based, draw order) takes the first `take` values of the permutation of
 # 0..size-1 by stream S + i. Values are 1-based, as the streams' draws.
-classes_per_batch_index_draws = function(encoded, slots, seed, epoch) {
+slot_index_draws = function(encoded, slots, seed, epoch) {
   sizes = as.double(encoded$sizes)
   n_strata = length(sizes)
   turn = integer(n_strata)

@@ -139,28 +139,17 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
     require_torch("stratified_batches(rng = \"torch\")")
   }
   check_strata_are_groups(encoded)
-  if (inherits(policy, "pystratum_policy_classes_per_batch")) {
-    # A sparse allocation (slots), assembled by its own engine step.
-    return(classes_per_batch_batches(encoded, policy, seed, rng, epoch, shuffle))
+  allocation = allocate_epoch(policy, encoded, epoch)
+  if (!shuffle) {
+    return(plan_epoch(encoded, policy, epoch, allocation))
   }
-  allocation = checked_allocation(policy, encoded, epoch)
-  if (shuffle && rng == "index") {
+  if (rng == "index") {
     # Keyed bijections per stratum: no permutation of the rows is drawn.
     seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
-    return(index_batches(encoded, allocation, seed, epoch))
+    return(plan_epoch(encoded, policy, epoch, allocation, index_seed = seed))
   }
-  by_stratum = assembles_by_stratum(policy, allocation)
-  group = epoch_draw_group(allocation, encoded, by_stratum)
-  draws = if (!shuffle) {
-    if (by_stratum) lapply(group$takes, seq_len) else list(NULL)
-  } else {
-    # Skipped epochs: their whole groups of draws, priced first.
-    skipped = skipped_epoch_groups(policy, encoded, epoch, rng, by_stratum)
-    draw = permutation_stream(rng, seed)
-    for (earlier in skipped) draw_group(draw, earlier)
-    draw_group(draw, group)
-  }
-  assemble_epoch(encoded, allocation, draws, by_stratum)
+  plan_epoch(encoded, policy, epoch, allocation,
+    draw = stream_at_epoch(policy, encoded, epoch, allocation, rng, seed))
 }
 
 # The policy of a call taking `policy` or the older `min_samples_per_stratum`.
@@ -193,29 +182,81 @@ check_strata_are_groups = function(encoded, name = "strata") {
   invisible(NULL)
 }
 
-# stratified_batches() for this policy (rng "R" or "torch", or no shuffle).
-classes_per_batch_batches = function(encoded, policy, seed, rng, epoch, shuffle) {
-  slots = classes_per_batch_slots(policy, encoded, epoch)
-  group = classes_per_batch_draw_group(slots, encoded$n_rows)
-  draws = if (!shuffle) lapply(group$takes, seq_len) else if (rng == "index") {
-    seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
-    classes_per_batch_index_draws(encoded, slots, seed, epoch)
-  } else {
-    skipped = epoch_skip_groups(epoch, rng, encoded$n_rows, function(k) {
-      classes_per_batch_draw_group(classes_per_batch_slots(policy, encoded, k, warn = FALSE),
-        encoded$n_rows)
-    })
-    draw = permutation_stream(rng, seed)
-    for (earlier in skipped) draw_group(draw, earlier)
-    draw_group(draw, group)
+# The allocation of epoch `epoch`, checked (checked_allocation()): rank cuts,
+# or list(slots = ) for a slot allocation (policy_classes_per_batch()).
+# `n_batches`: epoch 0's number of batches, which every epoch must keep.
+# warn = FALSE: an epoch after the first, or one skipped over, whose warnings
+# (a stratum too small, strata left out) the first epoch has given.
+allocate_epoch = function(policy, encoded, epoch, n_batches = NULL, warn = TRUE) {
+  if (!warn) {
+    return(suppressWarnings(checked_allocation(policy, encoded, epoch, n_batches),
+      classes = c("pystratum_stratum_too_small", "pystratum_small_strata")))
   }
-  batches = assemble_slots(encoded, slots, draws)
-  attr(batches, "batch_strata") = NULL
-  batches
+  checked_allocation(policy, encoded, epoch, n_batches)
+}
+
+# The batches of one epoch, the engine's one pipeline (Python's
+# plan_from_stream()): the epoch's allocation (allocate_epoch()), its draws,
+# and the batches assembled from them, with attr(, "weights") when the
+# allocation has row weights. The draws come from `draw`, a stream standing at
+# this epoch (a function(n, size), see permutation_stream() and
+# stream_at_epoch()); with `index_seed`, from keyed bijections (rng =
+# "index": nothing drawn, any epoch computed directly); with neither, every
+# draw is the identity (shuffle = FALSE: row order).
+plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_seed = NULL) {
+  slots = allocation$slots
+  if (!is.null(slots)) {
+    group = slot_draw_group(slots, encoded$n_rows)
+    draws = if (!is.null(index_seed)) {
+      slot_index_draws(encoded, slots, index_seed, epoch)
+    } else if (!is.null(draw)) {
+      draw_group(draw, group)
+    } else {
+      lapply(group$takes, seq_len)
+    }
+    batches = assemble_slots(encoded, slots, draws)
+    attr(batches, "batch_strata") = NULL
+    return(batches)
+  }
+  if (!is.null(index_seed)) {
+    return(index_batches(encoded, allocation, index_seed, epoch))
+  }
+  by_stratum = assembles_by_stratum(policy, allocation)
+  group = epoch_draw_group(allocation, encoded, by_stratum)
+  draws = if (!is.null(draw)) {
+    draw_group(draw, group)
+  } else if (by_stratum) {
+    lapply(group$takes, seq_len)
+  } else {
+    list(NULL)
+  }
+  assemble_epoch(encoded, allocation, draws, by_stratum)
+}
+
+# A fresh stream standing at epoch `epoch` of `policy`: the groups of draws of
+# epochs 0..epoch - 1, priced and refused when unaffordable
+# (epoch_skip_groups()), then drawn, none assembled. `allocation`: any
+# epoch's, telling policies that draw one permutation per epoch (priced
+# without allocating the skipped epochs) from the others.
+stream_at_epoch = function(policy, encoded, epoch, allocation, rng, seed, torch_backend = NULL) {
+  skipped = epoch_skip_groups(epoch, rng, encoded$n_rows,
+    epoch_group_of(policy, encoded, allocation))
+  draw = permutation_stream(rng, seed, torch_backend)
+  for (earlier in skipped) draw_group(draw, earlier)
+  draw
+}
+
+# function(k), the group of draws of epoch k of `policy`; NULL when every
+# epoch draws one permutation of the rows.
+epoch_group_of = function(policy, encoded, allocation) {
+  if (is.null(allocation$slots) && !assembles_by_stratum(policy, allocation)) {
+    return(NULL)
+  }
+  function(k) skipped_epoch_draw_group(policy, encoded, k, TRUE)
 }
 
 # Whether an epoch of `policy` is assembled stratum by stratum (Targets,
-# Downsample: any policy that may recycle or has pools).
+# Downsample: any policy that may recycle or has pools). Python: draws_by_stratum.
 assembles_by_stratum = function(policy, allocation) {
   policy_may_recycle(policy) || !is.null(allocation$pool_sizes)
 }
@@ -230,20 +271,16 @@ epoch_draw_group = function(allocation, encoded, by_stratum) {
   stratum_draws(allocation, encoded)[c("sizes", "takes")]
 }
 
-# The same for epoch `epoch` of `policy` (an epoch skipped over).
+# The same for epoch `epoch` of `policy` (an epoch skipped over; Python's
+# epoch_draw_sizes()); by_stratum = FALSE: one permutation of the rows,
+# without allocating the epoch.
 skipped_epoch_draw_group = function(policy, encoded, epoch, by_stratum) {
   if (!by_stratum) {
     return(epoch_draw_group(NULL, encoded, FALSE))
   }
-  epoch_draw_group(suppressWarnings(checked_allocation(policy, encoded, epoch),
-    classes = "pystratum_stratum_too_small"), encoded, TRUE)
-}
-
-# The groups of draws of epochs 0..epoch - 1 of `policy` (what reaching
-# `epoch` of a fresh stream draws), priced and refused when unaffordable
-# (epoch_skip_groups()): one permutation each, or the sampling policies'
-# draws of every skipped epoch.
-skipped_epoch_groups = function(policy, encoded, epoch, rng, by_stratum) {
-  epoch_skip_groups(epoch, rng, encoded$n_rows,
-    if (by_stratum) function(k) skipped_epoch_draw_group(policy, encoded, k, TRUE))
+  allocation = allocate_epoch(policy, encoded, epoch, warn = FALSE)
+  if (!is.null(allocation$slots)) {
+    return(slot_draw_group(allocation$slots, encoded$n_rows))
+  }
+  epoch_draw_group(allocation, encoded, TRUE)
 }

@@ -169,11 +169,18 @@ policy_from_params = function(name, params) {
 # pool_sizes, an empty batch, bad row_weights, or (n_batches
 # given: epoch 0's count) a number of batches that moves with the epoch), never
 # wrong batches. The same checks as Python's check_allocation(). Returns the
-# allocation with double cuts.
+# allocation with double cuts. A slot allocation, list(slots = )
+# (policy_classes_per_batch(), whose file builds and checks its slots), is
+# checked for its number of batches only.
 checked_allocation = function(policy, encoded, epoch, n_batches = NULL) {
   allocation = policy_allocate(policy, encoded, epoch)
   where = sprintf("policy %s: policy_allocate(policy, encoded, epoch = %s)", class(policy)[[1L]],
     format(epoch, scientific = FALSE))
+  slots = if (is.list(allocation)) allocation[["slots"]]
+  if (!is.null(slots)) {
+    check_epoch_batches(where, slots$n_batches, n_batches)
+    return(list(slots = slots))
+  }
   sizes = as.double(encoded$sizes)
   cuts = if (is.list(allocation)) allocation[["cuts"]]
   if (!is.list(allocation) || !(is.integer(cuts) || is.double(cuts)) || is.object(cuts) ||
@@ -241,11 +248,7 @@ checked_allocation = function(policy, encoded, epoch, n_batches = NULL) {
     abort_value("policy", sprintf(paste0("%s gives batch %d no row (of %d batches); every ",
       "batch must receive at least one row."), where, empty[[1L]], ncol(counts)))
   }
-  if (!is.null(n_batches) && ncol(counts) != n_batches) {
-    abort_value("policy", sprintf(paste0("%s gives %d batches, but epoch 0 has %d: ",
-      "num_batches must not depend on the epoch (the sampler's .length() relies on it); ",
-      "only the counts may vary."), where, ncol(counts), n_batches))
-  }
+  check_epoch_batches(where, ncol(counts), n_batches)
   weights = allocation[["row_weights"]]
   if (!is.null(weights)) {
     if (!(is.integer(weights) || is.double(weights)) || is.object(weights) ||
@@ -262,6 +265,17 @@ checked_allocation = function(policy, encoded, epoch, n_batches = NULL) {
     }
   }
   list(cuts = cuts, row_weights = weights, pool_sizes = pools)
+}
+
+# An epoch's number of batches, `count`, must be epoch 0's, `n_batches` (when
+# given): the sampler's .length() relies on it.
+check_epoch_batches = function(where, count, n_batches) {
+  if (!is.null(n_batches) && count != n_batches) {
+    abort_value("policy", sprintf(paste0("%s gives %d batches, but epoch 0 has %d: ",
+      "num_batches must not depend on the epoch (the sampler's .length() relies on it); ",
+      "only the counts may vary."), where, count, n_batches))
+  }
+  invisible(NULL)
 }
 
 # The allocation of one epoch: list(cuts = S x (B + 1) double matrix of

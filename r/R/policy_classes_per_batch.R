@@ -37,14 +37,15 @@ policy_classes_per_batch = function(classes_per_batch, per_class, classes = "pro
     per_class = per_class, classes = classes, small = small))
 }
 
+# A slot allocation, list(slots = ), as Python's Allocation(None, slots = ).
 #' @export
 policy_allocate.pystratum_policy_classes_per_batch = function(policy, encoded, epoch) {
-  classes_per_batch_slots(policy, encoded, epoch)
+  list(slots = classes_per_batch_slots(policy, encoded, epoch))
 }
 
-# The slots of one epoch: list(n_slots, n_batches, step, refill_strata,
-# refill_sizes, refill_takes); see the Python class docstring.
-classes_per_batch_slots = function(policy, encoded, epoch, warn = TRUE) {
+# The slots of one epoch: list(n_slots, n_batches, per_batch, width, step,
+# refill_strata, refill_sizes, refill_takes); see the Python class docstring.
+classes_per_batch_slots = function(policy, encoded, epoch) {
   sizes = as.double(encoded$sizes)
   p = policy$params$classes_per_batch
   k = policy$params$per_class
@@ -81,13 +82,13 @@ classes_per_batch_slots = function(policy, encoded, epoch, warn = TRUE) {
       format(k, scientific = FALSE), n_served, length(sizes), hint,
       if (policy$params$small == "repeat") "" else ", or pass small='repeat'"))
   }
-  if (warn && policy$params$small == "drop" && any(small)) {
+  if (policy$params$small == "drop" && any(small)) {
     dropped = which(small)
-    warning(sprintf(paste0(
+    warn_small_strata(sprintf(paste0(
       "ClassesPerBatch(per_class=%s, small='drop') leaves out %d stratum/strata with fewer ",
       "than %s rows (%s rows in all, e.g. %s); they are in no batch."),
       format(k, scientific = FALSE), length(dropped), format(k, scientific = FALSE),
-      format(sum(sizes[dropped]), scientific = FALSE), labels(dropped[[1L]])), call. = FALSE)
+      format(sum(sizes[dropped]), scientific = FALSE), labels(dropped[[1L]])))
   }
   own = ifelse(served, pmax(ceiling(sizes / k), 1), 0)
   n_batches = max(ceiling(sum(own) / p), max(own))
