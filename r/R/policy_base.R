@@ -327,6 +327,8 @@ slot_step = function(n_batches) {
   best[[2L]]
 }
 
+# The greatest common divisor of whole numbers (doubles): the Weyl steps of
+# slot_step() and weyl_step() (policy_shares.R) must be coprime to their modulus.
 whole_gcd = function(a, b) {
   while (b != 0) {
     rest = a %% b

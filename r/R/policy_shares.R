@@ -72,17 +72,8 @@ match_keys = function(keys, encoded, argument) {
 
 weyl_step = function(total) {
   step = max(1, (total * 618034) %/% 1e6)
-  while (gcd(step, total) != 1) step = step + 1
+  while (whole_gcd(step, total) != 1) step = step + 1
   step
-}
-
-gcd = function(a, b) {
-  while (b != 0) {
-    r = a %% b
-    a = b
-    b = r
-  }
-  a
 }
 
 # The inverse of a modulo m (a coprime to m), by the extended Euclidean algorithm.
