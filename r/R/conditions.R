@@ -5,6 +5,7 @@
 # handlers can rely on the classes:
 #   pystratum_type_error / pystratum_value_error  (both inherit pystratum_error)
 #   pystratum_stratum_too_small                   (a warning)
+#   pystratum_small_strata                        (a warning: strata left out)
 # Errors carry the offending argument's name in `argument`.
 
 abort_type = function(argument, message) {
@@ -38,6 +39,14 @@ abort_missing_package = function(package, needed_for, argument = NA_character_) 
     )
   )
   stop(condition)
+}
+
+# Strata left out of every batch (policy_classes_per_batch(small = "drop"));
+# Python's SmallStrataWarning. Classed so that epochs after the first, which
+# would repeat it, can leave it out (allocate_epoch(warn = FALSE)).
+warn_small_strata = function(message) {
+  warning(structure(class = c("pystratum_small_strata", "warning", "condition"),
+    list(message = message, call = NULL)))
 }
 
 warn_stratum_too_small = function(message, label, size, min_samples_per_stratum) {

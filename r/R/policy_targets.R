@@ -1,10 +1,7 @@
-# Sampling policies: policy_targets() and policy_downsample(), the twins of
-# pystratum.policies.Targets and Downsample. Every count is exact whole-number
-# arithmetic in doubles below 2^53 (mul_mod for products that could pass it),
-# so both languages allocate the same ranks on every input.
-
-SHARE_SCALE = 1e6
-SHARE_TOLERANCE = 1e-9
+# Targets, policy_targets(): the twin of pystratum/policies/_targets.py.
+# Exact per-batch shares (the arithmetic is in policy_shares.R), small strata
+# recycled. Its help page, ?sampling_policies, also covers
+# policy_downsample() (policy_downsample.R).
 
 #' Sampling policies: target shares and downsampling with weights
 #'
@@ -115,27 +112,6 @@ policy_targets = function(shares, batch_size, epoch = "largest") {
   new_policy("targets", list(shares = shares, batch_size = batch_size, epoch = epoch))
 }
 
-#' @rdname sampling_policies
-#' @export
-policy_downsample = function(keep, base) {
-  keep = check_keep(keep)
-  if (is.list(base) && !inherits(base, "pystratum_policy") &&
-    setequal(names(base), c("name", "params"))) {
-    base = policy_from_params(base$name, base$params)
-  }
-  # as_policy() blames its shorthand's name (min_samples_per_stratum); here the
-  # argument is `base`, as in Python.
-  base = tryCatch(as_policy(base), pystratum_error = function(e) {
-    kind = if (inherits(e, "pystratum_type_error")) "type_error" else "value_error"
-    abort_pystratum(kind, "base", sprintf(paste0(
-      "base must be a policy, a whole number m (policy_min_per_stratum(m)) or a ",
-      "list(name, params), got base=%s of type %s: %s"),
-      show_value(base), type_name(base), conditionMessage(e)))
-  })
-  # Recorded as a plain list(name, params), as the golden vectors and Python store it.
-  new_policy("downsample", list(keep = keep, base = list(name = base$name, params = base$params)))
-}
-
 check_shares = function(shares) {
   if (is.character(shares) && length(shares) == 1L && !is.na(shares)) {
     if (shares != "balanced") {
@@ -167,36 +143,6 @@ check_shares = function(shares) {
   as.list(values)
 }
 
-check_keep = function(keep) {
-  check_named_fractions(keep, "keep", "fraction")
-  values = unlist(keep)
-  for (key in names(values)) {
-    fraction = values[[key]]
-    if (!is.finite(fraction) || fraction <= 0 || fraction > 1) {
-      abort_value("keep", sprintf(paste0("keep fractions must be in (0, 1], got ",
-        "keep[['%s']]=%s. Use 1 to keep every row of a stratum."), key, show_value(fraction)))
-    }
-  }
-  as.list(values)
-}
-
-# A non-empty named numeric vector or list of numbers, each name once.
-check_named_fractions = function(x, name, what) {
-  if (is.list(x) && all(vapply(x, function(v) is.numeric(v) && length(v) == 1L, TRUE))) {
-    x = unlist(x)
-  }
-  keys = names(x)
-  if (!is.numeric(x) || length(x) == 0L || is.null(keys) || anyNA(keys) || any(keys == "")) {
-    abort_type(name, sprintf(paste0("%s must be a non-empty named numeric vector ",
-      "(label = %s), got %s=%s of type %s."), name, what, name, show_value(x), type_name(x)))
-  }
-  if (anyDuplicated(keys)) {
-    abort_value(name, sprintf(paste0("%s names stratum '%s' twice (labels are matched by ",
-      "their text). Give each stratum one %s."), name, keys[anyDuplicated(keys)], what))
-  }
-  invisible(NULL)
-}
-
 check_targets_batch_size = function(batch_size, positive) {
   if (batch_size < positive) {
     abort_value("batch_size", sprintf(paste0("batch_size must be at least the number of ",
@@ -206,53 +152,10 @@ check_targets_batch_size = function(batch_size, positive) {
   }
 }
 
-# The text naming each stratum in policy parameters (the Python rule).
-stratum_keys = function(encoded) {
-  rows = match(seq_along(encoded$sizes), encoded$codes)
-  parts = lapply(encoded$columns, function(column) {
-    values = column[rows]
-    if (is.factor(values)) return(as.character(values))
-    if (is.character(values)) return(values)
-    if (is.logical(values)) return(ifelse(values, "TRUE", "FALSE"))
-    double_keys(as.double(values))
-  })
-  do.call(paste, c(unname(parts), sep = "/"))
-}
-
-# Python's text of each double, value by value (format() on a vector pads every value
-# to a common width: "3.0000000" or "1.0000000000000001e-01"): whole numbers in full,
-# others as Python's repr, the shortest %g text that reads back as the same double.
-double_keys = function(values) {
-  vapply(values, function(value) {
-    if (is.infinite(value)) return(if (value > 0) "inf" else "-inf")
-    if (value == trunc(value)) return(sprintf("%.0f", value + 0))  # + 0: no "-0"
-    for (digits in 1:17) {
-      text = sprintf("%.*g", digits, value)
-      if (as.double(text) == value) return(text)
-    }
-    sprintf("%.17g", value)
-  }, "", USE.NAMES = FALSE)
-}
-
-# Stratum index (1-based) of every key; unknown keys are an error.
-match_keys = function(keys, encoded, argument) {
-  texts = stratum_keys(encoded)
-  if (anyDuplicated(texts)) {
-    abort_value(argument, sprintf(paste0("%s names strata by their label text, but two strata ",
-      "both read '%s'. Give the strata distinct labels."), argument, texts[anyDuplicated(texts)]))
-  }
-  index = match(keys, texts)
-  if (anyNA(index)) {
-    shown = paste0("'", utils::head(texts, 20L), "'", collapse = ", ")
-    abort_value(argument, sprintf(paste0("%s names strata that are not in the data: %s; the ",
-      "strata are %s. Name strata by their label."), argument,
-      paste0("'", keys[is.na(index)], "'", collapse = ", "), shown))
-  }
-  index
-}
-
-first_appearance_turn = function(encoded) {
-  order(match(seq_along(encoded$sizes), encoded$codes))
+# Small strata are recycled (epoch = "largest" serves every row at least once).
+#' @export
+policy_may_recycle.pystratum_policy_targets = function(policy) {
+  TRUE
 }
 
 #' @export
@@ -343,51 +246,6 @@ check_targets_size = function(policy, batch, n_batches, n_strata, n_rows) {
       show_value(epoch)), fix)
 }
 
-weyl_step = function(total) {
-  step = max(1, (total * 618034) %/% 1e6)
-  while (gcd(step, total) != 1) step = step + 1
-  step
-}
-
-gcd = function(a, b) {
-  while (b != 0) {
-    r = a %% b
-    a = b
-    b = r
-  }
-  a
-}
-
-# The inverse of a modulo m (a coprime to m), by the extended Euclidean algorithm.
-mod_inverse = function(a, m) {
-  if (m == 1) return(0)
-  r0 = m; r1 = a %% m; t0 = 0; t1 = 1
-  while (r1 != 0) {
-    q = r0 %/% r1
-    r = r0 - q * r1; r0 = r1; r1 = r
-    t = t0 - q * t1; t0 = t1; t1 = t
-  }
-  t0 %% m
-}
-
-# Fewest (or most) extras a stratum's arc gets in any `len` consecutive batches.
-window_hits = function(start, remainder, total, step, len, fewest) {
-  full = len %/% total
-  rest = len - full * total
-  count = full * remainder
-  if (remainder == 0 || rest == 0) return(count)
-  inverse = mod_inverse(step, total)
-  hits = sort(mul_mod(inverse, (start + seq.int(0, remainder - 1)) %% total, total))
-  doubled = c(hits, hits + total)
-  index = seq_len(remainder)
-  inside = if (fewest) {
-    findInterval(hits + rest, doubled) - index
-  } else {
-    findInterval(hits + rest - 1, doubled) - (index - 1)
-  }
-  count + if (fewest) min(inside) else max(inside)
-}
-
 targets_num_batches = function(policy, encoded, sizes, layout) {
   epoch = policy$params$epoch
   if (!is.character(epoch)) return(epoch)
@@ -442,151 +300,4 @@ largest_true = function(predicate, highest) {
     if (predicate(middle)) good = middle else bad = middle
   }
   good
-}
-
-#' @export
-policy_allocate.pystratum_policy_downsample = function(policy, encoded, epoch) {
-  sizes = as.double(encoded$sizes)
-  keep = policy$params$keep
-  index = match_keys(names(keep), encoded, "keep")
-  kept = sizes
-  kept[index] = pmax(1, floor(unlist(keep) * sizes[index] + 0.5))
-  inner_encoded = encoded
-  inner_encoded$sizes = kept
-  base = policy$params$base
-  inner = policy_allocate(policy_from_params(base$name, base$params), inner_encoded, epoch)
-  pool = if (is.null(inner$pool_sizes)) kept else inner$pool_sizes
-  weights = sizes / kept
-  if (!is.null(inner$row_weights)) weights = weights * inner$row_weights
-  list(cuts = inner$cuts, row_weights = weights, pool_sizes = pool)
-}
-
-policy_may_recycle = function(policy) {
-  switch(policy$name, targets = TRUE,
-    downsample = policy_may_recycle(policy$params$base), FALSE)
-}
-
-# The draws of a sampling policy's epoch, in draw order (the twin of
-# pystratum._assemble.stratum_draws): every stratum that serves rows, in order
-# of first appearance, draws its pass 0, `takes = min(pool, used)` of its N_s
-# rows (its pool: a fresh random subset, in random order), then, when
-# recycled, one draw per extra pass: the whole pool (a fresh permutation),
-# the last pass cut short to the ranks it serves. list(strata, sizes, takes).
-stratum_draws = function(allocation, encoded) {
-  sizes = as.double(encoded$sizes)
-  used = allocation$cuts[, ncol(allocation$cuts)]
-  pool = if (is.null(allocation$pool_sizes)) sizes else as.double(allocation$pool_sizes)
-  turn = first_appearance_turn(encoded)
-  turn = turn[used[turn] > 0]
-  n_draws = 1 + ifelse(used[turn] > pool[turn], (used[turn] - 1) %/% pool[turn], 0)
-  strata = rep.int(turn, n_draws)
-  pass = sequence(n_draws) - 1  # 0, 1, ... within each stratum
-  list(strata = strata, sizes = ifelse(pass == 0, sizes[strata], pool[strata]),
-    takes = pmin(pool[strata], used[strata] - pass * pool[strata]))
-}
-
-# What an epoch draws: list(sizes, takes), one draw of `takes[i]` distinct
-# values of 1..sizes[i] each (draw_group()): stratum by stratum for sampling
-# policies (by_stratum), else one permutation of all rows.
-epoch_draw_group = function(allocation, encoded, by_stratum) {
-  if (!by_stratum) {
-    return(list(sizes = encoded$n_rows, takes = encoded$n_rows))
-  }
-  stratum_draws(allocation, encoded)[c("sizes", "takes")]
-}
-
-# The same for epoch `epoch` of `policy` (an epoch skipped over).
-skipped_epoch_draw_group = function(policy, encoded, epoch, by_stratum) {
-  if (!by_stratum) {
-    return(epoch_draw_group(NULL, encoded, FALSE))
-  }
-  epoch_draw_group(suppressWarnings(checked_allocation(policy, encoded, epoch),
-    classes = "pystratum_stratum_too_small"), encoded, TRUE)
-}
-
-# The groups of draws of epochs 0..epoch - 1 of `policy` (what reaching
-# `epoch` of a fresh stream draws), priced and refused when unaffordable
-# (epoch_skip_groups()): one permutation each, or the sampling policies'
-# draws of every skipped epoch.
-skipped_epoch_groups = function(policy, encoded, epoch, rng, by_stratum) {
-  epoch_skip_groups(epoch, rng, encoded$n_rows,
-    if (by_stratum) function(k) skipped_epoch_draw_group(policy, encoded, k, TRUE))
-}
-
-# The batches of one epoch for any policy, from the epoch's draws (row order:
-# NULL, resp. seq_len(take) per draw). Policies that never pool or recycle
-# (by_stratum = FALSE): `draws[[1]]` is the permutation, and the shared
-# allocate_batches() keeps rows inside a batch in permuted order. Sampling
-# policies (by_stratum = TRUE, see assembles_by_stratum()): `draws` as
-# stratum_draws() lists them; each stratum's epoch sequence is its pool (its
-# rows, in row order, picked by its pass 0), then the pool reordered by each
-# of its extra passes, cut at its last rank; batch b lists the strata in
-# order of first appearance in the data (independent of how labels sort),
-# stratum s giving ranks cuts[s, b] + 1 .. cuts[s, b + 1] of its sequence.
-# Mirrors pystratum._assemble.assemble_by_stratum.
-# With row_weights, the result carries attr(, "weights") (with_row_weights()).
-assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE) {
-  codes = encoded$codes
-  batches = if (by_stratum) {
-    assemble_by_stratum(encoded, allocation, draws)
-  } else {
-    counts = counts_from_cuts(allocation$cuts)
-    leftover = as.double(encoded$sizes) - rowSums(counts)
-    if (all(leftover == 0)) allocate_batches(codes, counts, draws[[1L]]) else {
-      # A trailing pseudo-batch takes the ranks no batch uses.
-      all_batches = allocate_batches(codes, cbind(counts, leftover), draws[[1L]])
-      all_batches[-length(all_batches)]
-    }
-  }
-  with_row_weights(batches, allocation, codes)
-}
-
-# The batches with attr(, "weights") (each row's weight, a list parallel to
-# the batches) when the allocation has row_weights; unchanged otherwise.
-with_row_weights = function(batches, allocation, codes) {
-  if (!is.null(allocation$row_weights)) {
-    attr(batches, "weights") = lapply(batches, function(rows) allocation$row_weights[codes[rows]])
-  }
-  batches
-}
-
-# Whether an epoch of `policy` is assembled stratum by stratum (Targets,
-# Downsample: any policy that may recycle or has pools).
-assembles_by_stratum = function(policy, allocation) {
-  policy_may_recycle(policy) || !is.null(allocation$pool_sizes)
-}
-
-assemble_by_stratum = function(encoded, allocation, draws) {
-  sizes = as.double(encoded$sizes)
-  cuts = allocation$cuts
-  n_batches = ncol(cuts) - 1L
-  counts = counts_from_cuts(cuts)
-  used = cuts[, n_batches + 1L]
-  planned = stratum_draws(allocation, encoded)
-  grouped = order(encoded$codes, method = "radix")  # each stratum's rows, increasing
-  starts = c(0, cumsum(sizes))
-  sequences = lapply(seq_along(sizes), function(s) {
-    mine = draws[planned$strata == s]
-    if (length(mine) == 0L) return(integer(0))
-    pool = grouped[starts[[s]] + mine[[1L]]]
-    sequence = c(pool, unlist(lapply(mine[-1L], function(o) pool[o]), use.names = FALSE))
-    sequence[seq_len(used[[s]])]
-  })
-  # Block (s, b) in batch-major order, strata in order of first appearance
-  # (the column-major order of the S x B matrices, rows reordered by turn),
-  # starts at rank cuts[s, b] of sequence s.
-  turn = first_appearance_turn(encoded)
-  first = c(0, cumsum(used))[seq_along(sizes)] + cuts[, -(n_batches + 1L), drop = FALSE]
-  first = first[turn, , drop = FALSE]
-  lengths = as.vector(counts[turn, , drop = FALSE])
-  skip = c(0, cumsum(lengths))[seq_along(lengths)]
-  index = rep.int(as.vector(first) - skip, lengths) + seq_len(sum(lengths))
-  split_by_sizes(unlist(sequences, use.names = FALSE)[index], colSums(counts))
-}
-
-# An epoch's draws from a stream (a function(n, size) giving the next
-# `size` distinct values of 1..n in random order, see permutation_stream()),
-# one per entry of `group` (epoch_draw_group()).
-draw_group = function(draw, group) {
-  unname(Map(draw, group$sizes, group$takes))
 }

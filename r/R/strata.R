@@ -241,3 +241,7 @@ stratum_label = function(encoded, code) {
   parts = unname(parts)
   if (length(parts) == 1L) parts else sprintf("(%s)", paste(parts, collapse = ", "))
 }
+
+first_appearance_turn = function(encoded) {
+  order(match(seq_along(encoded$sizes), encoded$codes))
+}

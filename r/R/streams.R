@@ -1,4 +1,6 @@
-# Random streams: where each epoch's permutation comes from.
+# Random streams: where each epoch's permutation comes from (the twin of
+# pystratum/streams/: the registry, R's and torch's streams; rng = "index",
+# the random-access stream, is in streams_index.R).
 #
 # A stream is a function(n, size = n) returning the next `size` distinct
 # values of 1..n in random order (a permutation when size = n); calling it
@@ -126,4 +128,11 @@ epoch_permutation = function(n, shuffle, rng, seed, epoch) {
     draw(n)
   }
   draw(n)
+}
+
+# An epoch's draws from a stream (a function(n, size) giving the next
+# `size` distinct values of 1..n in random order, see permutation_stream()),
+# one per entry of `group` (epoch_draw_group()).
+draw_group = function(draw, group) {
+  unname(Map(draw, group$sizes, group$takes))
 }

@@ -6,7 +6,7 @@
 # what pystratum::negative_pair_batches() returns; the Python suite compares
 # pystratum.negatives.NegativePairSampler(..., rng="R").batch(epoch, b)
 # with them (positive + 1, NA for generated rows), the R suite
-# (r/tests/testthat/test_negative_pairs.R) re-runs every case.
+# (r/tests/testthat/test_negatives.R) re-runs every case.
 
 if (!requireNamespace("jsonlite", quietly = TRUE)) {
   stop("generate_negative_pairs.R needs the jsonlite package: install.packages(\"jsonlite\")")

@@ -1,12 +1,13 @@
 # The random-access stream (rng = "index") and its lazy batches.
 #
-# The twin of pystratum/_index_stream.py and pystratum/_lazy.py: a keyed
-# Feistel network over the bits of [0, n) with cycle-walking (Luby and
-# Rackoff 1988; Black and Rogaway 2002), as TensorFlow's index_shuffle and
-# Grain use. Halves have at most 26 bits and every product is 26 x 26 bits,
-# so every intermediate is a whole number below 2^52 that a double holds
-# exactly; xor works on 26-bit halves (bitwXor on integers). Domains of at
-# most 64 values are ordered by the keyed network over 52 bits instead.
+# The twin of the Python package's index stream (pystratum/streams/_index.py)
+# and its lazy plan (pystratum._lazy): a keyed Feistel network over the bits
+# of [0, n) with cycle-walking (Luby and Rackoff 1988; Black and Rogaway
+# 2002), as TensorFlow's index_shuffle and Grain use. Halves have at most 26
+# bits and every product is 26 x 26 bits, so every intermediate is a whole
+# number below 2^52 that a double holds exactly; xor works on 26-bit halves
+# (bitwXor on integers). Domains of at most 64 values are ordered by the
+# keyed network over 52 bits instead.
 # The Python module's docstring describes the construction in full.
 
 INDEX_ROUNDS = 6L
@@ -83,7 +84,7 @@ index_permute_ranks = function(ranks, n, keys) {
 }
 
 # The keyed shuffle of [0, n) for (seed, epoch, stream), 0-based (the
-# values of pystratum._index_stream.index_permutation).
+# values of the Python index stream's index_permutation).
 index_permutation = function(n, seed, epoch = 0, stream = 0, ranks = NULL) {
   keys = index_round_keys(seed, epoch, stream)[, 1]
   if (is.null(ranks)) ranks = seq_len(n) - 1

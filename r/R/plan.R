@@ -1,3 +1,7 @@
+# The public core: strata in, the batches of one epoch out (the twin of
+# pystratum/engine/_plan.py): the arguments checked in one order, then
+# encode -> allocate (checked) -> draws -> assemble.
+
 #' Mini-batches that contain every stratum
 #'
 #' Splits the rows of a data set into mini-batches whose composition the
@@ -135,26 +139,148 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
     require_torch("stratified_batches(rng = \"torch\")")
   }
   check_strata_are_groups(encoded)
-  if (inherits(policy, "pystratum_policy_classes_per_batch")) {
-    # A sparse allocation (slots), assembled by its own engine step.
-    return(classes_per_batch_batches(encoded, policy, seed, rng, epoch, shuffle))
+  allocation = allocate_epoch(policy, encoded, epoch)
+  if (!shuffle) {
+    return(plan_epoch(encoded, policy, epoch, allocation))
   }
-  allocation = checked_allocation(policy, encoded, epoch)
-  if (shuffle && rng == "index") {
+  if (rng == "index") {
     # Keyed bijections per stratum: no permutation of the rows is drawn.
     seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
-    return(index_batches(encoded, allocation, seed, epoch))
+    return(plan_epoch(encoded, policy, epoch, allocation, index_seed = seed))
+  }
+  plan_epoch(encoded, policy, epoch, allocation,
+    draw = stream_at_epoch(policy, encoded, epoch, allocation, rng, seed))
+}
+
+# The policy of a call taking `policy` or the older `min_samples_per_stratum`.
+resolve_policy = function(policy, min_samples_per_stratum) {
+  if (!is.null(min_samples_per_stratum)) {
+    if (!is.null(policy)) {
+      abort_type("min_samples_per_stratum", sprintf(paste0(
+        "Pass either policy or min_samples_per_stratum, not both: got policy=%s and ",
+        "min_samples_per_stratum=%s. A number as policy means min_samples_per_stratum."),
+        show_value(policy), show_value(min_samples_per_stratum)))
+    }
+    policy = min_samples_per_stratum
+  }
+  as_policy(policy)
+}
+
+# Refuse strata with (on average) fewer than two rows each among many strata:
+# a feature column, a row id or a continuous target, not group labels.
+check_strata_are_groups = function(encoded, name = "strata") {
+  n_strata = length(encoded$sizes)
+  n_rows = encoded$n_rows
+  if (n_strata >= 100 && n_rows < 2 * n_strata) {
+    abort_value(name, sprintf(paste0(
+      "%s has %d distinct strata for %d rows (on average %.2f rows per stratum): this looks ",
+      "like a feature column, a row id or a continuous target, not group labels, and every ",
+      "batch would have to hold every stratum (one batch with the whole data set). Pass the ",
+      "class or group column(s) as %s; bin a continuous target first (e.g. with cut())."),
+      name, n_strata, n_rows, n_rows / n_strata, name))
+  }
+  invisible(NULL)
+}
+
+# The allocation of epoch `epoch`, checked (checked_allocation()): rank cuts,
+# or list(slots = ) for a slot allocation (policy_classes_per_batch()).
+# `n_batches`: epoch 0's number of batches, which every epoch must keep.
+# warn = FALSE: an epoch after the first, or one skipped over, whose warnings
+# (a stratum too small, strata left out) the first epoch has given.
+allocate_epoch = function(policy, encoded, epoch, n_batches = NULL, warn = TRUE) {
+  if (!warn) {
+    return(suppressWarnings(checked_allocation(policy, encoded, epoch, n_batches),
+      classes = c("pystratum_stratum_too_small", "pystratum_small_strata")))
+  }
+  checked_allocation(policy, encoded, epoch, n_batches)
+}
+
+# The batches of one epoch, the engine's one pipeline (Python's
+# plan_from_stream()): the epoch's allocation (allocate_epoch()), its draws,
+# and the batches assembled from them, with attr(, "weights") when the
+# allocation has row weights. The draws come from `draw`, a stream standing at
+# this epoch (a function(n, size), see permutation_stream() and
+# stream_at_epoch()); with `index_seed`, from keyed bijections (rng =
+# "index": nothing drawn, any epoch computed directly); with neither, every
+# draw is the identity (shuffle = FALSE: row order).
+plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_seed = NULL) {
+  slots = allocation$slots
+  if (!is.null(slots)) {
+    group = slot_draw_group(slots, encoded$n_rows)
+    draws = if (!is.null(index_seed)) {
+      slot_index_draws(encoded, slots, index_seed, epoch)
+    } else if (!is.null(draw)) {
+      draw_group(draw, group)
+    } else {
+      lapply(group$takes, seq_len)
+    }
+    batches = assemble_slots(encoded, slots, draws)
+    attr(batches, "batch_strata") = NULL
+    return(batches)
+  }
+  if (!is.null(index_seed)) {
+    return(index_batches(encoded, allocation, index_seed, epoch))
   }
   by_stratum = assembles_by_stratum(policy, allocation)
   group = epoch_draw_group(allocation, encoded, by_stratum)
-  draws = if (!shuffle) {
-    if (by_stratum) lapply(group$takes, seq_len) else list(NULL)
-  } else {
-    # Skipped epochs: their whole groups of draws, priced first.
-    skipped = skipped_epoch_groups(policy, encoded, epoch, rng, by_stratum)
-    draw = permutation_stream(rng, seed)
-    for (earlier in skipped) draw_group(draw, earlier)
+  draws = if (!is.null(draw)) {
     draw_group(draw, group)
+  } else if (by_stratum) {
+    lapply(group$takes, seq_len)
+  } else {
+    list(NULL)
   }
   assemble_epoch(encoded, allocation, draws, by_stratum)
+}
+
+# A fresh stream standing at epoch `epoch` of `policy`: the groups of draws of
+# epochs 0..epoch - 1, priced and refused when unaffordable
+# (epoch_skip_groups()), then drawn, none assembled. `allocation`: any
+# epoch's, telling policies that draw one permutation per epoch (priced
+# without allocating the skipped epochs) from the others.
+stream_at_epoch = function(policy, encoded, epoch, allocation, rng, seed, torch_backend = NULL) {
+  skipped = epoch_skip_groups(epoch, rng, encoded$n_rows,
+    epoch_group_of(policy, encoded, allocation))
+  draw = permutation_stream(rng, seed, torch_backend)
+  for (earlier in skipped) draw_group(draw, earlier)
+  draw
+}
+
+# function(k), the group of draws of epoch k of `policy`; NULL when every
+# epoch draws one permutation of the rows.
+epoch_group_of = function(policy, encoded, allocation) {
+  if (is.null(allocation$slots) && !assembles_by_stratum(policy, allocation)) {
+    return(NULL)
+  }
+  function(k) skipped_epoch_draw_group(policy, encoded, k, TRUE)
+}
+
+# Whether an epoch of `policy` is assembled stratum by stratum (Targets,
+# Downsample: any policy that may recycle or has pools). Python: draws_by_stratum.
+assembles_by_stratum = function(policy, allocation) {
+  policy_may_recycle(policy) || !is.null(allocation$pool_sizes)
+}
+
+# What an epoch draws: list(sizes, takes), one draw of `takes[i]` distinct
+# values of 1..sizes[i] each (draw_group()): stratum by stratum for sampling
+# policies (by_stratum), else one permutation of all rows.
+epoch_draw_group = function(allocation, encoded, by_stratum) {
+  if (!by_stratum) {
+    return(list(sizes = encoded$n_rows, takes = encoded$n_rows))
+  }
+  stratum_draws(allocation, encoded)[c("sizes", "takes")]
+}
+
+# The same for epoch `epoch` of `policy` (an epoch skipped over; Python's
+# epoch_draw_sizes()); by_stratum = FALSE: one permutation of the rows,
+# without allocating the epoch.
+skipped_epoch_draw_group = function(policy, encoded, epoch, by_stratum) {
+  if (!by_stratum) {
+    return(epoch_draw_group(NULL, encoded, FALSE))
+  }
+  allocation = allocate_epoch(policy, encoded, epoch, warn = FALSE)
+  if (!is.null(allocation$slots)) {
+    return(slot_draw_group(allocation$slots, encoded$n_rows))
+  }
+  epoch_draw_group(allocation, encoded, TRUE)
 }

@@ -1,3 +1,6 @@
+# The mlr3torch batch sampler: the twin of pystratum/torch/_sampler.py (the
+# epochs it serves come from stratified_epochs(), serving.R).
+
 #' Stratified batch sampler for mlr3torch learners
 #'
 #' Returns a `torch::sampler()` class (not an instance) for the

@@ -1,4 +1,6 @@
-# The stratified allocation (Hocking 2025), in exact integer arithmetic.
+# MinPerStratum, policy_min_per_stratum(m): the twin of
+# pystratum/policies/_min_per_stratum.py. The stratified allocation (Hocking
+# 2025), in exact integer arithmetic.
 #
 # num_batches = max(1, N_min %/% m); the row of rank i (1-based, order of
 # appearance in the permutation) in stratum s of size N_s goes to batch
@@ -7,10 +9,31 @@
 # on the stratum sizes only, not on the permutation, so they are computed
 # once per stratum and batch (S * B <= N values, since S * N_min <= N), and
 # the per-row work is a stable sort by stratum, a stable sort by batch and
-# some indexing: no R-level loop over rows and no per-row multiplication
-# that could overflow or round.
+# some indexing (allocate_batches(), assemble.R): no R-level loop over rows
+# and no per-row multiplication that could overflow or round.
 
-# Rank cuts of the stratified allocation: an S x (B + 1) matrix, see policies.R.
+#' @rdname policies
+#' @export
+policy_min_per_stratum = function(m) {
+  fix = if (is.function(m)) {
+    "That is a function: call it, e.g. policy_fixed_size(batch_size = 64)."
+  } else {
+    paste("Pass a number (at least m rows of every stratum per batch) or a policy",
+      "such as policy_fixed_size(batch_size = 64).")
+  }
+  m = assert_whole_number(m, "min_samples_per_stratum", minimum = 1, fix = fix)
+  # Parameters are stored as doubles: 5L and 5 give identical() policies.
+  new_policy("min_per_stratum", list(m = as.double(m)))
+}
+
+#' @export
+policy_allocate.pystratum_policy_min_per_stratum = function(policy, encoded, epoch) {
+  check_smallest_stratum(encoded, policy$params$m)
+  list(cuts = min_per_stratum_cuts(encoded$sizes, policy$params$m), row_weights = NULL,
+    pool_sizes = NULL)
+}
+
+# Rank cuts of the stratified allocation: an S x (B + 1) matrix, see policy_base.R.
 # Guarantee: when N_min >= m every batch gets >= m ranks of every stratum,
 # and a stratum's per-batch counts differ by at most one.
 min_per_stratum_cuts = function(sizes, min_samples_per_stratum) {
@@ -22,14 +45,6 @@ min_per_stratum_cuts = function(sizes, min_samples_per_stratum) {
 # Rows of each stratum (rows of the matrix) in each batch (columns).
 batch_counts = function(sizes, min_samples_per_stratum) {
   counts_from_cuts(min_per_stratum_cuts(sizes, min_samples_per_stratum))
-}
-
-# S x (B + 1) rank cuts -> S x B integer counts.
-counts_from_cuts = function(cuts) {
-  n_batches = ncol(cuts) - 1L
-  counts = cuts[, -1L, drop = FALSE] - cuts[, -(n_batches + 1L), drop = FALSE]
-  storage.mode(counts) = "integer"
-  counts
 }
 
 # floor(a * b / d), exact for whole numbers 0 <= a, b < 2^31 and 1 <= d < 2^31.
@@ -47,39 +62,6 @@ floor_mul_div = function(a, b, d) {
   q = high %/% d
   r = high - q * d
   q * 65536 + (r * 65536 + a * b_lo) %/% d
-}
-
-# The batches of one epoch: a list of integer vectors of row positions.
-#   codes:       stratum code (1..S) of each row position
-#   counts:      batch_counts(sizes, m)
-#   permutation: the epoch's permutation of 1..N, or NULL for row order; or
-#                an epoch's virtual sequence (rows may repeat), when the
-#                counts of each stratum add up to its rows in it
-# Batches come in order 1..B; inside a batch rows keep permuted order.
-allocate_batches = function(codes, counts, permutation = NULL) {
-  n_batches = ncol(counts)
-  codes_in_order = if (is.null(permutation)) codes else codes[permutation]
-  # A stable sort by stratum lists each stratum's rows by rank (order of
-  # appearance); ranks 1..N_s of stratum s fill its batches in order.
-  by_stratum = order(codes_in_order, method = "radix")
-  batch_in_order = integer(length(codes_in_order))
-  batch_in_order[by_stratum] = rep.int(rep.int(seq_len(n_batches), nrow(counts)), t(counts))
-  # A stable sort by batch keeps permuted order inside each batch.
-  by_batch = order(batch_in_order, method = "radix")
-  rows = if (is.null(permutation)) by_batch else permutation[by_batch]
-  split_by_sizes(rows, colSums(counts))
-}
-
-# Every row once, in row order, cut into batches of the given sizes.
-consecutive_batches = function(batch_sizes) {
-  split_by_sizes(seq_len(sum(batch_sizes)), batch_sizes)
-}
-
-split_by_sizes = function(x, sizes) {
-  groups = rep.int(seq_along(sizes), sizes)
-  attr(groups, "levels") = as.character(seq_along(sizes))
-  class(groups) = "factor"
-  unname(split(x, groups))
 }
 
 # Warn when the smallest stratum cannot give every batch m rows: there is

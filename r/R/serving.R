@@ -1,10 +1,12 @@
-# The epoch bookkeeping behind batch_sampler_stratified(), without torch.
+# Serving: the epoch bookkeeping behind batch_sampler_stratified(), without
+# torch (the twin of pystratum/serving/).
 #
 # stratified_epochs() validates and encodes the strata once and keeps one
-# random stream across epochs: every $next_epoch() draws the stream's next
-# permutation, so epoch k is the (k + 1)-th permutation, as in
-# stratified_batches(seed = , epoch = k). The torch sampler class only wraps
-# this object, so everything but the torch calls is tested without torch.
+# random stream across epochs: every $next_epoch() runs the pipeline of
+# stratified_batches() (plan_epoch(), plan.R) on the stream's next group of
+# draws, so epoch k is the (k + 1)-th group, as in stratified_batches(seed = ,
+# epoch = k), for every policy. The torch sampler class only wraps this
+# object, so everything but the torch calls is tested without torch.
 #
 # Fields and methods of the returned environment (class "pystratum_epochs"):
 #   $n_rows, $batch_sizes         rows, and rows per batch of epoch 0
@@ -34,18 +36,13 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   if (rng == "index") seed = assert_index_seed(seed)
   encoded = encode_strata(strata)
   check_strata_are_groups(encoded)
-  if (inherits(policy, "pystratum_policy_classes_per_batch")) {
-    # A sparse allocation (slots): its own epochs (policy_classes_per_batch.R).
-    return(classes_per_batch_epochs(encoded, policy, shuffle, seed, rng, torch_backend))
-  }
   # Epoch 0's allocation (and any warning) now; later epochs may rotate counts
   # but keep the number of batches.
-  allocation_0 = checked_allocation(policy, encoded, 0)
-  counts = counts_from_cuts(allocation_0$cuts)
+  allocation_0 = allocate_epoch(policy, encoded, 0)
 
   self = new.env(parent = emptyenv())
   self$n_rows = encoded$n_rows
-  self$batch_sizes = colSums(counts)
+  self$batch_sizes = allocation_batch_sizes(allocation_0)
   self$prediction_sizes = prediction_batch_sizes(encoded$n_rows, self$batch_sizes)
   self$shuffle = shuffle
   self$seed = seed
@@ -59,50 +56,36 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   self$epochs_served = function() served
   self$next_epoch = function() {
     allocation = if (served == 0L) allocation_0 else
-      suppressWarnings(checked_allocation(policy, encoded, served, n_batches = ncol(counts)),
-        classes = "pystratum_stratum_too_small")
+      allocate_epoch(policy, encoded, served, n_batches = self$length(), warn = FALSE)
+    index_seed = NULL
     if (shuffle && rng == "index") {
       # Keyed bijections: epoch k is computed directly, no stream to keep.
       if (is.null(self$seed)) self$seed = sample.int(.Machine$integer.max, 1L) - 1
-      batches = index_batches(encoded, allocation, self$seed, served)
-      served <<- served + 1L
-      return(batches)
-    }
-    by_stratum = assembles_by_stratum(policy, allocation)
-    group = epoch_draw_group(allocation, encoded, by_stratum)
-    if (shuffle && is.null(draw)) {
+      index_seed = self$seed
+    } else if (shuffle && is.null(draw)) {
       draw <<- permutation_stream(rng, seed, torch_backend)
     }
-    draws = if (shuffle) draw_group(draw, group) else
-      if (by_stratum) lapply(group$takes, seq_len) else list(NULL)
+    batches = plan_epoch(encoded, policy, served, allocation, draw = draw,
+      index_seed = index_seed)
     served <<- served + 1L
-    assemble_epoch(encoded, allocation, draws, by_stratum)
+    batches
   }
+  # rng = "index" and unshuffled epochs are computed from their number, so
+  # nothing is drawn; a stream draws the skipped epochs' groups (priced and
+  # refused when too costly), without assembling their batches.
   self$start_at = function(epoch) {
-    skip_epochs(epoch, served, shuffle, rng, function() {
-      by_stratum = assembles_by_stratum(policy, allocation_0)
-      skipped_epoch_groups(policy, encoded, epoch, rng, by_stratum)
-    }, function(groups) {
-      draw <<- permutation_stream(rng, seed, torch_backend)
-      for (earlier in groups) draw_group(draw, earlier)
-    })
+    if (served != 0L) {
+      stop("internal error: $start_at() needs an epochs object that has served no epoch")
+    }
+    if (shuffle && rng != "index" && epoch > 0) {
+      draw <<- stream_at_epoch(policy, encoded, epoch, allocation_0, rng, seed, torch_backend)
+    }
     served <<- as.integer(epoch)
     invisible(self)
   }
   self$in_order = function() consecutive_batches(self$prediction_sizes)
   class(self) = "pystratum_epochs"
   self
-}
-
-# $start_at() of both kinds of epochs object: rng = "index" and unshuffled
-# epochs are computed from their number, so nothing is drawn; a stream draws
-# the skipped epochs' groups (priced and refused by `groups()` when too
-# costly), without assembling their batches.
-skip_epochs = function(epoch, served, shuffle, rng, groups, draw_skipped) {
-  if (served != 0L) {
-    stop("internal error: $start_at() needs an epochs object that has served no epoch")
-  }
-  if (shuffle && rng != "index" && epoch > 0) draw_skipped(groups())
 }
 
 # Prediction must see every row exactly once, in row order; a training epoch

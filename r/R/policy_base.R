@@ -1,12 +1,15 @@
-# Batch compositions (policies): stratum sizes in, rank cuts out.
+# Batch compositions (policies), the base every policy shares.
 #
-# The twin of the Python package's pystratum.policies. A policy decides how
-# many rows of each stratum each batch receives; it never sees rows or random
-# numbers. policy_allocate() returns the rank cuts: an S x (B + 1) matrix
-# whose row s says that the ranks cuts[s, b] < i <= cuts[s, b + 1] (1-based
-# ranks, order of appearance in the epoch's permutation) of stratum s go to
-# batch b. Everything else (permuting, ranking, grouping) is shared, so a new
-# composition is one constructor and one policy_allocate() method here.
+# The twin of the Python package's pystratum/policies/_base.py. A policy
+# decides how many rows of each stratum each batch receives; it never sees
+# rows or random numbers. policy_allocate() returns the rank cuts: an
+# S x (B + 1) matrix whose row s says that the ranks cuts[s, b] < i <=
+# cuts[s, b + 1] (1-based ranks, order of appearance in the epoch's
+# permutation) of stratum s go to batch b. Everything else (permuting,
+# ranking, grouping) is shared, so a new composition is one file,
+# policy_<name>.R: its constructor policy_<name>() and its policy_allocate()
+# method (and a policy_may_recycle() method if it serves rows twice);
+# known_policies() finds it by those names.
 
 #' Batch compositions (policies)
 #'
@@ -61,30 +64,6 @@
 #' @name policies
 NULL
 
-#' @rdname policies
-#' @export
-policy_min_per_stratum = function(m) {
-  fix = if (is.function(m)) {
-    "That is a function: call it, e.g. policy_fixed_size(batch_size = 64)."
-  } else {
-    paste("Pass a number (at least m rows of every stratum per batch) or a policy",
-      "such as policy_fixed_size(batch_size = 64).")
-  }
-  m = assert_whole_number(m, "min_samples_per_stratum", minimum = 1, fix = fix)
-  # Parameters are stored as doubles: 5L and 5 give identical() policies.
-  new_policy("min_per_stratum", list(m = as.double(m)))
-}
-
-#' @rdname policies
-#' @export
-policy_fixed_size = function(batch_size, min_per_stratum = 1, sizes = "exact") {
-  batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1)
-  min_per_stratum = assert_whole_number(min_per_stratum, "min_per_stratum", minimum = 1)
-  sizes = assert_choice(sizes, "sizes", c("exact", "balanced"))
-  new_policy("fixed_size", list(batch_size = as.double(batch_size),
-    min_per_stratum = as.double(min_per_stratum), sizes = sizes))
-}
-
 new_policy = function(name, params) {
   structure(list(name = name, params = params),
     class = c(paste0("pystratum_policy_", name), "pystratum_policy"))
@@ -131,25 +110,22 @@ as_policy = function(policy) {
   policy
 }
 
-# The policy of a call taking `policy` or the older `min_samples_per_stratum`.
-resolve_policy = function(policy, min_samples_per_stratum) {
-  if (!is.null(min_samples_per_stratum)) {
-    if (!is.null(policy)) {
-      abort_type("min_samples_per_stratum", sprintf(paste0(
-        "Pass either policy or min_samples_per_stratum, not both: got policy=%s and ",
-        "min_samples_per_stratum=%s. A number as policy means min_samples_per_stratum."),
-        show_value(policy), show_value(min_samples_per_stratum)))
-    }
-    policy = min_samples_per_stratum
-  }
-  as_policy(policy)
-}
-
-# The policies the package defines: name -> constructor.
-known_policies = function() {
-  list(min_per_stratum = policy_min_per_stratum, fixed_size = policy_fixed_size,
-    targets = policy_targets, downsample = policy_downsample,
-    classes_per_batch = policy_classes_per_batch)
+# The policies the package defines, name -> constructor, found by their names
+# (no list to keep): every function policy_<name> of the namespace with a
+# policy_allocate.pystratum_policy_<name>() method. A policy's own file
+# defining those two is all it takes to be known (policy_from_params(), the
+# golden vectors, the Python bindings). `where`: the environment searched,
+# the namespace (a test passes another).
+known_policies = function(where = environment(known_policies)) {
+  functions = grep("^policy_[[:alnum:]_]+$", ls(where, all.names = TRUE), value = TRUE)
+  names = substring(functions, nchar("policy_") + 1L)
+  known = vapply(seq_along(functions), function(i) {
+    is.function(get(functions[[i]], envir = where)) && exists(paste0(
+      "policy_allocate.pystratum_policy_", names[[i]]), envir = where, mode = "function")
+  }, logical(1L))
+  constructors = mget(functions[known], envir = where)
+  names(constructors) = names[known]
+  constructors
 }
 
 # Rebuild a policy from its name and parameters (the golden vectors' record,
@@ -193,11 +169,18 @@ policy_from_params = function(name, params) {
 # pool_sizes, an empty batch, bad row_weights, or (n_batches
 # given: epoch 0's count) a number of batches that moves with the epoch), never
 # wrong batches. The same checks as Python's check_allocation(). Returns the
-# allocation with double cuts.
+# allocation with double cuts. A slot allocation, list(slots = )
+# (policy_classes_per_batch(), whose file builds and checks its slots), is
+# checked for its number of batches only.
 checked_allocation = function(policy, encoded, epoch, n_batches = NULL) {
   allocation = policy_allocate(policy, encoded, epoch)
   where = sprintf("policy %s: policy_allocate(policy, encoded, epoch = %s)", class(policy)[[1L]],
     format(epoch, scientific = FALSE))
+  slots = if (is.list(allocation)) allocation[["slots"]]
+  if (!is.null(slots)) {
+    check_epoch_batches(where, slots$n_batches, n_batches)
+    return(list(slots = slots))
+  }
   sizes = as.double(encoded$sizes)
   cuts = if (is.list(allocation)) allocation[["cuts"]]
   if (!is.list(allocation) || !(is.integer(cuts) || is.double(cuts)) || is.object(cuts) ||
@@ -265,11 +248,7 @@ checked_allocation = function(policy, encoded, epoch, n_batches = NULL) {
     abort_value("policy", sprintf(paste0("%s gives batch %d no row (of %d batches); every ",
       "batch must receive at least one row."), where, empty[[1L]], ncol(counts)))
   }
-  if (!is.null(n_batches) && ncol(counts) != n_batches) {
-    abort_value("policy", sprintf(paste0("%s gives %d batches, but epoch 0 has %d: ",
-      "num_batches must not depend on the epoch (the sampler's .length() relies on it); ",
-      "only the counts may vary."), where, ncol(counts), n_batches))
-  }
+  check_epoch_batches(where, ncol(counts), n_batches)
   weights = allocation[["row_weights"]]
   if (!is.null(weights)) {
     if (!(is.integer(weights) || is.double(weights)) || is.object(weights) ||
@@ -288,9 +267,20 @@ checked_allocation = function(policy, encoded, epoch, n_batches = NULL) {
   list(cuts = cuts, row_weights = weights, pool_sizes = pools)
 }
 
+# An epoch's number of batches, `count`, must be epoch 0's, `n_batches` (when
+# given): the sampler's .length() relies on it.
+check_epoch_batches = function(where, count, n_batches) {
+  if (!is.null(n_batches) && count != n_batches) {
+    abort_value("policy", sprintf(paste0("%s gives %d batches, but epoch 0 has %d: ",
+      "num_batches must not depend on the epoch (the sampler's .length() relies on it); ",
+      "only the counts may vary."), where, count, n_batches))
+  }
+  invisible(NULL)
+}
+
 # The allocation of one epoch: list(cuts = S x (B + 1) double matrix of
 # whole numbers, row_weights = NULL or one weight per stratum, pool_sizes =
-# NULL or the rows each stratum draws from; see policy_targets.R for pools,
+# NULL or the rows each stratum draws from; see assemble.R for pools,
 # recycling and assemble_epoch()).
 #   encoded: encode_strata() output ($sizes, labels for messages)
 #   epoch:   0-based epoch (compositions may rotate across epochs; the number
@@ -299,191 +289,17 @@ policy_allocate = function(policy, encoded, epoch) {
   UseMethod("policy_allocate")
 }
 
-#' @export
-policy_allocate.pystratum_policy_min_per_stratum = function(policy, encoded, epoch) {
-  check_smallest_stratum(encoded, policy$params$m)
-  list(cuts = min_per_stratum_cuts(encoded$sizes, policy$params$m), row_weights = NULL,
-    pool_sizes = NULL)
+# Whether a policy's cuts may pass a stratum's size (or its pool's): rows
+# served more than once per epoch, in extra passes drawn for these policies
+# alone. FALSE unless the policy's file says otherwise (Python's
+# Policy.may_recycle()).
+policy_may_recycle = function(policy) {
+  UseMethod("policy_may_recycle")
 }
 
 #' @export
-policy_allocate.pystratum_policy_fixed_size = function(policy, encoded, epoch) {
-  if (identical(policy$params$sizes, "exact")) {
-    layout = fixed_size_exact_layout(policy, encoded, epoch)
-    counts = cbind(layout$counts, layout$last)
-    # matrix(): apply() drops to a vector when there is one batch.
-    cuts = cbind(0, matrix(t(apply(counts, 1L, cumsum)), nrow = nrow(counts)))
-    dimnames(cuts) = NULL
-    return(list(cuts = cuts, row_weights = NULL, pool_sizes = NULL))
-  }
-  sizes = as.double(encoded$sizes)
-  n_rows = sum(sizes)
-  batch_size = policy$params$batch_size
-  n_batches = fixed_size_num_batches(n_rows, batch_size)
-  check_fixed_size_feasible(policy, encoded, n_batches, n_rows)
-  base = sizes %/% n_batches
-  extra = sizes - base * n_batches
-  # Extras of stratum s fill batches start_s, start_s + 1, ... (mod B), where
-  # stratum s - 1's stopped; each epoch shifts the cycle by a whole epoch's
-  # extras. mul_mod keeps the product exact for any size.
-  total_extra = sum(extra) %% n_batches
-  first = mul_mod(epoch %% n_batches, total_extra, n_batches)
-  # Strata take turns in order of first appearance in the data (a property of
-  # the rows, not of the label coding, so Python agrees).
-  turn = order(match(seq_along(sizes), encoded$codes))
-  starts = numeric(length(sizes))
-  starts[turn] = (first + cumsum(extra[turn]) - extra[turn]) %% n_batches
-  takes_extra = outer(starts, seq.int(0, n_batches - 1),
-    function(start, b) (b - start) %% n_batches) < extra
-  counts = base + takes_extra  # S x B
-  cuts = cbind(0, if (n_batches == 1) counts else t(apply(counts, 1L, cumsum)))
-  dimnames(cuts) = NULL
-  list(cuts = cuts, row_weights = NULL, pool_sizes = NULL)
-}
-
-# Exact sizes (Python's FixedSize(sizes="exact")): F = (N - 1) %/% batch_size
-# full batches of batch_size rows, then one of L = N - F * batch_size rows.
-# Stratum s gives the last batch floor(C'_s L / N) - floor(C_s L / N) rows
-# (C_s: rows of the strata before s in order of first appearance; the floor
-# or ceiling of N_s L / N, adding up to L) and its other rows to the full
-# batches as the balanced rule does (the extras then fill every full batch
-# alike, so the cycle's epoch shift is 0). Returns list(full, last, counts =
-# S x F matrix); with check = TRUE a stratum short of min_per_stratum in a
-# full batch is an error.
-fixed_size_exact_layout = function(policy, encoded, epoch, batch_size = policy$params$batch_size,
-  check = TRUE) {
-  sizes = as.double(encoded$sizes)
-  n_rows = sum(sizes)
-  full = (n_rows - 1) %/% batch_size
-  last_rows = n_rows - full * batch_size
-  turn = order(match(seq_along(sizes), encoded$codes))
-  if (full == 0) {
-    last = sizes
-  } else {
-    # Products up to N * L must stay below 2^53 for %/% on doubles to be exact.
-    if (n_rows * last_rows >= 2^53) {
-      abort_value("batch_size", sprintf(paste0(
-        "batch_size=%s on %s rows leaves a last batch of %s rows, and N * L passes 2^53, ",
-        "where R's doubles stop computing its strata's shares exactly. Use a smaller ",
-        "batch_size, or sizes = \"balanced\"."), show_value(batch_size),
-        format(n_rows, scientific = FALSE), format(last_rows, scientific = FALSE)))
-    }
-    marks = (c(0, cumsum(sizes[turn])) * last_rows) %/% n_rows
-    last = numeric(length(sizes))
-    last[turn] = diff(marks)
-  }
-  counts = matrix(0, length(sizes), max(full, 0))
-  if (full > 0) {
-    rest = sizes - last
-    base = rest %/% full
-    extra = rest - base * full
-    starts = numeric(length(sizes))
-    total_extra = sum(extra) %% full
-    first = mul_mod(epoch %% full, total_extra, full)
-    starts[turn] = (first + cumsum(extra[turn]) - extra[turn]) %% full
-    takes_extra = outer(starts, seq.int(0, full - 1),
-      function(start, b) (b - start) %% full) < extra
-    counts = base + takes_extra
-  }
-  layout = list(full = full, last = last, counts = counts)
-  if (check && fixed_size_exact_fewest(layout, last_rows == batch_size)$rows <
-    policy$params$min_per_stratum) {
-    fixed_size_exact_infeasible(policy, encoded, layout, last_rows == batch_size)
-  }
-  layout
-}
-
-# The fewest rows a stratum gives a full batch: list(stratum, rows).
-fixed_size_exact_fewest = function(layout, last_is_full) {
-  fewest = if (layout$full == 0) {
-    if (last_is_full) layout$last else rep(Inf, length(layout$last))
-  } else {
-    low = apply(layout$counts, 1L, min)
-    if (last_is_full) pmin(low, layout$last) else low
-  }
-  short = which.min(fewest)
-  list(stratum = short, rows = fewest[[short]])
-}
-
-fixed_size_exact_infeasible = function(policy, encoded, layout, last_is_full) {
-  m = policy$params$min_per_stratum
-  sizes = as.double(encoded$sizes)
-  n_rows = sum(sizes)
-  if (min(sizes) < m) {
-    short = which.min(sizes)
-    abort_value("min_per_stratum", sprintf(paste0(
-      "min_per_stratum=%s is more rows than stratum %s has (%s): no batch size below the row ",
-      "count (%s) gives every full batch that many; lower min_per_stratum to at most %s, or ",
-      "use a policy that oversamples small strata."), show_value(m),
-      stratum_label(encoded, short), format(sizes[[short]], scientific = FALSE),
-      format(n_rows, scientific = FALSE), format(sizes[[short]], scientific = FALSE)))
-  }
-  short = fixed_size_exact_fewest(layout, last_is_full)$stratum
-  abort_value("batch_size", sprintf(paste0(
-    "batch_size=%s gives %s full batch(es) of %s rows, but stratum %s has only %s rows: it ",
-    "cannot give every full batch min_per_stratum=%s row(s). Use batch_size >= %s, lower ",
-    "min_per_stratum, or use a policy that oversamples small strata."),
-    show_value(policy$params$batch_size), format(layout$full, scientific = FALSE),
-    format(n_rows, scientific = FALSE), stratum_label(encoded, short),
-    format(sizes[[short]], scientific = FALSE), show_value(m),
-    format(fixed_size_smallest_exact(policy, encoded), scientific = FALSE)))
-}
-
-# The smallest feasible batch_size with exact sizes, searched over a bounded
-# range (Python's FixedSize._smallest_exact_size).
-fixed_size_smallest_exact = function(policy, encoded) {
-  sizes = as.double(encoded$sizes)
-  n_rows = sum(sizes)
-  n_min = min(sizes)
-  m = policy$params$min_per_stratum
-  # Enough: every full-batch count is at least floor(N_s * batch_size / N) >= m.
-  enough = -((-m * n_rows) %/% n_min)
-  # Needed: F = B - 1 full batches each taking m of the smallest stratum's rows.
-  needed = -((-n_rows) %/% (n_min %/% m + 1))
-  candidate = needed
-  while (candidate < min(enough, needed + 4096)) {
-    layout = fixed_size_exact_layout(policy, encoded, 0, candidate, check = FALSE)
-    full_last = n_rows - layout$full * candidate == candidate
-    if (fixed_size_exact_fewest(layout, full_last)$rows >= m) {
-      return(candidate)
-    }
-    candidate = candidate + 1
-  }
-  enough
-}
-
-# max(1, round(N / batch_size)) with halves rounded up, in whole numbers (R's
-# and Python's round() both round halves to even; this rule is the same in
-# both languages for every input).
-fixed_size_num_batches = function(n_rows, batch_size) {
-  max(1, (2 * n_rows + batch_size) %/% (2 * batch_size))
-}
-
-check_fixed_size_feasible = function(policy, encoded, n_batches, n_rows) {
-  m = policy$params$min_per_stratum
-  smallest = which.min(encoded$sizes)
-  n_min = encoded$sizes[[smallest]]
-  if (n_min %/% n_batches >= m) {
-    return(invisible(NULL))
-  }
-  most_batches = n_min %/% m
-  fix = if (most_batches == 0) {
-    sprintf(paste0("No batch size can do that: lower min_per_stratum to at most %d, or use a ",
-      "policy that oversamples small strata."), n_min)
-  } else {
-    # Smallest b with round(N / b) <= most_batches: N / b < most_batches + 1/2.
-    smallest_size = (2 * n_rows) %/% (2 * most_batches + 1) + 1
-    sprintf(paste0("Use batch_size >= %s (at most %s batches), lower min_per_stratum, or ",
-      "use a policy that oversamples small strata."), format(smallest_size, scientific = FALSE),
-      format(most_batches, scientific = FALSE))
-  }
-  # No batch size helps when the smallest stratum is below min_per_stratum: that
-  # argument is at fault, as Python's FixedSize says.
-  abort_value(if (most_batches == 0) "min_per_stratum" else "batch_size", sprintf(paste0(
-    "batch_size=%s gives %s batches of %s rows, but stratum %s has only %d rows: it cannot ",
-    "give every batch min_per_stratum=%s row(s). %s"), show_value(policy$params$batch_size),
-    format(n_batches, scientific = FALSE), format(n_rows, scientific = FALSE),
-    stratum_label(encoded, smallest), n_min, show_value(m), fix))
+policy_may_recycle.default = function(policy) {
+  FALSE
 }
 
 # (a * b) %% d, exact for whole numbers 0 <= a, b < 2^31, 1 <= d < 2^31 (the
@@ -494,18 +310,41 @@ mul_mod = function(a, b, d) {
   (((a * b_hi) %% d) * 65536 + a * b_lo) %% d
 }
 
-# Refuse strata with (on average) fewer than two rows each among many strata:
-# a feature column, a row id or a continuous target, not group labels.
-check_strata_are_groups = function(encoded, name = "strata") {
-  n_strata = length(encoded$sizes)
-  n_rows = encoded$n_rows
-  if (n_strata >= 100 && n_rows < 2 * n_strata) {
-    abort_value(name, sprintf(paste0(
-      "%s has %d distinct strata for %d rows (on average %.2f rows per stratum): this looks ",
-      "like a feature column, a row id or a continuous target, not group labels, and every ",
-      "batch would have to hold every stratum (one batch with the whole data set). Pass the ",
-      "class or group column(s) as %s; bin a continuous target first (e.g. with cut())."),
-      name, n_strata, n_rows, n_rows / n_strata, name))
+# The layout step g (Python: pystratum.policies._base.slot_step).
+slot_step = function(n_batches) {
+  if (n_batches <= 2) return(n_batches - 1)
+  centre = (n_batches * 618034) %/% 1000000
+  best = NULL
+  for (distance in 0:400) {
+    steps = if (distance == 0) centre else c(centre + distance, centre - distance)
+    for (step in steps) {
+      if (step < 1 || step >= n_batches || whole_gcd(step, n_batches) != 1) next
+      largest = max(largest_quotient(n_batches, step), 3)
+      if (is.null(best) || largest < best[[1L]]) best = c(largest, step)
+      if (largest == 3) return(step)
+    }
   }
-  invisible(NULL)
+  best[[2L]]
+}
+
+# The greatest common divisor of whole numbers (doubles): the Weyl steps of
+# slot_step() and weyl_step() (policy_shares.R) must be coprime to their modulus.
+whole_gcd = function(a, b) {
+  while (b != 0) {
+    rest = a %% b
+    a = b
+    b = rest
+  }
+  a
+}
+
+largest_quotient = function(a, b) {
+  largest = 0
+  while (b != 0) {
+    largest = max(largest, a %/% b)
+    rest = a %% b
+    a = b
+    b = rest
+  }
+  largest
 }

@@ -1,3 +1,5 @@
+# Generated negatives: the twin of pystratum/negatives/.
+
 #' Batches of observed (user, item) pairs with generated negatives
 #'
 #' The R twin of Python's `pystratum.negatives.NegativePairSampler` with

@@ -1,0 +1,220 @@
+# Assembly: an epoch's allocation and draws in, batches of row positions out
+# (the twin of pystratum/engine/_assemble.py). Policies that neither pool nor
+# recycle rows: one permutation cut by the rank cuts (allocate_batches());
+# sampling policies: stratum by stratum (assemble_by_stratum()); slot
+# allocations (policy_classes_per_batch()): assemble_slots(). Nothing here
+# draws random numbers; the draws come in as arguments.
+
+# Rows per batch of an allocation: the columns of its cut table, or P x K in
+# every batch of a slot allocation.
+allocation_batch_sizes = function(allocation) {
+  slots = allocation$slots
+  if (!is.null(slots)) {
+    return(rep(slots$per_batch * slots$width, slots$n_batches))
+  }
+  colSums(counts_from_cuts(allocation$cuts))
+}
+
+# S x (B + 1) rank cuts -> S x B integer counts.
+counts_from_cuts = function(cuts) {
+  n_batches = ncol(cuts) - 1L
+  counts = cuts[, -1L, drop = FALSE] - cuts[, -(n_batches + 1L), drop = FALSE]
+  storage.mode(counts) = "integer"
+  counts
+}
+
+# The batches of one epoch: a list of integer vectors of row positions.
+#   codes:       stratum code (1..S) of each row position
+#   counts:      batch_counts(sizes, m)
+#   permutation: the epoch's permutation of 1..N, or NULL for row order; or
+#                an epoch's virtual sequence (rows may repeat), when the
+#                counts of each stratum add up to its rows in it
+# Batches come in order 1..B; inside a batch rows keep permuted order.
+allocate_batches = function(codes, counts, permutation = NULL) {
+  n_batches = ncol(counts)
+  codes_in_order = if (is.null(permutation)) codes else codes[permutation]
+  # A stable sort by stratum lists each stratum's rows by rank (order of
+  # appearance); ranks 1..N_s of stratum s fill its batches in order.
+  by_stratum = order(codes_in_order, method = "radix")
+  batch_in_order = integer(length(codes_in_order))
+  batch_in_order[by_stratum] = rep.int(rep.int(seq_len(n_batches), nrow(counts)), t(counts))
+  # A stable sort by batch keeps permuted order inside each batch.
+  by_batch = order(batch_in_order, method = "radix")
+  rows = if (is.null(permutation)) by_batch else permutation[by_batch]
+  split_by_sizes(rows, colSums(counts))
+}
+
+# Every row once, in row order, cut into batches of the given sizes.
+consecutive_batches = function(batch_sizes) {
+  split_by_sizes(seq_len(sum(batch_sizes)), batch_sizes)
+}
+
+split_by_sizes = function(x, sizes) {
+  groups = rep.int(seq_along(sizes), sizes)
+  attr(groups, "levels") = as.character(seq_along(sizes))
+  class(groups) = "factor"
+  unname(split(x, groups))
+}
+
+# The draws of a sampling policy's epoch, in draw order (the twin of
+# pystratum.engine._assemble.stratum_draws): every stratum that serves rows, in order
+# of first appearance, draws its pass 0, `takes = min(pool, used)` of its N_s
+# rows (its pool: a fresh random subset, in random order), then, when
+# recycled, one draw per extra pass: the whole pool (a fresh permutation),
+# the last pass cut short to the ranks it serves. list(strata, sizes, takes).
+stratum_draws = function(allocation, encoded) {
+  sizes = as.double(encoded$sizes)
+  used = allocation$cuts[, ncol(allocation$cuts)]
+  pool = if (is.null(allocation$pool_sizes)) sizes else as.double(allocation$pool_sizes)
+  turn = first_appearance_turn(encoded)
+  turn = turn[used[turn] > 0]
+  n_draws = 1 + ifelse(used[turn] > pool[turn], (used[turn] - 1) %/% pool[turn], 0)
+  strata = rep.int(turn, n_draws)
+  pass = sequence(n_draws) - 1  # 0, 1, ... within each stratum
+  list(strata = strata, sizes = ifelse(pass == 0, sizes[strata], pool[strata]),
+    takes = pmin(pool[strata], used[strata] - pass * pool[strata]))
+}
+
+# The batches of one epoch for any policy, from the epoch's draws (row order:
+# NULL, resp. seq_len(take) per draw). Policies that never pool or recycle
+# (by_stratum = FALSE): `draws[[1]]` is the permutation, and the shared
+# allocate_batches() keeps rows inside a batch in permuted order. Sampling
+# policies (by_stratum = TRUE, see assembles_by_stratum()): `draws` as
+# stratum_draws() lists them; each stratum's epoch sequence is its pool (its
+# rows, in row order, picked by its pass 0), then the pool reordered by each
+# of its extra passes, cut at its last rank; batch b lists the strata in
+# order of first appearance in the data (independent of how labels sort),
+# stratum s giving ranks cuts[s, b] + 1 .. cuts[s, b + 1] of its sequence.
+# Mirrors pystratum.engine._assemble.assemble_by_stratum.
+# With row_weights, the result carries attr(, "weights") (with_row_weights()).
+assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE) {
+  codes = encoded$codes
+  batches = if (by_stratum) {
+    assemble_by_stratum(encoded, allocation, draws)
+  } else {
+    counts = counts_from_cuts(allocation$cuts)
+    leftover = as.double(encoded$sizes) - rowSums(counts)
+    if (all(leftover == 0)) allocate_batches(codes, counts, draws[[1L]]) else {
+      # A trailing pseudo-batch takes the ranks no batch uses.
+      all_batches = allocate_batches(codes, cbind(counts, leftover), draws[[1L]])
+      all_batches[-length(all_batches)]
+    }
+  }
+  with_row_weights(batches, allocation, codes)
+}
+
+# The batches with attr(, "weights") (each row's weight, a list parallel to
+# the batches) when the allocation has row_weights; unchanged otherwise.
+with_row_weights = function(batches, allocation, codes) {
+  if (!is.null(allocation$row_weights)) {
+    attr(batches, "weights") = lapply(batches, function(rows) allocation$row_weights[codes[rows]])
+  }
+  batches
+}
+
+assemble_by_stratum = function(encoded, allocation, draws) {
+  sizes = as.double(encoded$sizes)
+  cuts = allocation$cuts
+  n_batches = ncol(cuts) - 1L
+  counts = counts_from_cuts(cuts)
+  used = cuts[, n_batches + 1L]
+  planned = stratum_draws(allocation, encoded)
+  grouped = order(encoded$codes, method = "radix")  # each stratum's rows, increasing
+  starts = c(0, cumsum(sizes))
+  sequences = lapply(seq_along(sizes), function(s) {
+    mine = draws[planned$strata == s]
+    if (length(mine) == 0L) return(integer(0))
+    pool = grouped[starts[[s]] + mine[[1L]]]
+    sequence = c(pool, unlist(lapply(mine[-1L], function(o) pool[o]), use.names = FALSE))
+    sequence[seq_len(used[[s]])]
+  })
+  # Block (s, b) in batch-major order, strata in order of first appearance
+  # (the column-major order of the S x B matrices, rows reordered by turn),
+  # starts at rank cuts[s, b] of sequence s.
+  turn = first_appearance_turn(encoded)
+  first = c(0, cumsum(used))[seq_along(sizes)] + cuts[, -(n_batches + 1L), drop = FALSE]
+  first = first[turn, , drop = FALSE]
+  lengths = as.vector(counts[turn, , drop = FALSE])
+  skip = c(0, cumsum(lengths))[seq_along(lengths)]
+  index = rep.int(as.vector(first) - skip, lengths) + seq_len(sum(lengths))
+  split_by_sizes(unlist(sequences, use.names = FALSE)[index], colSums(counts))
+}
+
+# The draws of a slot allocation's epoch: list(sizes, takes) (permutation of
+# the rows, of the served strata, then one per refill). Python: slot_draws.
+slot_draw_group = function(slots, n_rows) {
+  served = sum(slots$n_slots > 0)
+  list(sizes = c(n_rows, served, slots$refill_sizes), takes = c(n_rows, served,
+    slots$refill_takes))
+}
+
+# The batches of one epoch from its draws (Python: assemble_slots).
+assemble_slots = function(encoded, slots, draws) {
+  sizes = as.double(encoded$sizes)
+  k = slots$width
+  p = slots$per_batch
+  n_batches = slots$n_batches
+  permutation = draws[[1L]]
+  first_rows = match(seq_along(sizes), encoded$codes)
+  served = order(first_rows)
+  served = served[slots$n_slots[served] > 0]
+  layout = served[draws[[2L]]]
+  runs = slots$n_slots[layout]
+  run_start = numeric(length(sizes))
+  run_start[layout] = cumsum(runs) - runs
+  grouped = permutation[order(encoded$codes[permutation], method = "radix")]
+  offsets = cumsum(sizes) - sizes
+  sequence = integer(n_batches * p * k)
+  base = k * run_start
+  for_rows = rep(slots$n_slots > 0, sizes)
+  destination = rep(base - offsets, sizes) + seq_len(sum(sizes))
+  sequence[destination[for_rows]] = grouped[for_rows]
+  refills = draws[-(1:2)]
+  if (length(refills)) {
+    strata = slots$refill_strata
+    takes = slots$refill_takes
+    before = stats::ave(takes, strata, FUN = function(t) cumsum(t) - t)
+    start = base[strata] + sizes[strata] + before
+    at = rep(start, takes) + sequence_within(takes)
+    sequence[at] = grouped[rep(offsets[strata], takes) + unlist(refills, use.names = FALSE)]
+  }
+  q = seq_len(n_batches * p) - 1
+  batch = ((q %% n_batches) * slots$step) %% n_batches
+  place = q %/% n_batches
+  slot_order = order(batch, place)
+  index = rep((slot_order - 1) * k, each = k) + rep(seq_len(k), times = length(slot_order))
+  batches = split_by_sizes(sequence[index], rep(p * k, n_batches))
+  attr(batches, "batch_strata") = matrix(rep(layout, runs)[slot_order], nrow = n_batches,
+    byrow = TRUE)
+  batches
+}
+
+# 1, 2, ..., t for each t in takes, concatenated.
+sequence_within = function(takes) {
+  seq_len(sum(takes)) - rep(cumsum(takes) - takes, takes)
+}
+
+# The draws of an epoch for rng = "index" (Python: slot_index_draws): keyed
+# bijections. Pass 0 of the stratum with turn t permutes its rows (row order)
+# by stream t; the layout permutes the S' served strata by stream S; refill i
+# (1-based, draw order) takes the first `take` values of the permutation of
+# 0..size-1 by stream S + i. Values are 1-based, as the streams' draws.
+slot_index_draws = function(encoded, slots, seed, epoch) {
+  sizes = as.double(encoded$sizes)
+  n_strata = length(sizes)
+  turn = integer(n_strata)
+  turn[first_appearance_turn(encoded)] = seq_len(n_strata) - 1L
+  keys = index_round_keys(seed, epoch, turn)
+  members = split(seq_along(encoded$codes), factor(encoded$codes, levels = seq_len(n_strata)))
+  pass_0 = unlist(lapply(seq_len(n_strata), function(s) {
+    members[[s]][index_permute_ranks(seq_len(sizes[[s]]) - 1, sizes[[s]], keys[, s]) + 1]
+  }), use.names = FALSE)
+  served = sum(slots$n_slots > 0)
+  layout = index_permute_ranks(seq_len(served) - 1, served,
+    index_round_keys(seed, epoch, n_strata)[, 1]) + 1
+  refills = lapply(seq_along(slots$refill_sizes), function(i) {
+    index_permute_ranks(seq_len(slots$refill_takes[[i]]) - 1, slots$refill_sizes[[i]],
+      index_round_keys(seed, epoch, n_strata + i)[, 1]) + 1
+  })
+  c(list(pass_0, layout), refills)
+}
