@@ -1,7 +1,7 @@
 """Exact integer helpers shared by the sampling policies (Targets, Downsample).
 
 Everything here is integer arithmetic (or one documented double rounding),
-so that the R package, which mirrors it in ``r/R/policy_targets.R``, gets
+so that the R package, which mirrors it in ``r/R/policy_shares.R``, gets
 the same numbers on every input.
 """
 

@@ -1,7 +1,7 @@
 # The random-access stream (rng = "index") and its lazy batches.
 #
 # The twin of the Python package's index stream (pystratum/streams/_index.py)
-# and its lazy plan (pystratum._lazy): a keyed Feistel network over the bits
+# and its lazy plan (pystratum.engine._lazy): a keyed Feistel network over the bits
 # of [0, n) with cycle-walking (Luby and Rackoff 1988; Black and Rogaway
 # 2002), as TensorFlow's index_shuffle and Grain use. Halves have at most 26
 # bits and every product is 26 x 26 bits, so every intermediate is a whole

@@ -3,7 +3,7 @@ policy (batches and importance weights).
 
 tests/vectors/index_stream.json is written by
 tests/vectors/generate_index_stream.R (the R package's stream) and read here
-and by r/tests/testthat/test_index_stream.R.
+and by r/tests/testthat/test_streams_index.R.
 """
 
 import numpy as np
