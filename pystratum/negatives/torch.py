@@ -22,14 +22,11 @@ import sys
 
 import numpy as np
 
-try:
-    import torch
-    from torch.utils.data import DataLoader, Dataset, Sampler
-    from torch.utils.data.dataloader import _BaseDataLoaderIter
-except ImportError as error:  # pragma: no cover - exercised without torch installed
-    raise ImportError(
-        "pystratum.negatives.torch needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
-    ) from error
+from ..base._optional import require_torch
+
+torch = require_torch("pystratum.negatives.torch")
+from torch.utils.data import DataLoader, Dataset, Sampler  # noqa: E402 (after the guard)
+from torch.utils.data.dataloader import _BaseDataLoaderIter  # noqa: E402
 
 from . import NegativeBatch, NegativePairSampler
 from ..torch._distributed import resolve_replicas, resolve_seed

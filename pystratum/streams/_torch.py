@@ -6,12 +6,9 @@ import numbers
 
 import numpy as np
 
-try:
-    import torch
-except ImportError as error:  # pragma: no cover - exercised without torch installed
-    raise ImportError(
-        "rng='torch' needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
-    ) from error
+from ..base._optional import require_torch
+
+torch = require_torch("rng='torch'")
 
 from ._base import SequentialStream, fresh_int32_seed
 

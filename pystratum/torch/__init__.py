@@ -17,12 +17,9 @@ sampler's batches row after row) and ``_wrapper``
 ``pystratum.serving``.
 """
 
-try:
-    import torch  # noqa: F401
-except ImportError as error:  # pragma: no cover - exercised without torch installed
-    raise ImportError(
-        "pystratum.torch needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
-    ) from error
+from ..base._optional import require_torch
+
+require_torch("pystratum.torch")
 
 from ._sampler import StratifiedBatchSampler
 from ._flat_sampler import StratifiedSampler

@@ -26,12 +26,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-try:
-    from torch.utils.data import Sampler
-except ImportError as error:  # pragma: no cover - exercised without torch installed
-    raise ImportError(
-        "pystratum.tree.torch needs PyTorch: pip install 'stratabatch[torch]' (or torch itself)."
-    ) from error
+from ..base._optional import require_torch
+
+require_torch("pystratum.tree.torch")
+from torch.utils.data import Sampler  # noqa: E402 (after the guard)
 
 from ..serving._record import seed_to_record
 from ..base._validation import check_bool, check_int
