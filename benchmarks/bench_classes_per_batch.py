@@ -1,4 +1,4 @@
-"""ClassesPerBatch(16, 4) epochs beside numpy's permutation and the peers' P x K samplers (issue 19).
+"""ClassesPerBatch(16, 4) epochs beside numpy's permutation and the peers' P x K samplers.
 
 Run: .venv/bin/python benchmarks/bench_classes_per_batch.py [--rows 1e6] [--classes 1e4]
      [--repeats 5] [--peer]
@@ -127,10 +127,12 @@ def _timed(make):
 
 def _line(name: str, seconds: float, ours: float, report: dict) -> str:
     low, median, high = report["appearances"]
+    fewest, most = report["classes"]
     return (f"{name}: {seconds:.3f} s CPU ({seconds / ours:.0f}x ours), {report['batches']:,} "
-            f"batches of {report['classes'][0]}-{report['classes'][1]} classes, rows served {report['rows_served']:.1%} ({report['rows_left_out']:,} left "
-            f"out), batches with < {P} classes {report['few_classes']:,}, with an anchor "
-            f"without a positive {report['no_positive']:,}, with a row twice "
+            f"batches of {fewest}-{most} classes, rows served {report['rows_served']:.1%} "
+            f"({report['rows_left_out']:,} left out), batches with < {P} classes "
+            f"{report['few_classes']:,}, with an anchor without a positive "
+            f"{report['no_positive']:,}, with a row twice "
             f"{report['repeated']:,}; most classes shared by consecutive batches "
             f"{report['overlap']}; batches per class min/median/max {low}/{median:g}/{high}")
 
