@@ -348,7 +348,8 @@ class FixedSize(Policy):
                 need = f"{m} x {full + 1} batches = {m * (full + 1)}"
             why = f"stratum {strata.labels[short]!r} has {n_s} row(s), fewer than {need}"
         else:
-            capped = [repr(strata.labels[int(s)]) for s in turn if hi[s] < lo[s] + 1]
+            ceil = _scaled_ceil(sizes, last_rows, n_rows)
+            capped = [repr(strata.labels[int(s)]) for s in turn if hi[s] < ceil[s]]
             why = (f"then the strata can fill at most {int(hi.sum())} of its {last_rows} rows "
                    f"(strata {', '.join(capped)} need every row beyond their floor share for the "
                    f"full batches)")

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import pystratum
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
+from pystratum.policies._fixed_size import _exact_feasible as feasible
 from pystratum.policies import FixedSize, MinPerStratum, Targets, policy_from_params, \
     strata_of_sizes
 from pystratum.torch import StratifiedBatchSampler, StratifiedSampler
@@ -28,11 +29,9 @@ stratum_sizes = st.lists(st.integers(1, 300), min_size=1, max_size=8)
 
 
 def exact_feasible(sizes, batch_size, m=1):
-    try:
-        FixedSize(batch_size, m).allocate(strata_of_sizes(sizes), 0)
-    except ValueError:
-        return False
-    return True
+    """Whether FixedSize(batch_size, m) accepts these sizes (the rule it applies, which
+    test_exactly_the_feasible_small_inputs_are_accepted checks against brute force)."""
+    return feasible(np.asarray(sizes, dtype=np.int64), batch_size, m)
 
 
 # ----------------------------------------------------------------- the allocation
@@ -152,6 +151,7 @@ def test_exactly_the_feasible_small_inputs_are_accepted():
             counts = FixedSize(batch_size, m).allocate(strata, 0).counts
         except ValueError as error:
             assert not possible, f"{sizes}, batch_size={batch_size}, m={m} refused: {error}"
+            assert not feasible(np.array(sizes), batch_size, m)
             refused += 1
             message = str(error)
             if min(sizes) < m:
@@ -175,6 +175,7 @@ def test_exactly_the_feasible_small_inputs_are_accepted():
                                     (spread.max(axis=0) - spread.min(axis=0) <= 1).all())
         share = np.array(sizes) * last_rows
         assert ((counts[-1] >= share // n) & (counts[-1] <= -(-share // n))).all()
+        assert feasible(np.array(sizes), batch_size, m)  # the rule the refusals' search uses
     assert 0 < refused < len(SMALL)
 
 
@@ -215,21 +216,21 @@ def test_a_refusal_states_the_rule_the_numbers_and_what_works(sizes, batch_size,
     smaller = [w for w in works if w < batch_size]
     assert len(larger) <= 1 and len(smaller) <= 1 and every > batch_size
     nearest_above = larger[0] if larger else every
-    assert exact_feasible(sizes, nearest_above, m) and exact_feasible(sizes, every, m)
+    assert feasible(sizes, nearest_above, m) and feasible(sizes, every, m)
     # Nearest: nothing in between works (within the search's reach).
     for other in range(batch_size + 1, min(nearest_above, batch_size + 50)):
-        assert not exact_feasible(sizes, other, m)
+        assert not feasible(sizes, other, m)
     if smaller:
-        assert exact_feasible(sizes, smaller[0], m)
+        assert feasible(sizes, smaller[0], m)
         for other in range(smaller[0] + 1, batch_size):
-            assert not exact_feasible(sizes, other, m)
+            assert not feasible(sizes, other, m)
     else:
         for other in range(max(1, batch_size - 50), batch_size):
-            assert not exact_feasible(sizes, other, m)
+            assert not feasible(sizes, other, m)
     if minimum is not None:
-        assert exact_feasible(sizes, batch_size, minimum)
+        assert feasible(sizes, batch_size, minimum)
     elif m > 1:
-        assert not exact_feasible(sizes, batch_size, m - 1)
+        assert not feasible(sizes, batch_size, m - 1)
 
 
 def test_by_hand():
@@ -449,3 +450,36 @@ def test_r_gives_the_core_batches_plus_one(r_session, sizes, batch_size, kind, s
         assert got == "batch_size", f"Python refused ({error}), R gave {got!r}"
         return
     assert got == [(batch + 1).tolist() for batch in plan.batches]
+
+
+def test_r_accepts_refuses_and_says_the_same_on_every_small_input(r_session):
+    # The exhaustive small inputs above, in one call to R: the same cuts where both
+    # serve, the same blamed argument and the same words where both refuse.
+    call = r_function(r_session, """function(cases) {
+      lapply(cases, function(case) {
+        sizes = as.integer(case[[1L]])
+        encoded = pystratum:::encode_strata(rep(sprintf("s%d", seq_along(sizes) - 1L), sizes))
+        out = tryCatch(pystratum:::policy_allocate(pystratum::policy_fixed_size(case[[2L]],
+          case[[3L]]), encoded, 0)$cuts, pystratum_error = function(e) e)
+        if (inherits(out, "pystratum_error")) return(c(out$argument, conditionMessage(out)))
+        paste(as.integer(out), collapse = " ")
+      })
+    }""")
+    ro = r_session.ro
+    with r_session.calling():
+        cases = ro.vectors.ListVector.from_length(len(SMALL))
+        for k, (sizes, batch_size, m) in enumerate(SMALL):
+            cases[k] = ro.vectors.ListVector.from_length(3)
+            cases[k][0], cases[k][1], cases[k][2] = ro.IntVector(sizes), batch_size, m
+        answers = [tuple(str(x) for x in answer) for answer in call(cases)]
+    for (sizes, batch_size, m), answer in zip(SMALL, answers):
+        strata = strata_of_sizes(list(sizes), tuple(f"s{k}" for k in range(len(sizes))))
+        try:
+            cuts = FixedSize(batch_size, m).allocate(strata, 0).cuts
+        except ValueError as error:
+            argument = "min_per_stratum" if min(sizes) < m else "batch_size"
+            assert answer == (argument, str(error)), (sizes, batch_size, m)
+            continue
+        # R's cuts are an S x (B + 1) matrix, column-major.
+        assert answer == (" ".join(str(int(x)) for x in np.asarray(cuts).T.ravel()),), \
+            (sizes, batch_size, m)
