@@ -10,6 +10,7 @@ import numpy as np
 
 from ..engine._plan import BatchPlan, plan_batches
 from ..policies import FixedSize, MinPerStratum, Policy, StratumTooSmallWarning, strata_of_sizes
+from ..policies._fixed_size import fixed_size_num_batches, fixed_size_smallest_batch_size
 from ..strata._labels import label_text
 from ._data import read_strata
 from ._errors import EXIT_MISSING, EXIT_NO, EXIT_OK, UserError
@@ -87,6 +88,37 @@ def _advice(policy: Policy) -> str:
     return f"to change: {what}, merge rare strata, or use fewer stratum columns"
 
 
+def _smallest_batch_size(policy, sizes) -> list[str]:
+    """The smallest FixedSize batch size that works here, by the rule of sizes in use.
+
+    Exact sizes (``--batch-size``'s and FixedSize's default) when the policy is
+    not a balanced FixedSize: their feasibility is not monotone, so the line
+    also says from which batch size on every one works.
+    """
+    fixed = isinstance(policy, FixedSize)
+    min_per = policy.min_per_stratum if fixed else 1
+    rule = policy.sizes if fixed else "exact"
+    found = fixed_size_smallest_batch_size(sizes, min_per, rule)
+    if found is None:
+        return []
+    size, smallest = found
+    n = int(sizes.sum())
+    head = (f"smallest batch size for FixedSize(batch_size, min_per_stratum={min_per}, "
+            f"sizes={rule!r})")
+    if rule == "balanced":
+        count = fixed_size_num_batches(n, size)
+        return [f"{head}: {size} ({count} batches of {n // count}-{-(-n // count)} rows); every "
+                f"larger one works too"]
+    full, last = (n - 1) // size, n - (n - 1) // size * size
+    shape = f"{full} of {size} rows" + (f" and one of {last}" if last < size else "")
+    every = -(-min_per * n // int(sizes.min()))
+    if not smallest:
+        return [f"{head}: every batch size >= {every} works (smaller ones not searched)"]
+    return [f"{head}: {size} ({shape}); every batch size >= {every} works, some between may "
+            f"not (the last batch's rounding)" if size < every else
+            f"{head}: {size} ({shape}); every larger one works too"]
+
+
 def cmd_check(args, progress) -> int:
     policy = policy_from_args(args)
     columns = _load(args, progress)
@@ -109,12 +141,7 @@ def cmd_check(args, progress) -> int:
     else:
         lines.append(f"stratum {label_text(smallest)!r} has 1 row: every batch holding every "
                      f"stratum means a single batch; merge or drop that stratum")
-    min_per = getattr(policy, "min_per_stratum", 1) if isinstance(policy, FixedSize) else 1
-    most_batches = n_min // min_per
-    if most_batches >= 1:
-        smallest_size = 2 * n // (2 * most_batches + 1) + 1
-        lines.append(f"smallest batch size for FixedSize(batch_size, min_per_stratum={min_per}): "
-                     f"{smallest_size} (at most {most_batches} batches)")
+    lines.extend(_smallest_batch_size(policy, sizes))
     if not ok:
         lines.append(_advice(policy))
     _write("\n".join(lines) + "\n", args.output)

@@ -78,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     policy.add_argument("--min", type=_positive_int, metavar="M",
                         help="MinPerStratum(M): at least M rows of every stratum in every batch")
     policy.add_argument("--batch-size", type=_positive_int, metavar="B",
-                        help="FixedSize(B): batches of about B rows, every stratum spread evenly")
+                        help="FixedSize(B): batches of exactly B rows but a shorter last one, "
+                             "every stratum spread evenly (round(N / B) batches of about B rows: "
+                             "--policy fixed_size --param batch_size=B --param sizes=balanced)")
     policy.add_argument("--policy", metavar="NAME",
                         help=f"any registered policy by name "
                              f"({', '.join(sorted(registered_policies()))}), with --param")

@@ -82,6 +82,15 @@ class Downsample(Policy):
     def may_recycle(self) -> bool:
         return self.base.may_recycle()
 
+    def kept_strata(self, strata):
+        """The strata as ``base`` sees them: the same labels and order, the kept sizes."""
+        return _KeptStrata(strata, self._kept(strata))
+
+    def short_last_batch(self, strata) -> bool:
+        """The base's answer on the kept rows (their number is the same every epoch), so
+        ``drop_last=True`` drops ``Downsample(keep, FixedSize(n))``'s short last batch."""
+        return self.base.short_last_batch(self.kept_strata(strata))
+
     def allocate(self, strata, epoch) -> Allocation:
         sizes = strata.sizes
         kept = self._kept(strata)

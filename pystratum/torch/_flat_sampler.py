@@ -32,7 +32,7 @@ from torch.utils.data import Sampler
 
 from ..serving._sharding import rank_batch_indices
 from ..base._validation import check_bool, check_int, show
-from ..policies import ClassesPerBatch, FixedSize, Policy, Targets
+from ..policies import ClassesPerBatch, Downsample, FixedSize, Policy, Targets
 from ._sampler import StratifiedBatchSampler
 
 __all__ = ["StratifiedSampler", "fixed_batch_size", "resolve_batch_policy"]
@@ -80,10 +80,14 @@ def fixed_batch_size(policy, strata) -> tuple[int | None, bool, str]:
         return policy.batch_size, False, ""
     if isinstance(policy, ClassesPerBatch):
         return policy.classes_per_batch * policy.per_class, False, ""
+    if isinstance(policy, Downsample):
+        # The base batches the kept rows, whose number is the same every epoch.
+        rows, short, reason = fixed_batch_size(policy.base, policy.kept_strata(strata))
+        return rows, short, reason and f"its base on the kept rows: {reason}"
     if isinstance(policy, FixedSize):
         if getattr(policy, "sizes", "balanced") == "exact":
             return policy.batch_size, True, ""
-        n_rows = int(strata.n_rows)
+        n_rows = int(np.sum(strata.sizes, dtype=np.int64))
         count = int(policy.num_batches(strata))
         if n_rows % count == 0:
             return n_rows // count, False, ""
@@ -114,12 +118,12 @@ class StratifiedSampler(Sampler[int]):
     together are a ValueError.
 
     Policies: those whose batches all have one size: ``Targets``,
-    ``ClassesPerBatch``, and ``FixedSize`` where its batches are all equal
-    for the data given (today's ``FixedSize`` makes ``round(N / batch_size)``
-    batches of floor/ceil size: accepted only when they divide ``N``
-    evenly). Others (``MinPerStratum``, ``Downsample``, any policy whose
-    batch sizes follow from the data) are refused with a ValueError giving
-    the reason: use :class:`StratifiedBatchSampler` as ``batch_sampler=``.
+    ``ClassesPerBatch``, ``FixedSize`` with exact sizes (the last batch may
+    be shorter), ``FixedSize(sizes="balanced")`` where its batches divide
+    ``N`` evenly, and ``Downsample`` over one of these (its base batches the
+    kept rows). Others (``MinPerStratum``, any policy whose batch sizes
+    follow from the data) are refused with a ValueError giving the reason:
+    use :class:`StratifiedBatchSampler` as ``batch_sampler=``.
 
     Guarantees
     ----------

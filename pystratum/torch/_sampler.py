@@ -118,7 +118,8 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         round-robin (``batches[rank::num_replicas]``).
     drop_last : bool
         True has two effects, in this order. (1) A short last batch (exact
-        ``FixedSize`` sizes when ``batch_size`` does not divide the rows;
+        ``FixedSize`` sizes when ``batch_size`` does not divide the rows,
+        also as ``Downsample``'s base on the kept rows;
         ``policy.short_last_batch(strata)``) is left out, as
         ``torch.utils.data.BatchSampler(drop_last=True)`` leaves it out: its
         rows miss this epoch (other rows each epoch, since batches are

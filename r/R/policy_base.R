@@ -27,7 +27,9 @@
 #'   exactly `batch_size` rows but the last, which holds the remainder
 #'   `L = N - (B - 1) * batch_size` (full when `batch_size` divides `N`).
 #'   Stratum `s` gives the last batch the floor or ceiling of `N_s L / N`
-#'   rows (systematic rounding over the strata in order of first appearance)
+#'   rows (systematic rounding over the strata in order of first appearance;
+#'   where that leaves a stratum fewer than `min_per_stratum` rows per full
+#'   batch it gives the floor and the first strata that can give the ceiling)
 #'   and spreads its other rows over the full batches as below, so every
 #'   full batch holds the floor or ceiling of `N_s * batch_size / N` rows of
 #'   it (per-batch counts differ by at most one, at least `min_per_stratum`
@@ -40,9 +42,10 @@
 #'   rows; its `N_s %% B` extra rows go one each to consecutive batches,
 #'   cyclically, strata in order of first appearance in the data, each
 #'   continuing where the previous one stopped, and each epoch continuing
-#'   where the last one stopped. A stratum too small for `min_per_stratum`
-#'   rows in every (full) batch is an error naming it and a `batch_size`
-#'   that works.
+#'   where the last one stopped. Exact sizes are refused exactly when no
+#'   allocation keeps these guarantees; the error states the rule that fails,
+#'   its numbers, and the nearest `batch_size` (larger and smaller) and the
+#'   largest `min_per_stratum` that work, as Python's `FixedSize` does.
 #'
 #' Every policy serves every row at most once per epoch; these two serve
 #' every row exactly once.

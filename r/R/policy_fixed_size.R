@@ -52,33 +52,23 @@ policy_allocate.pystratum_policy_fixed_size = function(policy, encoded, epoch) {
 # full batches of batch_size rows, then one of L = N - F * batch_size rows.
 # Stratum s gives the last batch floor(C'_s L / N) - floor(C_s L / N) rows
 # (C_s: rows of the strata before s in order of first appearance; the floor
-# or ceiling of N_s L / N, adding up to L) and its other rows to the full
-# batches as the balanced rule does (the extras then fill every full batch
-# alike, so the cycle's epoch shift is 0). Returns list(full, last, counts =
-# S x F matrix); with check = TRUE a stratum short of min_per_stratum in a
-# full batch is an error.
-fixed_size_exact_layout = function(policy, encoded, epoch, batch_size = policy$params$batch_size,
-  check = TRUE) {
+# or ceiling of N_s L / N, adding up to L), moved to the floor where that
+# leaves fewer than min_per_stratum rows for a full batch (and a stratum with
+# room takes the ceiling instead, see fixed_size_exact_last()), and its other
+# rows to the full batches as the balanced rule does (the extras then fill
+# every full batch alike, so the cycle's epoch shift is 0). Returns list(full,
+# last, counts = S x F matrix); inputs no allocation can serve are an error.
+fixed_size_exact_layout = function(policy, encoded, epoch) {
   sizes = as.double(encoded$sizes)
+  batch_size = policy$params$batch_size
   n_rows = sum(sizes)
-  full = (n_rows - 1) %/% batch_size
-  last_rows = n_rows - full * batch_size
   turn = order(match(seq_along(sizes), encoded$codes))
-  if (full == 0) {
-    last = sizes
-  } else {
-    # Products up to N * L must stay below 2^53 for %/% on doubles to be exact.
-    if (n_rows * last_rows >= 2^53) {
-      abort_value("batch_size", sprintf(paste0(
-        "batch_size=%s on %s rows leaves a last batch of %s rows, and N * L passes 2^53, ",
-        "where R's doubles stop computing its strata's shares exactly. Use a smaller ",
-        "batch_size, or sizes = \"balanced\"."), show_value(batch_size),
-        format(n_rows, scientific = FALSE), format(last_rows, scientific = FALSE)))
-    }
-    marks = (c(0, cumsum(sizes[turn])) * last_rows) %/% n_rows
-    last = numeric(length(sizes))
-    last[turn] = diff(marks)
+  layout = fixed_size_exact_last(sizes, turn, batch_size, policy$params$min_per_stratum)
+  if (is.null(layout$last)) {
+    fixed_size_exact_infeasible(policy, encoded)
   }
+  full = layout$full
+  last = layout$last
   counts = matrix(0, length(sizes), max(full, 0))
   if (full > 0) {
     rest = sizes - last
@@ -92,71 +82,175 @@ fixed_size_exact_layout = function(policy, encoded, epoch, batch_size = policy$p
       function(start, b) (b - start) %% full) < extra
     counts = base + takes_extra
   }
-  layout = list(full = full, last = last, counts = counts)
-  if (check && fixed_size_exact_fewest(layout, last_rows == batch_size)$rows <
-    policy$params$min_per_stratum) {
-    fixed_size_exact_infeasible(policy, encoded, layout, last_rows == batch_size)
-  }
-  layout
+  list(full = full, last = last, counts = counts)
 }
 
-# The fewest rows a stratum gives a full batch: list(stratum, rows).
-fixed_size_exact_fewest = function(layout, last_is_full) {
-  fewest = if (layout$full == 0) {
-    if (last_is_full) layout$last else rep(Inf, length(layout$last))
-  } else {
-    low = apply(layout$counts, 1L, min)
-    if (last_is_full) pmin(low, layout$last) else low
+# list(full, last_rows, lo, ceil, hi): stratum s may give the last batch lo_s to hi_s
+# rows (Python's _last_batch_range): the floor or the ceiling of its share
+# N_s L / N (at least m when the last batch is full too), at most N_s - m F.
+# Feasible exactly when lo <= hi for every stratum and sum(lo) <= L <= sum(hi).
+fixed_size_last_range = function(sizes, batch_size, m) {
+  n_rows = sum(sizes)
+  full = (n_rows - 1) %/% batch_size
+  last_rows = n_rows - full * batch_size
+  # Products up to N * L must stay below 2^53 for %/% on doubles to be exact.
+  if (full > 0 && n_rows * last_rows >= 2^53) {
+    abort_value("batch_size", sprintf(paste0(
+      "batch_size=%s on %s rows leaves a last batch of %s rows, and N * L passes 2^53, ",
+      "where R's doubles stop computing its strata's shares exactly. Use a smaller ",
+      "batch_size, or sizes = \"balanced\"."), show_value(batch_size),
+      format(n_rows, scientific = FALSE), format(last_rows, scientific = FALSE)))
   }
-  short = which.min(fewest)
-  list(stratum = short, rows = fewest[[short]])
+  # One batch holds every row (and N_s * N may pass 2^53).
+  lo = if (full == 0) sizes else (sizes * last_rows) %/% n_rows
+  ceil = if (full == 0) sizes else lo + ((sizes * last_rows) %% n_rows != 0)
+  if (last_rows == batch_size) lo = pmax(lo, m)
+  list(full = full, last_rows = last_rows, lo = lo, ceil = ceil,
+    hi = pmin(ceil, sizes - m * full))
 }
 
-fixed_size_exact_infeasible = function(policy, encoded, layout, last_is_full) {
+fixed_size_exact_feasible = function(sizes, batch_size, m) {
+  range = fixed_size_last_range(sizes, batch_size, m)
+  all(range$lo <= range$hi) && sum(range$lo) <= range$last_rows &&
+    range$last_rows <= sum(range$hi)
+}
+
+# list(full, last): the last batch's rows per stratum (NULL when infeasible):
+# systematic rounding over the strata in turn order, clipped to [lo, hi], the
+# rows this frees (or needs) taken by the first strata in turn order with room.
+fixed_size_exact_last = function(sizes, turn, batch_size, m) {
+  range = fixed_size_last_range(sizes, batch_size, m)
+  full = range$full
+  last_rows = range$last_rows
+  lo = range$lo
+  hi = range$hi
+  if (!(all(lo <= hi) && sum(lo) <= last_rows && last_rows <= sum(hi))) {
+    return(list(full = full, last = NULL))
+  }
+  if (full == 0) {
+    return(list(full = full, last = sizes))
+  }
+  marks = (c(0, cumsum(sizes[turn])) * last_rows) %/% sum(sizes)
+  last = numeric(length(sizes))
+  last[turn] = diff(marks)
+  last = pmin(pmax(last, lo), hi)
+  gap = last_rows - sum(last)
+  if (gap != 0) {
+    room = if (gap > 0) (last < hi)[turn] else (last > lo)[turn]
+    moved = turn[which(room)[seq_len(abs(gap))]]
+    last[moved] = last[moved] + sign(gap)
+  }
+  list(full = full, last = last)
+}
+
+# How many batch sizes the error message's search tries on either side.
+FIXED_SIZE_SEARCH = 4096
+
+# list(batch_size, smallest): the smallest feasible batch_size >= start within
+# FIXED_SIZE_SEARCH tries, else ceil(m N / min N_s), from which on every batch
+# size is feasible (Python's _smallest_from).
+fixed_size_smallest_from = function(sizes, start, m) {
+  enough = -((-m * sum(sizes)) %/% min(sizes))
+  candidate = start
+  while (candidate < min(enough, start + FIXED_SIZE_SEARCH)) {
+    if (fixed_size_exact_feasible(sizes, candidate, m)) {
+      return(list(batch_size = candidate, smallest = TRUE))
+    }
+    candidate = candidate + 1
+  }
+  list(batch_size = max(enough, start), smallest = start >= enough)
+}
+
+# The error of exact sizes no allocation can serve: the rule, the numbers and
+# what works (Python's FixedSize._exact_infeasible, the same text).
+fixed_size_exact_infeasible = function(policy, encoded) {
   m = policy$params$min_per_stratum
+  batch_size = policy$params$batch_size
   sizes = as.double(encoded$sizes)
   n_rows = sum(sizes)
+  num = function(x) format(x, scientific = FALSE)
   if (min(sizes) < m) {
     short = which.min(sizes)
     abort_value("min_per_stratum", sprintf(paste0(
       "min_per_stratum=%s is more rows than stratum %s has (%s): no batch size below the row ",
       "count (%s) gives every full batch that many; lower min_per_stratum to at most %s, or ",
       "use a policy that oversamples small strata."), show_value(m),
-      stratum_label(encoded, short), format(sizes[[short]], scientific = FALSE),
-      format(n_rows, scientific = FALSE), format(sizes[[short]], scientific = FALSE)))
+      stratum_label(encoded, short), num(sizes[[short]]), num(n_rows), num(sizes[[short]])))
   }
-  short = fixed_size_exact_fewest(layout, last_is_full)$stratum
-  abort_value("batch_size", sprintf(paste0(
-    "batch_size=%s gives %s full batch(es) of %s rows, but stratum %s has only %s rows: it ",
-    "cannot give every full batch min_per_stratum=%s row(s). Use batch_size >= %s, lower ",
-    "min_per_stratum, or use a policy that oversamples small strata."),
-    show_value(policy$params$batch_size), format(layout$full, scientific = FALSE),
-    format(n_rows, scientific = FALSE), stratum_label(encoded, short),
-    format(sizes[[short]], scientific = FALSE), show_value(m),
-    format(fixed_size_smallest_exact(policy, encoded), scientific = FALSE)))
+  range = fixed_size_last_range(sizes, batch_size, m)
+  full = range$full
+  last_rows = range$last_rows
+  turn = order(match(seq_along(sizes), encoded$codes))
+  shape = if (last_rows < batch_size) {
+    sprintf(paste0("batch_size=%s gives %s full batch(es) and a last batch of %s row(s) (%s ",
+      "rows): every full batch needs min_per_stratum=%s row(s) of every stratum, and each ",
+      "stratum s gives the last batch the floor or the ceiling of N_s * %s / %s rows"),
+      num(batch_size), num(full), num(last_rows), num(n_rows), num(m), num(last_rows),
+      num(n_rows))
+  } else {
+    sprintf(paste0("batch_size=%s gives %s full batch(es) (%s rows): every batch needs ",
+      "min_per_stratum=%s row(s) of every stratum"), num(batch_size), num(full + 1),
+      num(n_rows), num(m))
+  }
+  gaps = (range$hi - range$lo)[turn]
+  why = if (min(gaps) < 0) {
+    short = turn[[which.min(gaps)]]
+    n_s = sizes[[short]]
+    need = if (last_rows < batch_size) {
+      floor_share = (n_s * last_rows) %/% n_rows
+      sprintf("%s x %s full batch(es) + floor(%s * %s / %s) = %s", num(m), num(full), num(n_s),
+        num(last_rows), num(n_rows), num(m * full + floor_share))
+    } else {
+      sprintf("%s x %s batches = %s", num(m), num(full + 1), num(m * (full + 1)))
+    }
+    sprintf("stratum %s has %s row(s), fewer than %s", stratum_label(encoded, short), num(n_s),
+      need)
+  } else {
+    capped = turn[range$hi[turn] < range$ceil[turn]]
+    sprintf(paste0("then the strata can fill at most %s of its %s rows (strata %s need every ",
+      "row beyond their floor share for the full batches)"), num(sum(range$hi)), num(last_rows),
+      paste(vapply(capped, function(s) stratum_label(encoded, s), character(1L)),
+        collapse = ", "))
+  }
+  abort_value("batch_size", sprintf("%s; but %s. %s", shape, why,
+    fixed_size_exact_fix(sizes, batch_size, m)))
 }
 
-# The smallest feasible batch_size with exact sizes, searched over a bounded
-# range (Python's FixedSize._smallest_exact_size).
-fixed_size_smallest_exact = function(policy, encoded) {
-  sizes = as.double(encoded$sizes)
+# What works instead: the nearest larger and smaller batch_size, a lower minimum.
+fixed_size_exact_fix = function(sizes, batch_size, m) {
+  num = function(x) format(x, scientific = FALSE)
   n_rows = sum(sizes)
-  n_min = min(sizes)
-  m = policy$params$min_per_stratum
-  # Enough: every full-batch count is at least floor(N_s * batch_size / N) >= m.
-  enough = -((-m * n_rows) %/% n_min)
-  # Needed: F = B - 1 full batches each taking m of the smallest stratum's rows.
-  needed = -((-n_rows) %/% (n_min %/% m + 1))
-  candidate = needed
-  while (candidate < min(enough, needed + 4096)) {
-    layout = fixed_size_exact_layout(policy, encoded, 0, candidate, check = FALSE)
-    full_last = n_rows - layout$full * candidate == candidate
-    if (fixed_size_exact_fewest(layout, full_last)$rows >= m) {
-      return(candidate)
-    }
-    candidate = candidate + 1
+  enough = -((-m * n_rows) %/% min(sizes))
+  above = fixed_size_smallest_from(sizes, batch_size + 1, m)
+  fixes = if (above$smallest && above$batch_size < enough) {
+    sprintf("batch_size=%s (the smallest larger one that works; every batch_size >= %s works)",
+      num(above$batch_size), num(enough))
+  } else {
+    sprintf("batch_size >= %s (every one works)", num(above$batch_size))
   }
-  enough
+  # No batch size below `fewest` has at most min(N_s) %/% m full batches.
+  fewest = -((-n_rows) %/% (min(sizes) %/% m + 1))
+  candidate = batch_size - 1
+  while (candidate >= max(fewest, batch_size - FIXED_SIZE_SEARCH)) {
+    if (fixed_size_exact_feasible(sizes, candidate, m)) {
+      fixes = c(fixes, sprintf("batch_size=%s (the largest smaller one that works)",
+        num(candidate)))
+      break
+    }
+    candidate = candidate - 1
+  }
+  # Lowering the minimum only ever helps: bisect for the largest one that works.
+  works = 0
+  fails = m
+  while (fails - works > 1) {
+    middle = (works + fails) %/% 2
+    if (fixed_size_exact_feasible(sizes, batch_size, middle)) works = middle else fails = middle
+  }
+  if (works > 0) {
+    fixes = c(fixes, sprintf("min_per_stratum=%s (the largest that works with this batch_size)",
+      num(works)))
+  }
+  sprintf("Use %s, or a policy that oversamples small strata.", paste(fixes, collapse = ", "))
 }
 
 # max(1, round(N / batch_size)) with halves rounded up, in whole numbers (R's

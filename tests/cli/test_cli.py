@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,49 @@ def test_check_feasible_and_not(data):
     no = run("check", folder / "d.csv", "--stratum", "label", "--batch-size", "2", check_code=1)
     assert "NOT feasible" in no.stdout and "smallest batch size" in no.stdout
     assert f"m=1 gives {n_pos} batches" in no.stdout
+
+
+SMALLEST = re.compile(r"smallest batch size for FixedSize\(batch_size, min_per_stratum=(\d+), "
+                      r"sizes='(\w+)'\): (\d+) \(")
+
+
+@pytest.mark.parametrize("flags", [
+    ["--batch-size", "2"], ["--batch-size", "40"],
+    ["--policy", "fixed_size", "--param", "batch_size=5", "--param", "min_per_stratum=3"],
+    ["--policy", "fixed_size", "--param", "batch_size=5", "--param", "sizes=balanced"],
+    ["--policy", "fixed_size", "--param", "batch_size=5", "--param", "sizes=balanced",
+     "--param", "min_per_stratum=2"]], ids=["exact_2", "exact_40", "exact_min_3", "balanced",
+                                            "balanced_min_2"])
+def test_check_names_the_smallest_batch_size_of_the_sizes_in_use(tmp_path, flags):
+    # 13 + 200 + 40 rows: exact sizes work from 19 rows (13 full batches and one of 6)
+    # with min 1 and from 54 with min 3; balanced ones from 19 and 39. The hint is
+    # the smallest that works by the rule in use: it works, and one less does not.
+    path = tmp_path / "d.csv"
+    path.write_text("label\n" + "pos\n" * 13 + "neg\n" * 200 + "mid\n" * 40)
+    done = run("check", path, "--stratum", "label", *flags)
+    found = SMALLEST.search(done.stdout)
+    assert found, done.stdout
+    min_per, rule, size = int(found.group(1)), found.group(2), int(found.group(3))
+    assert rule == ("balanced" if "sizes=balanced" in flags else "exact")
+    assert size == {("exact", 1): 19, ("exact", 3): 54, ("balanced", 1): 19,
+                    ("balanced", 2): 39}[(rule, min_per)]
+
+    def check(batch_size):
+        return run("check", path, "--stratum", "label", "--policy", "fixed_size", "--param",
+                   f"batch_size={batch_size}", "--param", f"min_per_stratum={min_per}",
+                   "--param", f"sizes={rule}").returncode
+
+    assert check(size) == 0 and check(size - 1) == 1
+
+
+def test_batch_size_means_exactly_that_many_rows(tmp_path):
+    assert "batches of exactly B rows but a shorter last one" in \
+        " ".join(run("plan", "--help", check_code=0).stdout.split())
+    path = tmp_path / "d.csv"
+    path.write_text("label\n" + "pos\n" * 13 + "neg\n" * 200 + "mid\n" * 40)
+    done = run("plan", path, "--stratum", "label", "--batch-size", "19", "--seed", "1",
+               "--batches", "--format", "json", check_code=0)
+    assert [len(b) for b in json.loads(done.stdout)["batches"]] == [19] * 13 + [6]
 
 
 def test_check_advice_fits_the_policy(data):

@@ -8,6 +8,7 @@ through rpy2) giving the same batches for ``rng="R"``.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -19,6 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import pystratum
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
+from pystratum.policies._fixed_size import _exact_feasible as feasible
 from pystratum.policies import FixedSize, MinPerStratum, Targets, policy_from_params, \
     strata_of_sizes
 from pystratum.torch import StratifiedBatchSampler, StratifiedSampler
@@ -27,11 +29,9 @@ stratum_sizes = st.lists(st.integers(1, 300), min_size=1, max_size=8)
 
 
 def exact_feasible(sizes, batch_size, m=1):
-    try:
-        FixedSize(batch_size, m).allocate(strata_of_sizes(sizes), 0)
-    except ValueError:
-        return False
-    return True
+    """Whether FixedSize(batch_size, m) accepts these sizes (the rule it applies, which
+    test_exactly_the_feasible_small_inputs_are_accepted checks against brute force)."""
+    return feasible(np.asarray(sizes, dtype=np.int64), batch_size, m)
 
 
 # ----------------------------------------------------------------- the allocation
@@ -74,29 +74,163 @@ def test_exact_sizes_spread_and_cover(sizes, batch_size, epoch):
     np.testing.assert_array_equal(hi, cuts[:, order + 1].T)
 
 
-@given(sizes=stratum_sizes, batch_size=st.integers(1, 120), m=st.integers(1, 4))
-def test_an_infeasible_minimum_names_the_stratum_and_a_batch_size_that_works(sizes, batch_size,
-                                                                            m):
+# ----------------------------------------------- feasibility: exactly the feasible inputs
+
+def _compositions(total, parts):
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(total + 1):
+        for rest in _compositions(total - first, parts - 1):
+            yield (first,) + rest
+
+
+def some_allocation(sizes, batch_size, m):
+    """Brute force: a count table keeping every documented guarantee of exact sizes, or None.
+
+    Batches of ``batch_size`` rows but a last one of ``L = N - F * batch_size``
+    (``F = ceil(N / batch_size) - 1``); every row once; every full batch at
+    least ``m`` of every stratum; a stratum's counts over the full batches
+    differ by at most one; the last batch holds the floor or the ceiling of
+    ``N_s L / N`` (a full last batch counts as a full batch too).
+    """
+    n = sum(sizes)
+    full = (n - 1) // batch_size
+    last_rows = n - full * batch_size
+    short = last_rows < batch_size
+    rows = [c for c in _compositions(batch_size, len(sizes)) if min(c) >= m]
+    for last in _compositions(last_rows, len(sizes)):
+        if any(not s * last_rows // n <= x <= -(-s * last_rows // n) for s, x in zip(sizes, last)):
+            continue
+        if not short and min(last) < m:
+            continue
+        rest = [s - x for s, x in zip(sizes, last)]
+
+        def fill(batches, left):
+            if len(batches) == full:
+                table = np.array(batches + ([] if short else [list(last)]), dtype=np.int64)
+                ok = not any(left) and (table.size == 0 or
+                                        (table.max(axis=0) - table.min(axis=0) <= 1).all())
+                return batches if ok else None
+            for row in rows:  # batches in non-decreasing order: each table once
+                if (batches and list(row) < batches[-1]) or any(r > x for r, x in zip(row, left)):
+                    continue
+                found = fill(batches + [list(row)], [x - r for x, r in zip(left, row)])
+                if found is not None:
+                    return found
+            return None
+
+        found = fill([], rest)
+        if found is not None:
+            return found + [list(last)]
+    return None
+
+
+SMALL = [(sizes, batch_size, m) for k in (1, 2, 3) for sizes in
+         __import__("itertools").product(range(1, 6), repeat=k)
+         for m in (1, 2, 3) for batch_size in range(1, sum(sizes) + 2)]
+
+
+def _suggestions(message):
+    """The batch sizes and minimum a refusal says work: ([batch_size, ...], every_from, m)."""
+    sizes = [int(x) for x in re.findall(r"batch_size=(\d+) \(the (?:smallest larger|largest "
+                                        r"smaller) one that works", message)]
+    every = re.search(r"batch_size >= (\d+)", message)
+    minimum = re.search(r"min_per_stratum=(\d+) \(the largest that works", message)
+    return sizes, int(every.group(1)), minimum and int(minimum.group(1))
+
+
+def test_exactly_the_feasible_small_inputs_are_accepted():
+    # Every input with up to 3 strata of up to 5 rows, every batch size up to N + 1
+    # and minimum up to 3, against a brute-force search over count tables.
+    refused = 0
+    for sizes, batch_size, m in SMALL:
+        strata = strata_of_sizes(list(sizes), tuple(f"s{k}" for k in range(len(sizes))))
+        possible = some_allocation(sizes, batch_size, m) is not None
+        try:
+            counts = FixedSize(batch_size, m).allocate(strata, 0).counts
+        except ValueError as error:
+            assert not possible, f"{sizes}, batch_size={batch_size}, m={m} refused: {error}"
+            assert not feasible(np.array(sizes), batch_size, m)
+            refused += 1
+            message = str(error)
+            if min(sizes) < m:
+                assert message.startswith(f"min_per_stratum={m} is more rows than stratum")
+                continue
+            assert message.startswith(f"batch_size={batch_size} gives ")
+            works, every, minimum = _suggestions(message)
+            for other in works + [every, every + 1]:
+                assert exact_feasible(sizes, other, m), (message, other)
+            if minimum is not None:
+                assert exact_feasible(sizes, batch_size, minimum)
+                assert not exact_feasible(sizes, batch_size, minimum + 1)
+            continue
+        assert possible, f"{sizes}, batch_size={batch_size}, m={m} accepted, no allocation exists"
+        n, full = sum(sizes), (sum(sizes) - 1) // batch_size
+        last_rows = n - full * batch_size
+        assert counts.sum(axis=1).tolist() == [batch_size] * full + [last_rows]
+        assert counts.sum(axis=0).tolist() == list(sizes)
+        spread = counts if last_rows == batch_size else counts[:-1]
+        assert spread.size == 0 or (spread.min() >= m and
+                                    (spread.max(axis=0) - spread.min(axis=0) <= 1).all())
+        share = np.array(sizes) * last_rows
+        assert ((counts[-1] >= share // n) & (counts[-1] <= -(-share // n))).all()
+        assert feasible(np.array(sizes), batch_size, m)  # the rule the refusals' search uses
+    assert 0 < refused < len(SMALL)
+
+
+def test_formerly_refused_inputs_are_served():
+    # Strata [0, 1, 1, 2], batch_size 3: the full batch takes one row of each and the
+    # last batch the second row of stratum 1 (the rounding in order of appearance gave
+    # the last row to stratum 2, leaving it none for the full batch).
+    plan = pystratum.plan_batches([0, 1, 1, 2], FixedSize(3), seed=1)
+    assert plan.counts.tolist() == [[1, 1, 1], [0, 1, 0]]
+    counts = FixedSize(50, 4).allocate(strata_of_sizes([5, 23, 5, 44]), 0).counts
+    assert counts.sum(axis=1).tolist() == [50, 27] and counts[0].min() >= 4
+
+
+@settings(max_examples=300)
+@given(sizes=stratum_sizes, batch_size=st.integers(1, 400), m=st.integers(1, 6))
+def test_a_refusal_states_the_rule_the_numbers_and_what_works(sizes, batch_size, m):
     sizes = np.asarray(sizes, dtype=np.int64)
     labels = tuple(f"s{k}" for k in range(len(sizes)))
-    strata = strata_of_sizes(sizes, labels)
+    n = int(sizes.sum())
     try:
-        counts = FixedSize(batch_size, m).allocate(strata, 0).counts
+        FixedSize(batch_size, m).allocate(strata_of_sizes(sizes, labels), 0)
+        return
     except ValueError as error:
         message = str(error)
-    else:
-        n = int(sizes.sum())
-        full_batches = counts[:-1] if n % batch_size else counts
-        assert full_batches.size == 0 or full_batches.min() >= m
-        return
     if sizes.min() < m:
         assert message.startswith(f"min_per_stratum={m} is more rows than stratum")
         assert f"lower min_per_stratum to at most {sizes.min()}" in message
         return
-    assert message.startswith(f"batch_size={batch_size} ")
-    suggested = int(message.split("batch_size >= ")[1].split(",")[0])
-    assert suggested > batch_size
-    assert exact_feasible(sizes, suggested, m)
+    full = (n - 1) // batch_size
+    assert message.startswith(f"batch_size={batch_size} gives ")
+    assert f"min_per_stratum={m} row(s) of every stratum" in message
+    assert re.search(r"stratum 's\d+' has \d+ row\(s\), fewer than|the strata can fill at "
+                     r"most \d+ of its", message)
+    if n - full * batch_size < batch_size:
+        assert f"/ {n} rows" in message
+    works, every, minimum = _suggestions(message)
+    larger = [w for w in works if w > batch_size]
+    smaller = [w for w in works if w < batch_size]
+    assert len(larger) <= 1 and len(smaller) <= 1 and every > batch_size
+    nearest_above = larger[0] if larger else every
+    assert feasible(sizes, nearest_above, m) and feasible(sizes, every, m)
+    # Nearest: nothing in between works (within the search's reach).
+    for other in range(batch_size + 1, min(nearest_above, batch_size + 50)):
+        assert not feasible(sizes, other, m)
+    if smaller:
+        assert feasible(sizes, smaller[0], m)
+        for other in range(smaller[0] + 1, batch_size):
+            assert not feasible(sizes, other, m)
+    else:
+        for other in range(max(1, batch_size - 50), batch_size):
+            assert not feasible(sizes, other, m)
+    if minimum is not None:
+        assert feasible(sizes, batch_size, minimum)
+    elif m > 1:
+        assert not feasible(sizes, batch_size, m - 1)
 
 
 def test_by_hand():
@@ -131,9 +265,8 @@ def test_plans_hold_the_allocation(sizes, batch_size, seed, epoch, rng):
         plan = pystratum.plan_batches(codes, FixedSize(batch_size), seed=seed, epoch=epoch,
                                       rng=rng)
     except ValueError as error:
-        # Feasibility depends on the strata's order of first appearance (the last
-        # batch's rounding), so it is not decided from the sizes alone here.
         assert str(error).startswith(f"batch_size={batch_size} ")
+        assert not exact_feasible(sizes, batch_size)  # decided by the sizes alone
         return
     batches = plan.batches
     assert sorted(np.concatenate(batches).tolist()) == list(range(codes.shape[0]))
@@ -317,3 +450,36 @@ def test_r_gives_the_core_batches_plus_one(r_session, sizes, batch_size, kind, s
         assert got == "batch_size", f"Python refused ({error}), R gave {got!r}"
         return
     assert got == [(batch + 1).tolist() for batch in plan.batches]
+
+
+def test_r_accepts_refuses_and_says_the_same_on_every_small_input(r_session):
+    # The exhaustive small inputs above, in one call to R: the same cuts where both
+    # serve, the same blamed argument and the same words where both refuse.
+    call = r_function(r_session, """function(cases) {
+      lapply(cases, function(case) {
+        sizes = as.integer(case[[1L]])
+        encoded = pystratum:::encode_strata(rep(sprintf("s%d", seq_along(sizes) - 1L), sizes))
+        out = tryCatch(pystratum:::policy_allocate(pystratum::policy_fixed_size(case[[2L]],
+          case[[3L]]), encoded, 0)$cuts, pystratum_error = function(e) e)
+        if (inherits(out, "pystratum_error")) return(c(out$argument, conditionMessage(out)))
+        paste(as.integer(out), collapse = " ")
+      })
+    }""")
+    ro = r_session.ro
+    with r_session.calling():
+        cases = ro.vectors.ListVector.from_length(len(SMALL))
+        for k, (sizes, batch_size, m) in enumerate(SMALL):
+            cases[k] = ro.vectors.ListVector.from_length(3)
+            cases[k][0], cases[k][1], cases[k][2] = ro.IntVector(sizes), batch_size, m
+        answers = [tuple(str(x) for x in answer) for answer in call(cases)]
+    for (sizes, batch_size, m), answer in zip(SMALL, answers):
+        strata = strata_of_sizes(list(sizes), tuple(f"s{k}" for k in range(len(sizes))))
+        try:
+            cuts = FixedSize(batch_size, m).allocate(strata, 0).cuts
+        except ValueError as error:
+            argument = "min_per_stratum" if min(sizes) < m else "batch_size"
+            assert answer == (argument, str(error)), (sizes, batch_size, m)
+            continue
+        # R's cuts are an S x (B + 1) matrix, column-major.
+        assert answer == (" ".join(str(int(x)) for x in np.asarray(cuts).T.ravel()),), \
+            (sizes, batch_size, m)

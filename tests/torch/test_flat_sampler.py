@@ -76,12 +76,36 @@ def test_fixed_size_of_uneven_batches_is_refused_with_the_reason():
         StratifiedSampler(labels, FixedSize(64, sizes="balanced"), seed=1)
 
 
-@pytest.mark.parametrize("policy", [MinPerStratum(4), 4, Downsample({0: 0.5}, FixedSize(32))],
-                         ids=["min_per_stratum", "int", "downsample"])
+@pytest.mark.parametrize("policy", [MinPerStratum(4), 4, Downsample({0: 0.5}, MinPerStratum(4))],
+                         ids=["min_per_stratum", "int", "downsample_of_min_per_stratum"])
 def test_policies_of_data_dependent_sizes_are_refused(policy):
     with pytest.raises(ValueError, match=r"policy must make batches of one fixed size.*size "
                                          r"follows from the data"):
         StratifiedSampler(LABELS, policy, seed=1)
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("rng", ["numpy", "index"])
+def test_downsample_of_fixed_size_drops_its_short_last_batch_like_fixed_size(drop_last, rng):
+    # Downsample keeps round(0.5 * 684) = 342 of stratum 0 each epoch: 618 kept rows,
+    # FixedSize(64) batches them as 9 of 64 and a last one of 42, which drop_last=True
+    # leaves out in one process, as it does for FixedSize itself (BatchSampler's meaning).
+    policy = Downsample({0: 0.5}, FixedSize(64))
+    kept = int(np.round(0.5 * (LABELS == 0).sum())) + int((LABELS != 0).sum())
+    assert kept == 618
+    batches = StratifiedBatchSampler(LABELS, policy, seed=3, rng=rng, drop_last=drop_last)
+    flat = StratifiedSampler(LABELS, policy, seed=3, rng=rng, drop_last=drop_last)
+    assert flat.batch_size == 64 and len(batches) == (9 if drop_last else 10)
+    assert len(flat) == 64 * 9 + (0 if drop_last else 42)
+    left_out = []
+    for epoch in range(3):
+        served = [index.tolist() for (index,) in DataLoader(DATA, batch_sampler=batches)]
+        assert loader_batches(flat) == served
+        assert [len(b) for b in served] == [64] * 9 + ([] if drop_last else [42])
+        rows = [row for batch in served for row in batch]
+        assert len(rows) == len(set(rows)) == (576 if drop_last else 618)
+        left_out.append(set(rows))
+    assert left_out[0] != left_out[1]  # a fresh subset (and short batch) every epoch
 
 
 def test_batch_size_and_policy_together_or_neither_are_refused():

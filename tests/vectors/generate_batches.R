@@ -258,6 +258,16 @@ cases = list(
     "min_per_stratum 13 above stratum R's 12 rows: an error naming min_per_stratum.",
     blog, list(name = "fixed_size", params = list(batch_size = 40L, min_per_stratum = 13L,
       sizes = "exact")), seed = 1L),
+  # Formerly refused: rounding the last batch's shares in order of appearance gave a
+  # stratum's only spare row to the last batch; now another stratum's ceiling takes it.
+  run_case("fixed_size_exact_rounding_moved",
+    "Strata x, y, y, z, batch_size 3: one full batch of x, y, z and a last batch of y.",
+    c("x", "y", "y", "z"), list(name = "fixed_size", params = list(batch_size = 3L,
+      min_per_stratum = 1L, sizes = "exact")), seed = 1L),
+  run_case("fixed_size_exact_rounding_moved_min_4",
+    "Strata of 5, 23, 5, 44 rows, batch_size 50, min_per_stratum 4: a full batch of 4/14/4/28.",
+    rep(c("p", "q", "r", "s"), c(5L, 23L, 5L, 44L)), list(name = "fixed_size",
+      params = list(batch_size = 50L, min_per_stratum = 4L, sizes = "exact")), seed = 6L),
   run_case("error_fixed_size_sizes", "sizes = \"nearest\" (not exact or balanced).", small,
     list(name = "fixed_size", params = list(batch_size = 5L, min_per_stratum = 1L,
       sizes = "nearest")), seed = 1L),

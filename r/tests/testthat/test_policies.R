@@ -68,8 +68,9 @@ test_that("policy_fixed_size names the stratum and the smallest batch size that 
   error = tryCatch(stratified_batches(y, policy_fixed_size(5), seed = 1),
     pystratum_value_error = function(e) e)
   expect_identical(error$argument, "batch_size")
-  expect_match(conditionMessage(error), "stratum 'R' has only 12 rows")
-  suggested = as.numeric(sub(".*batch_size >= ([0-9]+).*", "\\1", conditionMessage(error)))
+  expect_match(conditionMessage(error), "stratum 'R' has 12 row(s), fewer than", fixed = TRUE)
+  suggested = as.numeric(sub(".*Use batch_size=([0-9]+) .*", "\\1", conditionMessage(error)))
+  expect_identical(suggested, 10)
   expect_silent(stratified_batches(y, policy_fixed_size(suggested), seed = 1))
   expect_error(stratified_batches(y, policy_fixed_size(suggested - 1), seed = 1),
     class = "pystratum_value_error")
