@@ -567,6 +567,8 @@ def slot_draws(slots, n_rows: int) -> list:
     refill (``SlotPlan.refill_*``). See :class:`pystratum.policies.ClassesPerBatch`.
     """
     served = int(np.count_nonzero(slots.n_slots))
+    if slots.pass_starts is not None:
+        return [(served, served)]  # the layout order: the pass orders are keyed
     return [(n_rows, n_rows), (served, served)] + list(
         zip(slots.refill_sizes.tolist(), slots.refill_takes.tolist()))
 
@@ -610,6 +612,10 @@ def slot_index_draws(encoded, slots, seed: int, epoch: int) -> list:
 
     sizes = np.asarray(encoded.sizes, dtype=np.int64)
     n_strata = sizes.shape[0]
+    served = int(np.count_nonzero(slots.n_slots))
+    if slots.pass_starts is not None:  # the layout order alone
+        return [permute_ranks(np.arange(served, dtype=np.int64), served,
+                              round_keys(seed, epoch, [n_strata])[:, 0])]
     turn = np.empty(n_strata, dtype=np.int64)
     turn[np.argsort(encoded.first_rows, kind="stable")] = np.arange(n_strata)
     keys = round_keys(seed, epoch, turn)
@@ -624,7 +630,6 @@ def slot_index_draws(encoded, slots, seed: int, epoch: int) -> list:
         rank = np.arange(stratum.shape[0], dtype=np.int64) - (offsets[stratum] - start)
         position = permute_ranks(rank, sizes[stratum], keys[:, stratum])
         order[start:start + stratum.shape[0]] = grouped[offsets[stratum] + position]
-    served = int(np.count_nonzero(slots.n_slots))
     layout = permute_ranks(np.arange(served, dtype=np.int64), served,
                            round_keys(seed, epoch, [n_strata])[:, 0])
     takes = np.asarray(slots.refill_takes, dtype=np.int64)
@@ -724,7 +729,7 @@ def smallest_index_dtype(count: int):
     return np.int32 if count <= np.iinfo(np.int32).max else np.int64
 
 
-def assemble_slots(drawn, slots, codes, sizes, first_rows) -> tuple:
+def assemble_slots(drawn, slots, codes, sizes, first_rows, passes=None) -> tuple:
     """Batches of a slot allocation: ``(BatchOrder, SlotLayout)``.
 
     ``drawn``: the arrays of :func:`slot_epoch_draws` (permutation of the
@@ -733,7 +738,15 @@ def assemble_slots(drawn, slots, codes, sizes, first_rows) -> tuple:
     rows) is cut into slots of K; slot ``j`` is slot position ``run_start[s]
     + j`` and goes to batch ``(q mod B) * g mod B`` as its ``(q // B)``-th
     slot. Vectorised: O(N + B*P*K) time and memory, no O(S x B) table.
+
+    With ``slots.pass_starts`` (``classes="uniform"``) ``drawn`` is the
+    layout order alone and ``passes = (grouped_rows, key)`` gives the pass
+    sequences (:func:`pass_sequence`).
     """
+    if slots.pass_starts is not None:
+        layout = slot_layout(slots, first_rows, drawn[0])
+        sequence = pass_sequence(passes[0], sizes, first_rows, slots, layout.run_start, passes[1])
+        return _gather_slots(sequence, slots, layout, sequence.shape[0]), layout
     permutation, layout_draw, *refills = drawn
     sizes = np.asarray(sizes, dtype=np.int64)
     layout = slot_layout(slots, first_rows, layout_draw)
@@ -778,6 +791,14 @@ def assemble_slots(drawn, slots, codes, sizes, first_rows) -> tuple:
         # A pick is a pass-0 rank of the stratum, already in its sequence: copy that row.
         sequence[owner_base + np.repeat(sizes[strata] + before, takes) + within] = \
             sequence[owner_base + picks]
+    return _gather_slots(sequence, slots, layout, n), layout
+
+
+def _gather_slots(sequence, slots, layout, n_rows) -> BatchOrder:
+    """The batches of the slots' epoch sequences (strata in layout order, slot after slot)."""
+    width, per_batch, batches = slots.width, slots.per_batch, slots.num_batches
+    kernels = kernel_gate.compiled_for("assemble", n_rows) if n_rows <= _PACKED_MAX_ROWS \
+        else None
     # Slot position q = place * B + i goes to batch i * g mod B: gather the K-row blocks.
     columns = layout.columns
     if kernels is not None:
@@ -789,5 +810,127 @@ def assemble_slots(drawn, slots, codes, sizes, first_rows) -> tuple:
                 out=order.transpose(1, 0, 2))
         order = order.reshape(-1)
     bounds = np.arange(batches + 1, dtype=np.int64) * (per_batch * width)
-    return BatchOrder(order=order, bounds=bounds), layout
+    return BatchOrder(order=order, bounds=bounds)
+
+
+def pass_key(stream):
+    """The key of ``classes="uniform"``'s pass orders for ``stream`` (None: no shuffle).
+
+    ``rng="index"``: its seed; R and torch: ``seed mod 2**52``; numpy: the
+    seed sequence's ``generate_state(1, uint64)[0] >> 12`` (a Generator:
+    its bit generator's seed sequence).
+    """
+    if stream is None:
+        return None
+    if getattr(stream, "name", None) == "index":
+        return int(stream.seed)
+    sequence = getattr(stream, "seed_sequence", None)
+    if sequence is None and getattr(stream, "generator", None) is not None:
+        sequence = getattr(stream.generator.bit_generator, "seed_seq", None)
+        if not isinstance(sequence, np.random.SeedSequence):
+            return int(stream.generator.integers(2**52))
+    if sequence is not None:
+        return int(sequence.generate_state(1, np.uint64)[0]) >> 12
+    return int(stream.seed) % 2**52
+
+
+def pass_sequence(grouped, sizes, first_rows, slots, run_start, key) -> np.ndarray:
+    """The epoch sequences of ``classes="uniform"``, strata in layout order (rows, int64).
+
+    Stratum ``s`` serves ranks ``pass_starts[s] ..`` of its pass sequence
+    (``n_slots[s] * K`` of them) at ``K * run_start[s] ..``; rank ``u`` is
+    position ``u mod N_s`` of pass ``u // N_s``. A pass's raw order is the
+    keyed bijection ``permute_ranks(position, N_s, round_keys(key, pass,
+    turn))`` of the stratum's rows in row order (``key=None``: row order);
+    the first ``K`` positions of a pass that starts inside a slot are then
+    reordered (:func:`_pass_heads`) so that the slot repeats no row.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    width = slots.width
+    n_slots = np.asarray(slots.n_slots, dtype=np.int64)
+    n_strata = sizes.shape[0]
+    turn = np.empty(n_strata, dtype=np.int64)
+    turn[np.argsort(first_rows, kind="stable")] = np.arange(n_strata)
+    offsets = np.cumsum(sizes) - sizes
+    counts = n_slots * width
+    stratum = np.repeat(np.arange(n_strata, dtype=np.int64), counts)
+    within = np.arange(stratum.shape[0], dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
+                                                                      counts)
+    size = sizes[stratum]
+    rank = np.asarray(slots.pass_starts, dtype=np.int64)[stratum] + within
+    passes, position = np.divmod(rank, size)
+    raw = _RawPasses(key, sizes, turn)
+    served = raw.positions(stratum, passes, position)
+    # Positions < K of a pass that begins inside a slot (N_s >= K): the reordered head.
+    fixed = np.flatnonzero((position < width) & (passes >= 1) & (size >= width) &
+                           (passes * size % width != 0))
+    if fixed.shape[0]:
+        pair = stratum[fixed] * (int(passes.max()) + 1) + passes[fixed]
+        _, first, which = np.unique(pair, return_index=True, return_inverse=True)
+        heads = _pass_heads(raw, stratum[fixed][first], passes[fixed][first], width)
+        served[fixed] = heads[which.reshape(-1), position[fixed]]
+    sequence = np.empty(stratum.shape[0], dtype=np.int64)
+    sequence[width * run_start[stratum] + within] = grouped[offsets[stratum] + served]
+    return sequence
+
+
+class _RawPasses:
+    """Raw pass orders: position ``i`` of pass ``p`` of stratum ``s`` -> a position in ``s``."""
+
+    def __init__(self, key, sizes, turn):
+        self.key, self.sizes, self.turn = key, sizes, turn
+
+    def positions(self, stratum, passes, position) -> np.ndarray:
+        if self.key is None:
+            return np.asarray(position, dtype=np.int64).copy()
+        from ..streams._index import permute_ranks, round_keys
+
+        out = np.empty(stratum.shape[0], dtype=np.int64)
+        for start in range(0, stratum.shape[0], _CHUNK_ROWS):
+            part = slice(start, start + _CHUNK_ROWS)
+            keys = round_keys(self.key, passes[part], self.turn[stratum[part]])
+            out[part] = permute_ranks(position[part], self.sizes[stratum[part]], keys)
+        return out
+
+
+def _pass_heads(raw, stratum, passes, width) -> np.ndarray:
+    """Served positions ``0 .. K-1`` of passes ``passes`` of strata ``stratum``, ``(m, K)``.
+
+    Pass ``p >= 1`` of a stratum with ``N >= K`` rows whose start lies inside
+    a slot (``t = p * N mod K > 0`` rows of pass ``p - 1`` in that slot):
+    its first K raw positions, reordered so that the first ``K - t`` of them
+    not among pass ``p - 1``'s last ``t`` served positions come first, the
+    others after them in raw order. Pass ``p - 1``'s served tail reaches
+    into its own head only when ``N - t < K``: that recursion ends within
+    ``K / gcd(N, K)`` passes (a pass starting on a slot edge is raw).
+    """
+    m = stratum.shape[0]
+    column = np.arange(width, dtype=np.int64)
+    size = raw.sizes[stratum]
+    block = raw.positions(np.repeat(stratum, width), np.repeat(passes, width),
+                          np.tile(column, m)).reshape(m, width)
+    tail = passes * size % width
+    need = np.flatnonzero((passes >= 1) & (size >= width) & (tail > 0))
+    if need.shape[0] == 0:
+        return block
+    s, p, t, n = stratum[need], passes[need], tail[need], size[need]
+    # Pass p - 1's last t served positions (columns >= t unused).
+    at = n[:, None] - t[:, None] + column[None, :width - 1]
+    used = column[None, :width - 1] < t[:, None]
+    at = np.where(used, at, n[:, None] - 1)
+    previous = raw.positions(np.repeat(s, width - 1), np.repeat(p - 1, width - 1),
+                             at.reshape(-1)).reshape(need.shape[0], width - 1)
+    inside = np.flatnonzero((at < width).any(axis=1))
+    if inside.shape[0]:
+        heads = _pass_heads(raw, s[inside], p[inside] - 1, width)
+        rows = np.repeat(np.arange(inside.shape[0]), width - 1).reshape(-1, width - 1)
+        mask = at[inside] < width
+        previous[inside] = np.where(mask, heads[rows, np.minimum(at[inside], width - 1)],
+                                    previous[inside])
+    clash = ((block[need][:, :, None] == previous[:, None, :]) & used[:, None, :]).any(axis=2)
+    free = ~clash
+    front = free & (np.cumsum(free, axis=1) <= (width - t)[:, None])
+    order = np.argsort(np.where(front, column, width + column), axis=1, kind="stable")
+    block[need] = np.take_along_axis(block[need], order, axis=1)
+    return block
 

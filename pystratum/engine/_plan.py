@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ._assemble import (assemble_batches, assemble_by_stratum, assemble_in_place,
-                        assemble_slots, block_weights, in_place_kernels, slot_draws,
+                        assemble_slots, block_weights, in_place_kernels, pass_key, slot_draws,
                         slot_epoch_draws, slot_index_draws, stratum_draws)
 from ..strata._encode import EncodedStrata, encode_strata
 from ..strata._members import members_of_codes, row_values
@@ -151,8 +151,11 @@ def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
     else:
         drawn = slot_epoch_draws(stream, n, planned, epoch,
                                  draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
+    passes = None
+    if allocation.slots.pass_starts is not None:  # classes="uniform": keyed pass orders
+        passes = (encoded.grouped_rows, pass_key(stream))
     batches, layout = assemble_slots(drawn, allocation.slots, encoded.codes, encoded.sizes,
-                                     encoded.first_rows)
+                                     encoded.first_rows, passes)
     return BatchPlan(order=batches.order, bounds=batches.bounds, strata=encoded.labels,
                      cuts=None, seed=None if stream is None else stream.seed, rng=rng,
                      epoch=epoch, shuffle=stream is not None, policy=policy,

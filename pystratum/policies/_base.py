@@ -100,9 +100,17 @@ class SlotPlan:
                    distinct ranks drawn from its first ``refill_sizes[i]``
                    pass-0 ranks to its epoch sequence.
 
+    pass_starts:   None, or int64 ``(n_strata,)`` (then no refills): the
+                   epoch's ranks are ``pass_starts[s] .. + n_slots[s] * width
+                   - 1`` of stratum ``s``'s endless *pass sequence* (pass
+                   ``p`` = ranks ``p * N_s ..``, each pass a keyed random
+                   order of its rows; ``ClassesPerBatch(classes="uniform")``,
+                   see ``pystratum.engine._assemble.pass_sequence``).
+
     Stratum ``s``'s epoch sequence is its ``N_s`` rows in the epoch
     permutation's order (pass 0) followed by its refills, ``n_slots[s] *
-    width`` ranks in all; slot ``j`` holds ranks ``j*K .. j*K + K - 1``.
+    width`` ranks in all (or, with ``pass_starts``, that window of its pass
+    sequence); slot ``j`` holds ranks ``j*K .. j*K + K - 1``.
     The engine (``pystratum.engine._assemble.slot_layout``) lays the slots into
     batches given the epoch's layout order of the strata. Memory O(S + refills).
     """
@@ -115,6 +123,7 @@ class SlotPlan:
     refill_strata: np.ndarray
     refill_sizes: np.ndarray
     refill_takes: np.ndarray
+    pass_starts: np.ndarray | None = None
 
 
 def slot_step(num_batches: int) -> int:
@@ -450,18 +459,28 @@ def _check_slots(allocation, strata, policy, where, num_batches) -> Allocation:
             fail("has a refill taking more ranks than it draws from, or drawing from more "
                  "ranks than its stratum has")
     served = n_slots * width
+    if plan.pass_starts is not None:
+        starts = _per_stratum(plan.pass_starts, "pass_starts", "iu", "integers", n_strata, where)
+        if strata_.size or (starts < 0).any():
+            fail("has pass_starts with refills, or a negative pass start")
+        return _check_batches(allocation, where, batches, num_batches)
     refilled = np.bincount(strata_.astype(np.int64), weights=takes, minlength=n_strata)
     short = np.flatnonzero((n_slots > 0) & (np.minimum(sizes, served) + refilled != served))
     if short.size:
         s = int(short[0])
         fail(f"fills stratum {_show(strata.labels[s])} with {int(min(sizes[s], served[s]))} "
              f"pass-0 rows and {int(refilled[s])} refills for {int(served[s])} ranks")
+    if not policy.may_recycle() and strata_.size:
+        fail("refills rows while the policy's may_recycle() is False")
+    return _check_batches(allocation, where, batches, num_batches)
+
+
+def _check_batches(allocation, where, batches, num_batches) -> Allocation:
+    """``allocation``, if its number of batches is epoch 0's (``num_batches``; None: epoch 0)."""
     if num_batches is not None and batches != num_batches:
         raise ValueError(f"{where} gives {batches} batches, but epoch 0 has "
                          f"{num_batches}: num_batches must not depend on the epoch "
                          f"(len(sampler) relies on it); only the counts may vary.")
-    if not policy.may_recycle() and strata_.size:
-        fail("refills rows while the policy's may_recycle() is False")
     return allocation
 
 

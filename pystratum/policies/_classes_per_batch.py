@@ -19,7 +19,7 @@ from ._base import Allocation, Policy, SlotPlan, slot_step
 
 __all__ = ["ClassesPerBatch", "SmallStrataWarning"]
 
-_CLASSES_MODES = ("proportional",)
+_CLASSES_MODES = ("proportional", "uniform")
 _SMALL_MODES = ("error", "drop", "repeat")
 
 
@@ -33,7 +33,13 @@ class ClassesPerBatch(Policy):
     classes_per_batch: P >= 1, the strata in every batch.
     per_class:         K >= 1, the rows of each of those strata in the batch.
     classes:           ``"proportional"`` (every row of every stratum served
-                       at least once per epoch, see below).
+                       at least once per epoch, see below) or ``"uniform"``
+                       (every stratum in the same number of batches per
+                       epoch, +-1; rows without replacement across epochs:
+                       see "Uniform" below).
+    num_batches:       ``classes="uniform"`` only: the epoch's length in
+                       batches; None (default) means ``ceil(N / (P * K))``,
+                       ``N`` the served rows.
     small:             strata with fewer than K rows: ``"error"`` (default; the
                        error names them), ``"drop"`` (left out of every batch,
                        a :class:`SmallStrataWarning` gives their number and
@@ -107,12 +113,52 @@ class ClassesPerBatch(Policy):
 
     Order inside a batch: slot by slot (slot ``q // B``), each slot's K rows
     in epoch-sequence order.
+
+    Uniform (``classes="uniform"``). ``B = num_batches`` or ``ceil(N /
+    (P * K))`` batches, ``T = B * P`` slots, ``S'`` served strata numbered
+    ``i = 0 .. S'-1`` in order of first appearance. Every stratum has
+    ``T // S'`` slots, and the ``r = T mod S'`` strata ``i`` with ``(i -
+    epoch * r) mod S' < r`` one more: a cyclic window moving by ``r`` each
+    epoch, so over epochs ``0 .. e-1`` stratum ``i`` has had ``C_i(e) = e *
+    (T // S') + ceil((e * r - i) / S')`` slots (0 for the ceiling when
+    negative), which differ by at most one between strata, for every ``e``.
+
+    Rows: stratum ``s`` serves its endless *pass sequence*: pass ``p``
+    (ranks ``p * N_s .. (p + 1) * N_s - 1``) is all ``N_s`` rows in a fresh
+    random order, so every row comes round once before any repeats. Epoch
+    ``e`` serves ranks ``K * C_i(e) ..`` (``n_s * K`` of them): where epoch
+    ``e - 1`` stopped, computed in closed form for any epoch (no epoch is
+    replayed). Over any epochs, the serve counts of a stratum's rows differ
+    by at most one, and are equal whenever its passes end on an epoch end.
+    Pass ``p``'s raw order is the keyed bijection of ``rng="index"``
+    (:func:`pystratum.streams._index.permute_ranks`, keys ``round_keys(key,
+    p, turn)``: the stratum's rows in row order, ``turn`` its order of first
+    appearance), ``key`` the seed for ``rng="index"``, ``seed mod 2**52``
+    for ``"R"``/``"torch"``, and ``SeedSequence.generate_state(1,
+    uint64) >> 12`` for ``"numpy"`` (no shuffle: row order). A slot that
+    straddles passes ``p - 1`` and ``p`` (``t = p * N_s mod K > 0`` rows of
+    pass ``p - 1``) must not repeat those ``t`` rows: when ``N_s >= K``,
+    pass ``p``'s first ``K`` raw rows are reordered so that the first ``K -
+    t`` of them not among pass ``p - 1``'s last ``t`` (as served) come
+    first, the others after them in raw order (positions ``>= K`` keep the
+    raw order; a pass stays a permutation). Pass ``p - 1``'s served tail
+    depends on its own reordering only when ``N_s - t < K``; that chain
+    stops within ``K / gcd(N_s, K)`` passes (a pass ending on a slot edge),
+    so it stays closed form. Small strata with ``small="repeat"``
+    (``N_s < K``) take K consecutive ranks of their pass sequence (rows
+    repeat inside the slot). The epoch's one random draw is the layout
+    order of the strata (numpy: ``permutation(S')`` of the epoch's
+    generator; R and torch: the epoch's group is that one draw, R
+    ``sample.int(S', S')``; index: the keyed bijection of stream ``S``). The
+    layout is the one above, so no stratum is twice in a batch and every
+    batch holds P distinct strata x K rows.
     """
 
     name = "classes_per_batch"
     allocates_slots = True
 
-    def __init__(self, classes_per_batch, per_class, *, classes="proportional", small="error"):
+    def __init__(self, classes_per_batch, per_class, *, classes="proportional", small="error",
+                 num_batches=None):
         fix = "It is a whole number of strata (classes) per batch."
         self.classes_per_batch = check_int(classes_per_batch, "classes_per_batch", minimum=1,
                                            maximum=SIZE_MAX, fix=fix)
@@ -120,10 +166,23 @@ class ClassesPerBatch(Policy):
                                    fix="It is a whole number of rows per class in a batch.")
         self.classes = check_choice(classes, "classes", _CLASSES_MODES)
         self.small = check_choice(small, "small", _SMALL_MODES)
+        if num_batches is not None:
+            num_batches = check_int(num_batches, "num_batches", minimum=1, maximum=SIZE_MAX,
+                                    fix="It is the epoch's length in batches (None: "
+                                        "ceil(N / (classes_per_batch * per_class))).")
+            if self.classes != "uniform":
+                raise ValueError(
+                    f"num_batches={num_batches} sets the epoch's length for "
+                    f"classes='uniform' only; classes={self.classes!r} has the length its "
+                    f"slots need. Pass classes='uniform' or leave num_batches=None.")
+        self.epoch_batches = num_batches
 
     def params(self) -> dict:
-        return {"classes_per_batch": self.classes_per_batch, "per_class": self.per_class,
-                "classes": self.classes, "small": self.small}
+        params = {"classes_per_batch": self.classes_per_batch, "per_class": self.per_class,
+                  "classes": self.classes, "small": self.small}
+        if self.epoch_batches is not None:
+            params["num_batches"] = self.epoch_batches
+        return params
 
     def may_recycle(self) -> bool:
         return True
@@ -140,6 +199,8 @@ class ClassesPerBatch(Policy):
             "rng='numpy' (default) or rng='R' (the R package's batches).")
 
     def allocate(self, strata, epoch) -> Allocation:
+        if self.classes == "uniform":
+            return self._uniform(strata, epoch)
         own, served, num_batches = self._layout(strata, warn=True)
         sizes = np.asarray(strata.sizes, dtype=np.int64)
         n_slots = own + _extra_slots(own, sizes, served, num_batches * self.classes_per_batch,
@@ -195,6 +256,15 @@ class ClassesPerBatch(Policy):
         own = np.where(served, np.maximum(-(-sizes // k), 1), 0).astype(np.int64)
         total = int(own.sum())
         num_batches = max(-(-total // p), int(own.max()))
+        if self.classes == "uniform":
+            rows = int(sizes[served].sum())
+            num_batches = self.epoch_batches or -(-rows // (p * k))
+            check_served_size(num_batches * p * k, rows, rows, "num_batches" if
+                              self.epoch_batches else "classes_per_batch",
+                              self.epoch_batches or p,
+                              f"an epoch of {num_batches:,} batches of {p} x {k} rows",
+                              "Lower num_batches, classes_per_batch or per_class.")
+            return own, served, num_batches
         # Checked before any table exists: a huge stratum with a large P asks B * P * K rows.
         check_served_size(num_batches * p * k, total + sizes.shape[0], int(sizes.sum()),
                           "classes_per_batch", p,
@@ -203,6 +273,32 @@ class ClassesPerBatch(Policy):
                           f"{total:,} slots)",
                           "Lower classes_per_batch or per_class, or split the largest strata.")
         return own, served, num_batches
+
+    def _uniform(self, strata, epoch) -> Allocation:
+        """``classes="uniform"``: slots and pass starts in closed form (see "Uniform" above)."""
+        _, served, num_batches = self._layout(strata, warn=True)
+        n_strata = served.shape[0]
+        turn = np.argsort(strata.first_rows, kind="stable")
+        order = turn[served[turn]]  # served strata in order of first appearance: i = 0 .. S'-1
+        count = order.shape[0]
+        total = num_batches * self.classes_per_batch
+        base, r = divmod(total, count)
+        index = np.arange(count, dtype=np.int64)
+        shift = (epoch * r) % count
+        extra = ((index - shift) % count < r).astype(np.int64)
+        # Slots before this epoch: e * base + ceil((e * r - i) / S'), never below 0.
+        whole, part = divmod(epoch * r, count)  # Python ints: e * r may pass 2**63
+        done = epoch * base + whole + (index < part)
+        n_slots = np.zeros(n_strata, dtype=np.int64)
+        n_slots[order] = base + extra
+        starts = np.zeros(n_strata, dtype=np.int64)
+        starts[order] = np.asarray(done, dtype=np.int64) * self.per_class
+        empty = np.zeros(0, dtype=np.int64)
+        plan = SlotPlan(n_slots=n_slots, width=self.per_class,
+                        per_batch=self.classes_per_batch, num_batches=num_batches,
+                        step=slot_step(num_batches), refill_strata=empty, refill_sizes=empty,
+                        refill_takes=empty, pass_starts=starts)
+        return Allocation(None, slots=plan)
 
     def _refills(self, sizes, own, n_slots, first_rows):
         """The refill draws ``(stratum, size, take)`` in draw order (see the class docstring)."""
