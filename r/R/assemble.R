@@ -144,24 +144,34 @@ assemble_by_stratum = function(encoded, allocation, draws) {
 # the rows, of the served strata, then one per refill). Python: slot_draws.
 slot_draw_group = function(slots, n_rows) {
   served = sum(slots$n_slots > 0)
+  if (!is.null(slots$pass_starts)) {
+    return(list(sizes = served, takes = served))  # the layout: pass orders are keyed
+  }
   list(sizes = c(n_rows, served, slots$refill_sizes), takes = c(n_rows, served,
     slots$refill_takes))
 }
 
-# The batches of one epoch from its draws (Python: assemble_slots).
-assemble_slots = function(encoded, slots, draws) {
+# The batches of one epoch from its draws (Python: assemble_slots). With
+# slots$pass_starts (classes = "uniform") `draws` is the layout alone and
+# `pass_key` keys the pass orders (NULL: row order; uniform_sequence()).
+assemble_slots = function(encoded, slots, draws, pass_key = NULL) {
   sizes = as.double(encoded$sizes)
   k = slots$width
   p = slots$per_batch
   n_batches = slots$n_batches
-  permutation = draws[[1L]]
   first_rows = match(seq_along(sizes), encoded$codes)
   served = order(first_rows)
   served = served[slots$n_slots[served] > 0]
-  layout = served[draws[[2L]]]
+  uniform = !is.null(slots$pass_starts)
+  layout = served[draws[[if (uniform) 1L else 2L]]]
   runs = slots$n_slots[layout]
   run_start = numeric(length(sizes))
   run_start[layout] = cumsum(runs) - runs
+  if (uniform) {
+    sequence = uniform_sequence(encoded, slots, run_start, pass_key)
+    return(gather_slots(sequence, slots, layout, runs))
+  }
+  permutation = draws[[1L]]
   grouped = permutation[order(encoded$codes[permutation], method = "radix")]
   offsets = cumsum(sizes) - sizes
   sequence = integer(n_batches * p * k)
@@ -178,6 +188,15 @@ assemble_slots = function(encoded, slots, draws) {
     at = rep(start, takes) + sequence_within(takes)
     sequence[at] = grouped[rep(offsets[strata], takes) + unlist(refills, use.names = FALSE)]
   }
+  gather_slots(sequence, slots, layout, runs)
+}
+
+# Slot position q (0-based) goes to batch (q mod B) * step mod B as its
+# (q %/% B)-th slot: the batches of the epoch sequences, strata in layout order.
+gather_slots = function(sequence, slots, layout, runs) {
+  k = slots$width
+  p = slots$per_batch
+  n_batches = slots$n_batches
   q = seq_len(n_batches * p) - 1
   batch = ((q %% n_batches) * slots$step) %% n_batches
   place = q %/% n_batches
@@ -187,6 +206,57 @@ assemble_slots = function(encoded, slots, draws) {
   attr(batches, "batch_strata") = matrix(rep(layout, runs)[slot_order], nrow = n_batches,
     byrow = TRUE)
   batches
+}
+
+# classes = "uniform" (Python: pass_sequence): stratum s serves ranks
+# pass_starts[s] .. of its pass sequence at K * run_start[s] + 1 ..; rank u is
+# position u %% N_s of pass u %/% N_s (uniform_pass()).
+uniform_sequence = function(encoded, slots, run_start, pass_key) {
+  sizes = as.double(encoded$sizes)
+  k = slots$width
+  n_strata = length(sizes)
+  turn = integer(n_strata)
+  turn[first_appearance_turn(encoded)] = seq_len(n_strata) - 1L
+  members = split(seq_along(encoded$codes), factor(encoded$codes, levels = seq_len(n_strata)))
+  sequence = integer(slots$n_batches * slots$per_batch * k)
+  for (s in which(slots$n_slots > 0)) {
+    n = sizes[[s]]
+    rank = slots$pass_starts[[s]] + seq_len(slots$n_slots[[s]] * k) - 1
+    pass = rank %/% n
+    position = rank %% n
+    served = numeric(length(rank))
+    for (each in unique(pass)) {
+      mine = pass == each
+      served[mine] = uniform_pass(n, k, each, turn[[s]], pass_key)[position[mine] + 1]
+    }
+    sequence[k * run_start[[s]] + seq_along(rank)] = members[[s]][served + 1]
+  }
+  sequence
+}
+
+# Served positions (0-based) of pass `pass` of a stratum of n rows: the keyed
+# bijection, its first K positions reordered when the pass begins inside a
+# slot (t = pass * n mod K > 0, n >= K): the first K - t of them not among the
+# previous pass's last t served positions come first, the others after them.
+uniform_pass = function(n, k, pass, turn, pass_key, head_only = FALSE) {
+  raw_at = function(positions, of_pass) {
+    if (is.null(pass_key)) return(positions)
+    index_permute_ranks(positions, n, index_round_keys(pass_key, of_pass, turn)[, 1])
+  }
+  positions = if (head_only) seq_len(min(k, n)) - 1 else seq_len(n) - 1
+  values = raw_at(positions, pass)
+  t = (pass * n) %% k
+  if (pass < 1 || n < k || t == 0) return(values)
+  at = n - t + seq_len(t) - 1
+  tail = raw_at(at, pass - 1)
+  inside = at < k
+  if (any(inside)) {
+    tail[inside] = uniform_pass(n, k, pass - 1, turn, pass_key, head_only = TRUE)[at[inside] + 1]
+  }
+  head = values[seq_len(k)]
+  free = head[!(head %in% tail)][seq_len(k - t)]
+  values[seq_len(k)] = c(free, head[!(head %in% free)])
+  values
 }
 
 # 1, 2, ..., t for each t in takes, concatenated.
@@ -202,6 +272,11 @@ sequence_within = function(takes) {
 slot_index_draws = function(encoded, slots, seed, epoch) {
   sizes = as.double(encoded$sizes)
   n_strata = length(sizes)
+  served = sum(slots$n_slots > 0)
+  if (!is.null(slots$pass_starts)) {  # the layout alone
+    return(list(index_permute_ranks(seq_len(served) - 1, served,
+      index_round_keys(seed, epoch, n_strata)[, 1]) + 1))
+  }
   turn = integer(n_strata)
   turn[first_appearance_turn(encoded)] = seq_len(n_strata) - 1L
   keys = index_round_keys(seed, epoch, turn)
@@ -209,7 +284,6 @@ slot_index_draws = function(encoded, slots, seed, epoch) {
   pass_0 = unlist(lapply(seq_len(n_strata), function(s) {
     members[[s]][index_permute_ranks(seq_len(sizes[[s]]) - 1, sizes[[s]], keys[, s]) + 1]
   }), use.names = FALSE)
-  served = sum(slots$n_slots > 0)
   layout = index_permute_ranks(seq_len(served) - 1, served,
     index_round_keys(seed, epoch, n_strata)[, 1]) + 1
   refills = lapply(seq_along(slots$refill_sizes), function(i) {

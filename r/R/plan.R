@@ -148,8 +148,17 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
     seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
     return(plan_epoch(encoded, policy, epoch, allocation, index_seed = seed))
   }
+  pass_key = uniform_pass_key(allocation, seed)
   plan_epoch(encoded, policy, epoch, allocation,
-    draw = stream_at_epoch(policy, encoded, epoch, allocation, rng, seed))
+    draw = stream_at_epoch(policy, encoded, epoch, allocation, rng, seed), pass_key = pass_key)
+}
+
+# The key of classes = "uniform"'s pass orders with rng = "R" or "torch":
+# seed mod 2^52 (seed = NULL: a key drawn from the session's stream); NULL
+# for any other allocation.
+uniform_pass_key = function(allocation, seed) {
+  if (is.null(allocation$slots$pass_starts)) return(NULL)
+  if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else as.double(seed) %% 2^52
 }
 
 # The policy of a call taking `policy` or the older `min_samples_per_stratum`.
@@ -202,8 +211,10 @@ allocate_epoch = function(policy, encoded, epoch, n_batches = NULL, warn = TRUE)
 # this epoch (a function(n, size), see permutation_stream() and
 # stream_at_epoch()); with `index_seed`, from keyed bijections (rng =
 # "index": nothing drawn, any epoch computed directly); with neither, every
-# draw is the identity (shuffle = FALSE: row order).
-plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_seed = NULL) {
+# draw is the identity (shuffle = FALSE: row order). `pass_key`: the key of
+# classes = "uniform"'s pass orders for a stream (uniform_pass_key()).
+plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_seed = NULL,
+  pass_key = NULL) {
   slots = allocation$slots
   if (!is.null(slots)) {
     group = slot_draw_group(slots, encoded$n_rows)
@@ -214,7 +225,8 @@ plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_see
     } else {
       lapply(group$takes, seq_len)
     }
-    batches = assemble_slots(encoded, slots, draws)
+    if (!is.null(index_seed)) pass_key = index_seed
+    batches = assemble_slots(encoded, slots, draws, pass_key)
     attr(batches, "batch_strata") = NULL
     return(batches)
   }

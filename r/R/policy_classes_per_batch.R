@@ -19,22 +19,59 @@
 #' `pystratum.policies.ClassesPerBatch` for the exact rule; both languages
 #' give the same batches for the same seed.
 #'
+#' `classes = "uniform"`: every stratum is in the same number of batches per
+#' epoch, plus or minus one. The epoch has `B = num_batches` batches, or
+#' `ceiling(N / (P * K))` (N the served rows); with `T = B * P` slots and
+#' `S'` served strata numbered `i = 0, ..., S' - 1` in order of first
+#' appearance, every stratum has `T %/% S'` slots and the `r = T %% S'`
+#' strata with `(i - epoch * r) %% S' < r` one more (a window moving by `r`
+#' each epoch), so over epochs `0, ..., e - 1` stratum `i` has had
+#' `C_i(e) = e * (T %/% S') + ceiling((e * r - i) / S')` slots (the ceiling
+#' taken as 0 when negative): appearances differ by at most one at every
+#' epoch. Each stratum serves its endless sequence of passes, each pass all
+#' its rows in a fresh random order, and epoch e serves ranks `K * C_i(e)`
+#' onwards of it (where epoch e - 1 stopped, computed directly for any
+#' epoch): a stratum's rows all come round before any repeats, and over
+#' epochs their serve counts differ by at most one. A pass's order is the
+#' keyed bijection of `rng = "index"` with keys from `(key, pass, turn)`,
+#' `key` the seed (`rng = "index"`) or `seed %% 2^52` (`"R"`, `"torch"`);
+#' when a slot straddles two passes (t rows of the earlier one), the later
+#' pass's first K rows are reordered so that the first K - t of them not
+#' among the earlier pass's last t come first (no row twice in a batch).
+#' The epoch's one draw is the layout order of the strata
+#' (`sample.int(S', S')`). The Python docstring states every step.
+#'
 #' @param classes_per_batch P, the strata in every batch.
 #' @param per_class K, the rows of each of them in a batch.
-#' @param classes `"proportional"`.
+#' @param classes `"proportional"` or `"uniform"`.
 #' @param small `"error"`, `"drop"` or `"repeat"`.
+#' @param num_batches `classes = "uniform"` only: the epoch's length in
+#'   batches; NULL means `ceiling(N / (P * K))`.
 #' @return A policy object for [stratified_batches()].
 #' @export
 policy_classes_per_batch = function(classes_per_batch, per_class, classes = "proportional",
-  small = "error") {
+  small = "error", num_batches = NULL) {
   classes_per_batch = assert_whole_number(classes_per_batch, "classes_per_batch", minimum = 1,
     fix = "It is a whole number of strata (classes) per batch.")
   per_class = assert_whole_number(per_class, "per_class", minimum = 1,
     fix = "It is a whole number of rows per class in a batch.")
-  classes = assert_choice(classes, "classes", "proportional")
+  classes = assert_choice(classes, "classes", c("proportional", "uniform"))
   small = assert_choice(small, "small", c("error", "drop", "repeat"))
-  new_policy("classes_per_batch", list(classes_per_batch = classes_per_batch,
-    per_class = per_class, classes = classes, small = small))
+  params = list(classes_per_batch = classes_per_batch, per_class = per_class,
+    classes = classes, small = small)
+  if (!is.null(num_batches)) {
+    num_batches = assert_whole_number(num_batches, "num_batches", minimum = 1,
+      fix = paste0("It is the epoch's length in batches (None: ",
+        "ceil(N / (classes_per_batch * per_class)))."))
+    if (classes != "uniform") {
+      abort_value("num_batches", sprintf(paste0(
+        "num_batches=%s sets the epoch's length for classes='uniform' only; classes='%s' has ",
+        "the length its slots need. Pass classes='uniform' or leave num_batches=None."),
+        format(num_batches, scientific = FALSE), classes))
+    }
+    params$num_batches = num_batches
+  }
+  new_policy("classes_per_batch", params)
 }
 
 # A slot allocation, list(slots = ), as Python's Allocation(None, slots = ).
@@ -90,6 +127,9 @@ classes_per_batch_slots = function(policy, encoded, epoch) {
       format(k, scientific = FALSE), length(dropped), format(k, scientific = FALSE),
       format(sum(sizes[dropped]), scientific = FALSE), labels(dropped[[1L]])))
   }
+  if (policy$params$classes == "uniform") {
+    return(uniform_slots(policy, sizes, served, encoded, epoch))
+  }
   own = ifelse(served, pmax(ceiling(sizes / k), 1), 0)
   n_batches = max(ceiling(sum(own) / p), max(own))
   # Checked before any table exists: a huge stratum with a large P asks B * P * K rows.
@@ -104,6 +144,39 @@ classes_per_batch_slots = function(policy, encoded, epoch) {
   refills = classes_per_batch_refills(sizes, own, n_slots, k, first_rows)
   c(list(n_slots = n_slots, n_batches = n_batches, per_batch = p, width = k,
     step = slot_step(n_batches)), refills)
+}
+
+# classes = "uniform": the slots and pass starts of one epoch in closed form
+# (Python: ClassesPerBatch._uniform).
+uniform_slots = function(policy, sizes, served, encoded, epoch) {
+  p = policy$params$classes_per_batch
+  k = policy$params$per_class
+  length_given = policy$params$num_batches
+  rows = sum(sizes[served])
+  n_batches = if (is.null(length_given)) ceiling(rows / (p * k)) else length_given
+  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+  check_served_size(n_batches * p * k, rows, rows,
+    if (is.null(length_given)) "classes_per_batch" else "num_batches",
+    if (is.null(length_given)) p else length_given,
+    sprintf("an epoch of %s batches of %s x %s rows", count(n_batches),
+      format(p, scientific = FALSE), format(k, scientific = FALSE)),
+    "Lower num_batches, classes_per_batch or per_class.")
+  turn = first_appearance_turn(encoded)
+  turn = turn[served[turn]]
+  n_served = length(turn)
+  total = n_batches * p
+  base = total %/% n_served
+  r = total %% n_served
+  i = seq_len(n_served) - 1
+  # Slots before this epoch: e * base + ceiling((e * r - i) / S'), never below 0.
+  whole = (epoch * r) %/% n_served
+  part = (epoch * r) %% n_served
+  n_slots = starts = numeric(length(sizes))
+  n_slots[turn] = base + as.numeric((i - (epoch * r) %% n_served) %% n_served < r)
+  starts[turn] = (epoch * base + whole + as.numeric(i < part)) * k
+  list(n_slots = n_slots, n_batches = n_batches, per_batch = p, width = k,
+    step = slot_step(n_batches), refill_strata = numeric(0), refill_sizes = numeric(0),
+    refill_takes = numeric(0), pass_starts = starts)
 }
 
 # Water-filling of the extra slots (Python: _extra_slots).

@@ -50,6 +50,7 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   # Created on the first shuffled epoch, so a loader that only predicts never
   # needs torch and never touches a random generator.
   draw = NULL
+  pass_key = NULL  # classes = "uniform"'s pass key (uniform_pass_key())
   served = 0L
 
   self$length = function() length(self$batch_sizes)
@@ -65,8 +66,9 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
     } else if (shuffle && is.null(draw)) {
       draw <<- permutation_stream(rng, seed, torch_backend)
     }
+    if (shuffle && is.null(pass_key)) pass_key <<- uniform_pass_key(allocation, seed)
     batches = plan_epoch(encoded, policy, served, allocation, draw = draw,
-      index_seed = index_seed)
+      index_seed = index_seed, pass_key = pass_key)
     served <<- served + 1L
     batches
   }

@@ -13,15 +13,18 @@ from pystratum import plan_batches
 from pystratum.policies import ClassesPerBatch, SmallStrataWarning
 
 
-def r_batches(session, labels, p, k, small, seed, epoch, rng="R"):
-    call = r_function(session, """function(y, p, k, small, seed, epoch, rng) {
+def r_batches(session, labels, p, k, small, seed, epoch, rng="R", classes="proportional",
+              num_batches=None):
+    call = r_function(session, """function(y, p, k, small, seed, epoch, rng, classes, length) {
+      if (length == 0) length = NULL
       out = suppressWarnings(pystratum::stratified_batches(y,
-        pystratum::policy_classes_per_batch(p, k, small = small), seed = seed, epoch = epoch,
-        rng = rng))
+        pystratum::policy_classes_per_batch(p, k, classes = classes, small = small,
+          num_batches = length), seed = seed, epoch = epoch, rng = rng))
       lapply(out, as.integer)
     }""")
     with session.calling():
-        out = call(session.ro.IntVector(labels.tolist()), p, k, small, seed, epoch, rng)
+        out = call(session.ro.IntVector(labels.tolist()), p, k, small, seed, epoch, rng, classes,
+                   num_batches or 0)
         return [list(batch) for batch in out]
 
 
@@ -43,6 +46,26 @@ def test_r_gives_the_core_batches_plus_one(r_session, sizes, p, k, small, seed, 
         [(batch + 1).tolist() for batch in plan.batches]
 
 
+@settings(max_examples=40)
+@given(sizes=st.lists(st.integers(1, 25), min_size=2, max_size=10), p=st.integers(1, 4),
+       k=st.integers(1, 5), small=st.sampled_from(["drop", "repeat"]),
+       seed=st.integers(0, 2**31 - 2), epoch=st.integers(0, 6),
+       rng=st.sampled_from(["R", "index"]), length=st.sampled_from([None, 3, 17]))
+def test_r_gives_the_core_uniform_batches_plus_one(r_session, sizes, p, k, small, seed, epoch,
+                                                   rng, length):
+    """classes='uniform': the passes, their reordered heads and the layout agree with R."""
+    labels = np.random.default_rng(seed % 13).permutation(np.repeat(np.arange(len(sizes)), sizes))
+    policy = ClassesPerBatch(p, k, classes="uniform", small=small, num_batches=length)
+    can_fill = len(sizes) if small == "repeat" else sum(s >= k for s in sizes)
+    if can_fill < p:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallStrataWarning)
+        plan = plan_batches(labels, policy, seed=seed, rng=rng, epoch=epoch)
+    assert r_batches(r_session, labels, p, k, small, seed, epoch, rng, "uniform", length) == \
+        [(batch + 1).tolist() for batch in plan.batches]
+
+
 def test_r_refuses_like_python(r_session):
     call = r_function(r_session, """function() tryCatch(pystratum::stratified_batches(
       c(1, 1, 2, 2, 2, 3), pystratum::policy_classes_per_batch(2, 3), seed = 1),
@@ -54,16 +77,20 @@ def test_r_refuses_like_python(r_session):
         plan_batches([1, 1, 2, 2, 2, 3], ClassesPerBatch(2, 3), seed=1, rng="R")
 
 
-@pytest.mark.parametrize("p, k, small", [(0, 2, "error"), (2, -1, "error"), (2.5, 2, "error"),
-                                         (2, 2, "skip"), ("2", 2, "error"), (True, 2, "drop")])
-def test_bad_parameters_fail_alike_in_r(r_session, p, k, small):
+@pytest.mark.parametrize("p, k, small, length", [
+    (0, 2, "error", None), (2, -1, "error", None), (2.5, 2, "error", None),
+    (2, 2, "skip", None), ("2", 2, "error", None), (True, 2, "drop", None),
+    (2, 2, "error", 0), (2, 2, "error", 2.5), (2, 2, "error", "3")])
+def test_bad_parameters_fail_alike_in_r(r_session, p, k, small, length):
     with pytest.raises((TypeError, ValueError)) as raised:
-        ClassesPerBatch(p, k, small=small)
-    call = r_function(r_session, """function(p, k, small) tryCatch({
-        pystratum::policy_classes_per_batch(p, k, small = small); c("none", "")
+        ClassesPerBatch(p, k, small=small, classes="uniform", num_batches=length)
+    call = r_function(r_session, """function(p, k, small, length) tryCatch({
+        if (identical(length, "none")) length = NULL
+        pystratum::policy_classes_per_batch(p, k, classes = "uniform", small = small,
+          num_batches = length); c("none", "")
       }, pystratum_error = function(e) c(class(e)[[1L]], e$argument))""")
     with r_session.calling():
-        kind, argument = list(call(p, k, small))
+        kind, argument = list(call(p, k, small, "none" if length is None else length))
     assert kind == {"TypeError": "pystratum_type_error",
                     "ValueError": "pystratum_value_error"}[type(raised.value).__name__]
     assert str(raised.value).startswith(argument)

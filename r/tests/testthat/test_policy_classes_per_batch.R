@@ -68,3 +68,37 @@ test_that("an epoch far larger than the data is refused before any table", {
     "^classes_per_batch=100 makes an epoch of 3,000,000 batches of 100 x 1 rows",
     class = "pystratum_value_error")
 })
+
+test_that("classes = 'uniform': equal appearances, rows without replacement across epochs", {
+  sizes = c(9, 4, 13, 7, 22, 5, 16)
+  y = rep(seq_along(sizes), sizes)[c(40:76, 1:39)]
+  policy = policy_classes_per_batch(3, 4, classes = "uniform")
+  appearances = numeric(7)
+  uses = numeric(length(y))
+  for (k in 0:5) {
+    batches = stratified_batches(y, policy, seed = 3, epoch = k)
+    expect_length(batches, ceiling(76 / 12))
+    for (b in batches) {
+      expect_length(b, 12)
+      expect_length(unique(b), 12)
+      expect_length(unique(y[b]), 3)
+    }
+    epoch = tabulate(vapply(batches, function(b) unique(y[b]), numeric(3)), 7)
+    expect_lte(diff(range(epoch)), 1)
+    appearances = appearances + epoch
+    expect_lte(diff(range(appearances)), 1)
+    uses = uses + tabulate(unlist(batches), length(y))
+    for (s in seq_along(sizes)) expect_lte(diff(range(uses[y == s])), 1)
+  }
+  expect_length(stratified_batches(y, policy_classes_per_batch(3, 4, classes = "uniform",
+    num_batches = 20), seed = 1, rng = "index"), 20)
+  expect_error(policy_classes_per_batch(3, 4, num_batches = 5),
+    "^num_batches=5 sets the epoch's length for classes='uniform' only",
+    class = "pystratum_value_error")
+  expect_error(policy_classes_per_batch(3, 4, classes = "uniform", num_batches = 0),
+    "^num_batches", class = "pystratum_value_error")
+  epochs = stratified_epochs(y, policy, seed = 8)
+  epochs$start_at(2)
+  expect_identical(epochs$next_epoch(), stratified_batches(y, policy, seed = 8, epoch = 2))
+  expect_identical(epochs$next_epoch(), stratified_batches(y, policy, seed = 8, epoch = 3))
+})
