@@ -105,3 +105,51 @@ def test_sampler_with_rng_index_unshuffled_is_not_lazy_and_builds():
     # shuffle=False takes no lazy plan: nothing to refuse.
     sampler = StratifiedBatchSampler(LABELS, POLICY, shuffle=False, rng="index")
     assert len(list(iter(sampler))) == len(sampler)
+
+
+UNIFORM = ClassesPerBatch(3, 4, classes="uniform")
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R", "torch"])
+def test_uniform_sampler_serves_the_core_plans_and_rows_come_round(rng):
+    sampler = StratifiedBatchSampler(LABELS, UNIFORM, seed=6, rng=rng)
+    uses = np.zeros(len(LABELS), dtype=np.int64)
+    for epoch in range(4):
+        sampler.set_epoch(epoch)
+        served = [list(b) for b in sampler]
+        expected = plan_batches(LABELS, UNIFORM, seed=6, rng=rng, epoch=epoch)
+        assert served == [b.tolist() for b in expected.batches]
+        assert len(sampler) == len(expected) == -(-len(LABELS) // 12)
+        for batch in served:
+            assert_pk(batch)
+        uses += np.bincount(list(itertools.chain(*served)), minlength=len(LABELS))
+    for s in range(len(SIZES)):  # rows without replacement across epochs
+        mine = uses[LABELS == s]
+        assert mine.max() - mine.min() <= 1 and mine.min() >= 1
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R"])
+def test_uniform_state_dict_resumes_mid_epoch_and_set_epoch_jumps(rng):
+    first = StratifiedBatchSampler(LABELS, UNIFORM, seed=2, rng=rng)
+    first.set_epoch(3)
+    iterator = iter(first)
+    head = [list(b) for b in itertools.islice(iterator, 5)]
+    resumed = StratifiedBatchSampler(LABELS, UNIFORM, seed=2, rng=rng)
+    resumed.load_state_dict(first.state_dict())
+    tail = [list(b) for b in resumed]
+    expected = plan_batches(LABELS, UNIFORM, seed=2, rng=rng, epoch=3)
+    assert head + tail == [b.tolist() for b in expected.batches]
+
+
+def test_uniform_ddp_ranks_get_whole_pk_batches(tmp_path):
+    config = {"labels": LABELS.tolist(), "policy": UNIFORM.to_dict(), "seed": 5, "rng": "numpy",
+              "epochs": 2}
+    results = run_ranks("ddp_policy_worker", 2, config, tmp_path)
+    assert len({r["length"] for r in results}) == 1
+    for epoch in range(2):
+        plan = plan_batches(LABELS, UNIFORM, seed=5, rng="numpy", epoch=epoch)
+        for result in results:
+            chosen = rank_batch_indices(len(plan), 2, result["rank"], False)
+            assert result["epochs"][epoch] == [plan[b].tolist() for b in chosen]
+            for rows in result["epochs"][epoch]:
+                assert_pk(rows)
