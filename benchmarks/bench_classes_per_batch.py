@@ -1,14 +1,18 @@
 """ClassesPerBatch(16, 4) epochs beside numpy's permutation and the peers' P x K samplers.
 
 Run: .venv/bin/python benchmarks/bench_classes_per_batch.py [--rows 1e6] [--classes 1e4]
-     [--repeats 5] [--peer]
+     [--repeats 5] [--peer] [--mode proportional|uniform] [--rng numpy|index]
 
 Labels: ``--classes`` classes, sizes drawn 4-400 with a long tail (Pareto),
 then scaled (at least 4) to about ``--rows`` rows in all; the first line
 printed gives the sizes' range. Times one ``plan_batches`` epoch (numpy stream)
 against ``default_rng().permutation(N)``, alternately, best of
 ``--repeats``, CPU seconds (``time.process_time``: ratios stay meaningful
-on a loaded machine). The target is a ratio within 2.
+on a loaded machine). The target is a ratio within 2. ``--mode uniform``:
+``ClassesPerBatch(16, 4, classes="uniform")``, its epochs taken far into
+training (epoch 1000 on), where a class of 4 rows is in its 25,000th pass,
+so that the closed-form pass offsets and reordered pass heads are timed;
+``--rng``: the stream of our epochs.
 
 ``--peer``: also one epoch of each peer over the same rows, timed once (CPU
 seconds, construction included), and the composition of every sampler's
@@ -143,24 +147,27 @@ def main() -> None:
     parser.add_argument("--classes", type=float, default=1e4)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--peer", action="store_true")
+    parser.add_argument("--mode", choices=["proportional", "uniform"], default="proportional")
+    parser.add_argument("--rng", choices=["numpy", "index"], default="numpy")
     args = parser.parse_args()
     labels = long_tail_labels(int(args.rows), int(args.classes))
     n = labels.shape[0]
-    policy = ClassesPerBatch(P, K)
-    plan_batches(labels, policy, seed=0)  # warm-up (numba compilation, caches)
-    epochs = iter(range(10**6))
+    policy = ClassesPerBatch(P, K, classes=args.mode)
+    plan_batches(labels, policy, seed=0, rng=args.rng)  # warm-up (numba compilation, caches)
+    epochs = iter(range(1000 if args.mode == "uniform" else 0, 10**6))
     ours, numpy_time = [], []
     for _ in range(args.repeats):
-        ours.append(best(lambda: plan_batches(labels, policy, seed=1, epoch=next(epochs)), 1))
+        ours.append(best(lambda: plan_batches(labels, policy, seed=1, rng=args.rng,
+                                              epoch=next(epochs)), 1))
         numpy_time.append(best(lambda: np.random.default_rng().permutation(n), 1))
-    plan = plan_batches(labels, policy, seed=1)
+    plan = plan_batches(labels, policy, seed=1, rng=args.rng)
     sizes = np.bincount(labels)
     print(f"N={n:,} classes={int(args.classes):,} (sizes min/median/max {sizes.min()}/"
           f"{np.median(sizes):g}/{sizes.max()}) batches={plan.num_batches:,}")
-    print(f"ClassesPerBatch({P}, {K}) epoch: {min(ours):.4f} s CPU; permutation(N): "
+    print(f"{policy!r} epoch (rng={args.rng!r}): {min(ours):.4f} s CPU; permutation(N): "
           f"{min(numpy_time):.4f} s; ratio {min(ours) / min(numpy_time):.2f}")
     if args.peer:
-        print(_line(f"ClassesPerBatch({P}, {K})", min(ours), min(ours),
+        print(_line(f"ClassesPerBatch({P}, {K}, classes={args.mode!r})", min(ours), min(ours),
                     audit(labels, list(plan), P)))
         batches, seconds = _timed(mper_class_epoch(labels))
         print(_line(f"MPerClassSampler(m={K}, batch_size={P * K}, length_before_new_iter=N)",

@@ -881,15 +881,48 @@ class _RawPasses:
         self.key, self.sizes, self.turn = key, sizes, turn
 
     def positions(self, stratum, passes, position) -> np.ndarray:
+        """Raw positions; consecutive entries of one (stratum, pass) share its keys.
+
+        Each run of one (stratum, pass) gets its round keys once; a small
+        domain (``N_s <= SMALL_DOMAIN``) is ranked once per run, not once per
+        value (``permute_ranks`` ranks all ``N_s`` candidates for every value),
+        domains of one size together. The values are ``permute_ranks``'s.
+        """
         if self.key is None:
             return np.asarray(position, dtype=np.int64).copy()
-        from ..streams._index import permute_ranks, round_keys
+        from ..streams._index import SMALL_DOMAIN, _HALF, _encrypt, permute_ranks, round_keys
 
-        out = np.empty(stratum.shape[0], dtype=np.int64)
-        for start in range(0, stratum.shape[0], _CHUNK_ROWS):
-            part = slice(start, start + _CHUNK_ROWS)
-            keys = round_keys(self.key, passes[part], self.turn[stratum[part]])
-            out[part] = permute_ranks(position[part], self.sizes[stratum[part]], keys)
+        count = stratum.shape[0]
+        out = np.empty(count, dtype=np.int64)
+        if count == 0:
+            return out
+        new = np.r_[True, (stratum[1:] != stratum[:-1]) | (passes[1:] != passes[:-1])]
+        first = np.flatnonzero(new)
+        run = np.cumsum(new) - 1
+        keys = round_keys(self.key, passes[first], self.turn[stratum[first]])
+        size = self.sizes[stratum[first]]
+        small = size <= SMALL_DOMAIN
+        large = ~small[run]
+        if large.any():
+            where = np.flatnonzero(large)
+            for start in range(0, where.shape[0], _CHUNK_ROWS):
+                part = where[start:start + _CHUNK_ROWS]
+                out[part] = permute_ranks(position[part], size[run[part]], keys[:, run[part]])
+        if not small.any():
+            return out
+        # Each small run's whole permutation, runs one after the other in `table`.
+        length = np.where(small, size, 0)
+        start = np.cumsum(length) - length
+        table = np.empty(int(length.sum()), dtype=np.int64)
+        for n in np.unique(size[small]).tolist():
+            runs = np.flatnonzero(small & (size == n))
+            candidates = np.tile(np.arange(n, dtype=np.uint64), runs.shape[0])
+            values = _encrypt(candidates, _HALF, _HALF,
+                              [np.repeat(row, n) for row in keys[:, runs]])
+            order = np.argsort(values.reshape(runs.shape[0], n), axis=1, kind="stable")
+            table[(start[runs][:, None] + np.arange(n)).reshape(-1)] = order.reshape(-1)
+        where = np.flatnonzero(~large)
+        out[where] = table[start[run[where]] + position[where]]
         return out
 
 
