@@ -95,6 +95,22 @@ def plan_strata(y):
 sizes_st = st.lists(st.integers(1, 30), min_size=1, max_size=12)
 
 
+def refused(y, policy, sizes, **kwargs) -> bool:
+    """Whether the policy must refuse these strata; if so, checks the error plan_batches gives."""
+    counts = np.asarray(sizes)
+    k = policy.per_class
+    can_fill = int((counts >= k).sum()) if policy.small != "repeat" else len(sizes)
+    if policy.small == "error" and (counts < k).any():
+        match = "needs at least .* rows of every stratum"
+    elif can_fill < policy.classes_per_batch:
+        match = "largest feasible classes_per_batch"
+    else:
+        return False
+    with pytest.raises(ValueError, match=match):
+        plan_batches(y, policy, **kwargs)
+    return True
+
+
 @settings(max_examples=150)
 @given(sizes=sizes_st, p=st.integers(1, 6), k=st.integers(1, 6),
        small=st.sampled_from(["error", "drop", "repeat"]), seed=st.integers(0, 2**31 - 1),
@@ -104,17 +120,9 @@ sizes_st = st.lists(st.integers(1, 30), min_size=1, max_size=12)
 def test_every_guarantee_or_a_clear_error(sizes, p, k, small, seed, epoch, rng):
     y = labels_of(sizes, seed % 7)
     policy = ClassesPerBatch(p, k, small=small)
-    counts = np.asarray(sizes)
-    can_fill = int((counts >= k).sum()) if small != "repeat" else len(sizes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmallStrataWarning)
-        if small == "error" and (counts < k).any():
-            with pytest.raises(ValueError, match="needs at least .* rows of every stratum"):
-                plan_batches(y, policy, seed=seed, rng=rng, epoch=epoch)
-            return
-        if can_fill < p:
-            with pytest.raises(ValueError, match="largest feasible classes_per_batch"):
-                plan_batches(y, policy, seed=seed, rng=rng, epoch=epoch)
+        if refused(y, policy, sizes, seed=seed, rng=rng, epoch=epoch):
             return
         plan = plan_batches(y, policy, seed=seed, rng=rng, epoch=epoch)
     check_plan(y, policy, plan)

@@ -13,6 +13,7 @@ from pystratum.engine._assemble import pass_sequence
 from pystratum.policies import ClassesPerBatch, SmallStrataWarning, policy_from_params
 from pystratum.streams._index import permute_ranks, round_keys
 from pystratum.strata._encode import encode_strata
+from test_classes_per_batch import refused, run_cli
 
 
 def labels_of(sizes, seed=0):
@@ -109,16 +110,9 @@ def test_every_uniform_guarantee_over_epochs(sizes, p, k, small, seed, rng, leng
     y = labels_of(sizes, seed % 5)
     policy = ClassesPerBatch(p, k, classes="uniform", small=small, num_batches=length)
     counts = np.asarray(sizes)
-    can_fill = int((counts >= k).sum()) if small != "repeat" else len(sizes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmallStrataWarning)
-        if small == "error" and (counts < k).any():
-            with pytest.raises(ValueError, match="needs at least .* rows of every stratum"):
-                plan_batches(y, policy, seed=seed, rng=rng)
-            return
-        if can_fill < p:
-            with pytest.raises(ValueError, match="largest feasible classes_per_batch"):
-                plan_batches(y, policy, seed=seed, rng=rng)
+        if refused(y, policy, sizes, seed=seed, rng=rng):
             return
         plans = [plan_batches(y, policy, seed=seed, rng=rng, epoch=e) for e in range(5)]
         again = plan_batches(y, policy, seed=seed, rng=rng, epoch=3)
@@ -250,8 +244,6 @@ def test_num_batches_and_params():
 
 def test_cli_plans_uniform(tmp_path):
     import json
-
-    from test_classes_per_batch import run_cli
 
     y = labels_of([9, 4, 13, 7, 22, 5, 16], 2)
     path = tmp_path / "d.csv"

@@ -34,15 +34,21 @@ def r_batches(session, labels, p, k, small, seed, epoch, rng="R", classes="propo
        seed=st.integers(0, 2**31 - 2), epoch=st.integers(0, 2),
        rng=st.sampled_from(["R", "index"]))
 def test_r_gives_the_core_batches_plus_one(r_session, sizes, p, k, small, seed, epoch, rng):
+    check_against_r(r_session, sizes, ClassesPerBatch(p, k, small=small), seed, epoch, rng)
+
+
+def check_against_r(session, sizes, policy, seed, epoch, rng):
+    """R's batches (from live R) are the core's plus one, when the strata can be served."""
     labels = np.random.default_rng(seed % 13).permutation(np.repeat(np.arange(len(sizes)), sizes))
-    policy = ClassesPerBatch(p, k, small=small)
-    can_fill = len(sizes) if small == "repeat" else sum(s >= k for s in sizes)
-    if can_fill < p:
+    k = policy.per_class
+    can_fill = len(sizes) if policy.small == "repeat" else sum(s >= k for s in sizes)
+    if can_fill < policy.classes_per_batch:
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmallStrataWarning)
         plan = plan_batches(labels, policy, seed=seed, rng=rng, epoch=epoch)
-    assert r_batches(r_session, labels, p, k, small, seed, epoch, rng) == \
+    assert r_batches(session, labels, policy.classes_per_batch, k, policy.small, seed, epoch,
+                     rng, policy.classes, policy.epoch_batches) == \
         [(batch + 1).tolist() for batch in plan.batches]
 
 
@@ -54,16 +60,8 @@ def test_r_gives_the_core_batches_plus_one(r_session, sizes, p, k, small, seed, 
 def test_r_gives_the_core_uniform_batches_plus_one(r_session, sizes, p, k, small, seed, epoch,
                                                    rng, length):
     """classes='uniform': the passes, their reordered heads and the layout agree with R."""
-    labels = np.random.default_rng(seed % 13).permutation(np.repeat(np.arange(len(sizes)), sizes))
-    policy = ClassesPerBatch(p, k, classes="uniform", small=small, num_batches=length)
-    can_fill = len(sizes) if small == "repeat" else sum(s >= k for s in sizes)
-    if can_fill < p:
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SmallStrataWarning)
-        plan = plan_batches(labels, policy, seed=seed, rng=rng, epoch=epoch)
-    assert r_batches(r_session, labels, p, k, small, seed, epoch, rng, "uniform", length) == \
-        [(batch + 1).tolist() for batch in plan.batches]
+    check_against_r(r_session, sizes, ClassesPerBatch(p, k, classes="uniform", small=small,
+                                                      num_batches=length), seed, epoch, rng)
 
 
 def test_r_refuses_like_python(r_session):

@@ -125,6 +125,12 @@ shuffled_ten = sample(ten)
 pk_classes = rep(sprintf("id_%d", c(7L, 3L, 5L, 1L, 6L, 2L, 4L)),
   c(9L, 4L, 13L, 7L, 22L, 5L, 16L))[c(seq(1L, 76L, by = 3L), seq(2L, 76L, by = 3L),
   seq(3L, 76L, by = 3L))]
+# ClassesPerBatch(3, 4, classes = "uniform"), with num_batches when given.
+pk_uniform = function(num_batches = NULL) {
+  list(name = "classes_per_batch", params = c(list(classes_per_batch = 3L, per_class = 4L,
+    classes = "uniform", small = "error"), if (!is.null(num_batches)) list(
+      num_batches = num_batches)))
+}
 
 cases = list(
   run_case("blog_no_shuffle_m1",
@@ -350,31 +356,24 @@ cases = list(
     rng = "index"),
   run_case("classes_per_batch_uniform_epoch_0",
     "Same classes, 3 x 4 rows, classes = 'uniform': B = 7, passes continue across epochs (epoch 0 of 0-2).",
-    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
-      per_class = 4L, classes = "uniform", small = "error")), seed = 7L, epoch = 0L),
+    pk_classes, pk_uniform(), seed = 7L, epoch = 0L),
   run_case("classes_per_batch_uniform_epoch_1",
     "Same classes, 3 x 4 rows, classes = 'uniform': B = 7, passes continue across epochs (epoch 1 of 0-2).",
-    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
-      per_class = 4L, classes = "uniform", small = "error")), seed = 7L, epoch = 1L),
+    pk_classes, pk_uniform(), seed = 7L, epoch = 1L),
   run_case("classes_per_batch_uniform_epoch_2",
     "Same classes, 3 x 4 rows, classes = 'uniform': B = 7, passes continue across epochs (epoch 2 of 0-2).",
-    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
-      per_class = 4L, classes = "uniform", small = "error")), seed = 7L, epoch = 2L),
+    pk_classes, pk_uniform(), seed = 7L, epoch = 2L),
   run_case("classes_per_batch_uniform_index_epoch_1",
     "Same classes, 3 x 4 rows, classes = 'uniform', rng = 'index' (epoch 1 of 1-2).",
-    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
-      per_class = 4L, classes = "uniform", small = "error")), seed = 12L, epoch = 1L, rng = "index"),
+    pk_classes, pk_uniform(), seed = 12L, epoch = 1L, rng = "index"),
   run_case("classes_per_batch_uniform_index_epoch_2",
     "Same classes, 3 x 4 rows, classes = 'uniform', rng = 'index' (epoch 2 of 1-2).",
-    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
-      per_class = 4L, classes = "uniform", small = "error")), seed = 12L, epoch = 2L, rng = "index"),
+    pk_classes, pk_uniform(), seed = 12L, epoch = 2L, rng = "index"),
   run_case("classes_per_batch_uniform_length",
     "Same classes, 3 x 4 rows, classes = 'uniform', num_batches = 11 (longer than one pass), epoch 3.",
-    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
-      per_class = 4L, classes = "uniform", small = "error", num_batches = 11L)), seed = 5L, epoch = 3L),
+    pk_classes, pk_uniform(11L), seed = 5L, epoch = 3L),
   run_case("classes_per_batch_uniform_no_shuffle", "Same classes, 3 x 4 rows, classes = 'uniform', row order.",
-    pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
-      per_class = 4L, classes = "uniform", small = "error")), shuffle = FALSE),
+    pk_classes, pk_uniform(), shuffle = FALSE),
   run_case("error_classes_per_batch_num_batches", "num_batches with classes = 'proportional': an error naming num_batches.",
     pk_classes, list(name = "classes_per_batch", params = list(classes_per_batch = 3L,
       per_class = 4L, classes = "proportional", small = "error", num_batches = 5L)), seed = 1L),
