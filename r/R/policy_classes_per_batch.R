@@ -22,11 +22,11 @@
 #' `classes = "uniform"`: every stratum is in the same number of batches per
 #' epoch, plus or minus one. The epoch has `B = num_batches` batches, or
 #' `ceiling(N / (P * K))` (N the served rows); with `T = B * P` slots and
-#' `S'` served strata numbered `i = 0, ..., S' - 1` in order of first
-#' appearance, every stratum has `T %/% S'` slots and the `r = T %% S'`
-#' strata with `(i - epoch * r) %% S' < r` one more (a window moving by `r`
+#' `M` served strata numbered `i = 0, ..., M - 1` in order of first
+#' appearance, every stratum has `T %/% M` slots and the `r = T %% M`
+#' strata with `(i - epoch * r) %% M < r` one more (a window moving by `r`
 #' each epoch), so over epochs `0, ..., e - 1` stratum `i` has had
-#' `C_i(e) = e * (T %/% S') + ceiling((e * r - i) / S')` slots (the ceiling
+#' `C_i(e) = e * (T %/% M) + ceiling((e * r - i) / M)` slots (the ceiling
 #' taken as 0 when negative): appearances differ by at most one at every
 #' epoch. Each stratum serves its endless sequence of passes, each pass all
 #' its rows in a fresh random order, and epoch e serves ranks `K * C_i(e)`
@@ -39,7 +39,7 @@
 #' pass's first K rows are reordered so that the first K - t of them not
 #' among the earlier pass's last t come first (no row twice in a batch).
 #' The epoch's one draw is the layout order of the strata
-#' (`sample.int(S', S')`). The Python docstring states every step.
+#' (`sample.int(M, M)`). The Python docstring states every step.
 #'
 #' @param classes_per_batch P, the strata in every batch.
 #' @param per_class K, the rows of each of them in a batch.
@@ -168,7 +168,7 @@ uniform_slots = function(policy, sizes, served, encoded, epoch) {
   base = total %/% n_served
   r = total %% n_served
   i = seq_len(n_served) - 1
-  # Slots before this epoch: e * base + ceiling((e * r - i) / S'), never below 0.
+  # Slots before this epoch: e * base + ceiling((e * r - i) / M), never below 0.
   whole = (epoch * r) %/% n_served
   part = (epoch * r) %% n_served
   n_slots = starts = numeric(length(sizes))
