@@ -94,12 +94,13 @@ def test_bad_parameters_fail_alike_in_r(r_session, p, k, small, length):
     assert str(raised.value).startswith(argument)
 
 
-def test_pystratum_r_binding_gives_the_core_batches(r_session):
+@pytest.mark.parametrize("policy", [ClassesPerBatch(2, 4),
+                                    ClassesPerBatch(2, 4, classes="uniform", num_batches=9)])
+def test_pystratum_r_binding_gives_the_core_batches(r_session, policy):
     import pystratum.r as pr
 
     labels = np.random.default_rng(1).permutation(np.repeat(np.arange(6), [9, 5, 12, 8, 7, 10]))
     for epoch in range(3):
-        ours = plan_batches(labels, ClassesPerBatch(2, 4), seed=5, rng="R", epoch=epoch).batches
-        theirs = pr.stratified_batches(labels, ClassesPerBatch(2, 4), seed=5, rng="R",
-                                       epoch=epoch)
+        ours = plan_batches(labels, policy, seed=5, rng="R", epoch=epoch).batches
+        theirs = pr.stratified_batches(labels, policy, seed=5, rng="R", epoch=epoch)
         assert [b.tolist() for b in theirs] == [b.tolist() for b in ours]
