@@ -60,7 +60,8 @@ def uniform_windows(y, policy, epochs, key):
 
 
 @pytest.mark.parametrize("sizes, k", [([4, 5, 6, 7, 9, 13, 3], 4), ([5, 6, 7, 8], 5),
-                                      ([3, 4, 5, 11], 3), ([2, 7, 10], 2), ([1, 2, 3, 8], 4)])
+                                      ([3, 4, 5, 11], 3), ([2, 7, 10], 2), ([1, 2, 3, 8], 4),
+                                      ([70, 5, 130, 9], 7)])  # domains over SMALL_DOMAIN too
 @pytest.mark.parametrize("key", [None, 12345])
 def test_pass_sequence_is_the_passes_walked_in_order(sizes, k, key):
     """The closed form (offsets and reordered heads) equals walking every pass from pass 0."""
