@@ -27,7 +27,7 @@ import numpy as np
 from ..policies import (ClassesPerBatch, FixedSize, MinPerStratum, StratumTooSmallWarning)
 
 __all__ = ["check_several_batches", "quiet_if_refused", "indicator_columns",
-           "MULTI_LABEL_FIX"]
+           "single_batch_error", "MULTI_LABEL_FIX"]
 
 # What a multi-label user can do today. When the multi-label policy exists,
 # name it here (one line), e.g. "use MultiLabel(...), or stratify by ...".
@@ -56,8 +56,8 @@ def quiet_if_refused(allow_single_batch: bool):
 def check_several_batches(strata, policy, num_batches: int, allow_single_batch: bool) -> None:
     """ValueError for a one-batch plan unless ``allow_single_batch``.
 
-    ``strata``: encoded strata or member lists (``sizes``, ``labels``,
-    ``n_rows``). The error blames ``strata`` when the strata are several 0/1
+    ``strata``: encoded strata, member lists or ``strata_of_sizes`` (anything
+    with ``sizes`` and ``labels``). The error blames ``strata`` when the strata are several 0/1
     columns (multi-label indicators), else ``policy``.
     """
     if allow_single_batch or int(num_batches) >= 2:
@@ -106,7 +106,7 @@ def single_batch_error(strata, policy) -> ValueError:
     """The error for a plan of one batch holding every row (see the module docstring)."""
     sizes = np.asarray(strata.sizes)
     labels = strata.labels
-    n_rows = int(strata.n_rows)
+    n_rows = int(sizes.sum())
     smallest = np.argsort(sizes, kind="stable")[:_SHOWN]
     shown = ", ".join(f"{labels[s]!r} with {int(sizes[s])} row{'' if sizes[s] == 1 else 's'}"
                       for s in smallest)
