@@ -51,9 +51,8 @@ def check_python_types(given: dict) -> None:
         _named(check_choice, given["rng"], "rng", choices=RNG_CHOICES)
     if "epoch" in given:
         _named(check_int, given["epoch"], "epoch", minimum=0)
-    for flag in ("shuffle", "allow_single_batch"):
-        if flag in given:
-            _named(check_bool, given[flag], flag)
+    if "shuffle" in given:
+        _named(check_bool, given["shuffle"], "shuffle")
     if given.get("seed") is not None:
         _named(check_int, given["seed"], "seed")
 

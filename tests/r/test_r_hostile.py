@@ -129,9 +129,7 @@ def _outcome(function, strata, m, seed, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            # One batch allowed: hostile strata often make one (the guard has its own tests).
-            return [b.tolist() for b in function(strata, m, seed=seed, allow_single_batch=True,
-                                                 **kwargs)], None
+            return [b.tolist() for b in function(strata, m, seed=seed, **kwargs)], None
         except (TypeError, ValueError) as error:
             return None, error
 

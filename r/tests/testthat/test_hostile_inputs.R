@@ -2,11 +2,9 @@
 # naming the argument, never NA positions, a crash or a hang (issue 7).
 
 # Either stratified batches that pass the invariants, or a classed error
-# naming `strata`. Returns "ok" or the error class, for the tally. One batch
-# is allowed: hostile inputs often make one (the guard: test_single_batch.R).
+# naming `strata`. Returns "ok" or the error class, for the tally.
 outcome_of = function(strata, m = 1, ...) {
-  result = tryCatch(suppressWarnings(stratified_batches(strata, m, seed = 1,
-    allow_single_batch = TRUE, ...)),
+  result = tryCatch(suppressWarnings(stratified_batches(strata, m, seed = 1, ...)),
     pystratum_error = function(e) e)
   if (inherits(result, "pystratum_error")) {
     expect_identical(result$argument, "strata")
