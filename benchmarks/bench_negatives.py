@@ -86,7 +86,7 @@ def membership_path(path):
     saved = kernel_gate._LOADED.get("pairset")
     kernel_gate._LOADED["pairset"] = False if path == "numpy" else None
     try:
-        if path == "compiled" and pairset.compiled() is None:
+        if path == "compiled" and kernel_gate.compiled("pairset") is None:
             raise SystemExit("numba is not installed: pip install numba (the 'fast' extra)")
         yield
     finally:

@@ -39,12 +39,7 @@ from .. import kernels as kernel_gate
 from ..strata._encode import smallest_code_dtype
 
 __all__ = ["BatchOrder", "assemble_batches", "assemble_in_place", "assemble_by_stratum",
-           "block_weights", "compiled_kernels", "in_place_kernels", "stratum_draws"]
-
-
-def compiled_kernels():
-    """The compiled assembly kernels (``pystratum.kernels._assemble``), or None: see :mod:`pystratum.kernels`."""
-    return kernel_gate.compiled("assemble")
+           "block_weights", "in_place_kernels", "stratum_draws"]
 
 
 # Up to this many strata the running-count method is faster: its cost grows
@@ -127,7 +122,7 @@ def assemble_in_place(codes, rank_cuts, stream, epoch: int, kernels) -> BatchOrd
 
     The same batches as ``assemble_batches(codes, stream.permutation(n,
     epoch), rank_cuts)`` (``stream=None``: row order), through the compiled
-    ``kernels`` (:func:`compiled_kernels`; see ``pystratum.kernels._assemble``
+    ``kernels`` (:func:`in_place_kernels`; see ``pystratum.kernels._assemble``
     for the steps). The array that holds row and code during the shuffle
     becomes the result, so memory beyond the int64 result is O(S + B)
     (streams without an in-place shuffle add their int32 permutation while

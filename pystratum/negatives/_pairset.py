@@ -87,15 +87,10 @@ def _two_bit_masks_64() -> np.ndarray:
 
 _MASKS_64 = _two_bit_masks_64()
 
-def compiled():
-    """The compiled kernels (``pystratum.kernels._pairset``), or None: see :mod:`pystratum.kernels`."""
-    return kernel_gate.compiled("pairset")
-
-
 def _use_compiled(accelerated):
-    """None: the default (``compiled()``); True: the kernels, whatever the environment."""
+    """None: the gate's choice (:mod:`pystratum.kernels`); True: the kernels, whatever the environment."""
     if accelerated is None:
-        return compiled()
+        return kernel_gate.compiled("pairset")
     if not accelerated:
         return None
     try:

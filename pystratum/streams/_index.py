@@ -59,8 +59,8 @@ from .. import kernels as kernel_gate
 from ._base import StatelessStream
 from ..base._validation import check_int
 
-__all__ = ["MAX_INDEX", "ROUNDS", "SMALL_DOMAIN", "IndexStream", "compiled_index_kernels",
-           "index_permutation", "kernels_for", "permute_ranks", "round_keys"]
+__all__ = ["MAX_INDEX", "ROUNDS", "SMALL_DOMAIN", "IndexStream",
+           "index_permutation", "permute_ranks", "round_keys"]
 
 ROUNDS = 6
 # Largest n, seed, epoch and stream number: R holds every value exactly as a double.
@@ -79,16 +79,6 @@ _FIXED_KEYS = (4156040, 27461843, 52005422, 57701188, 604194, 27210192)
 SMALL_DOMAIN = 64
 # Values handled per step: keeps the temporaries of the rounds in cache.
 _CHUNK = 1 << 16
-
-def compiled_index_kernels():
-    """The compiled stream kernels (``pystratum.kernels._index``), or None: see :mod:`pystratum.kernels`."""
-    return kernel_gate.compiled("index")
-
-
-def kernels_for(count: int):
-    """The compiled stream kernels for work on ``count`` values (or rows), or None (numpy's path)."""
-    return kernel_gate.compiled_for("index", count)
-
 
 def _widths(n):
     """Feistel half widths ``(p, q)`` of the domain ``[0, 2**w)`` covering ``[0, n)``."""
@@ -193,7 +183,7 @@ def _walk(ranks, n, keys):
     """Feistel network plus cycle-walking, in cache-sized chunks."""
     out = np.empty(ranks.shape[0], dtype=np.int64)
     scalar_n = np.ndim(n) == 0
-    kernels = kernels_for(ranks.shape[0])
+    kernels = kernel_gate.compiled_for("index", ranks.shape[0])
     if kernels is not None:
         ranks = np.ascontiguousarray(ranks, dtype=np.int64)
         if scalar_n:

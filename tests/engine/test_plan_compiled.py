@@ -164,7 +164,7 @@ def test_plans_are_the_same_with_and_without_the_compiled_path(monkeypatch, comp
             monkeypatch.setitem(kernel_gate._LOADED, "assemble", kernels)
             compiled = pystratum.plan_batches(data, policy, seed=21, rng=rng, epoch=epoch)
             monkeypatch.setitem(kernel_gate._LOADED, "assemble", False)  # as with PYSTRATUM_NUMBA=0
-            assert assemble.compiled_kernels() is None
+            assert kernel_gate.compiled("assemble") is None
             plain = pystratum.plan_batches(data, policy, seed=21, rng=rng, epoch=epoch)
             np.testing.assert_array_equal(compiled.order, plain.order)
             np.testing.assert_array_equal(compiled.bounds, plain.bounds)
@@ -193,8 +193,8 @@ def test_counts_are_the_allocations_from_the_cuts(compiled):
 def test_without_numba_the_plan_uses_numpy():
     """numba is optional: where it cannot be imported the plan is assembled by numpy."""
     code = ("import sys; sys.modules['numba'] = None\n"
-            "import numpy as np, pystratum, pystratum.engine._assemble as a\n"
-            "assert a.compiled_kernels() is None and a.in_place_kernels(10**6, 3) is None\n"
+            "import numpy as np, pystratum, pystratum.kernels as g, pystratum.engine._assemble as a\n"
+            "assert g.compiled('assemble') is None and a.in_place_kernels(10**6, 3) is None\n"
             "p = pystratum.plan_batches(np.arange(4000) % 3, 2, seed=5)\n"
             "print(','.join(map(str, p.order[:8].tolist())))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

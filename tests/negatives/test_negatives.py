@@ -562,7 +562,7 @@ def test_compiled_and_numpy_membership_give_the_same_batches(monkeypatch, pair_w
     kw = dict(num_items=80, negatives=4, batch_size=64, seed=11, rng=rng, pair_with=pair_with)
     compiled = NegativePairSampler(users, items, **kw).epoch_batches(2)
     monkeypatch.setitem(kernel_gate._LOADED, "pairset", False)  # as with PYSTRATUM_NUMBA=0
-    assert pairset.compiled() is None
+    assert kernel_gate.compiled("pairset") is None
     plain = NegativePairSampler(users, items, **kw)
     expected = plain.epoch_batches(2)
     for got, want in zip(compiled, expected, strict=True):
@@ -588,7 +588,7 @@ def test_without_numba_the_numpy_path_serves_the_same_batches(monkeypatch):
                                      for v in b.as_dict().values())).hexdigest()
     code = ("import sys, hashlib, numpy as np; sys.modules['numba'] = None; "
             "import pystratum.negatives._pairset as p; from pystratum.negatives import "
-            "NegativePairSampler; assert p.compiled() is None; "
+            "NegativePairSampler; import pystratum.kernels as g; assert g.compiled('pairset') is None; "
             f"u = np.array({users.tolist()}); i = np.array({items.tolist()}); "
             "b = NegativePairSampler(u, i, num_items=70, negatives=3, batch_size=40, "
             "seed=2).epoch_batches(1); print(hashlib.sha256(b''.join(v.tobytes() for x in b "

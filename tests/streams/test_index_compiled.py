@@ -220,8 +220,8 @@ def test_member_arrays_are_the_same_on_both_paths(paths, n_strata, tmp_path):
 def test_the_compiled_path_is_used_for_large_calls_only(monkeypatch):
     monkeypatch.delenv("PYSTRATUM_NUMBA", raising=False)
     monkeypatch.delitem(kernel_gate._LOADED, "index", raising=False)
-    assert stream.kernels_for(kernel_gate.MIN_ROWS) is kernels
-    assert stream.kernels_for(kernel_gate.MIN_ROWS - 1) is None
+    assert kernel_gate.compiled_for("index", kernel_gate.MIN_ROWS) is kernels
+    assert kernel_gate.compiled_for("index", kernel_gate.MIN_ROWS - 1) is None
     plan = lazy_plan(np.arange(kernel_gate.MIN_ROWS) % 3, FixedSize(3000), seed=1)
     assert plan._kernels(kernel_gate.MIN_CALL_ROWS) is kernels
     assert plan._kernels(kernel_gate.MIN_CALL_ROWS - 1) is None  # one batch: numpy's path
@@ -229,7 +229,7 @@ def test_the_compiled_path_is_used_for_large_calls_only(monkeypatch):
     assert small._kernels(10**6) is None  # a small plan never imports numba
     monkeypatch.setenv("PYSTRATUM_NUMBA", "0")
     monkeypatch.delitem(kernel_gate._LOADED, "index", raising=False)
-    assert stream.kernels_for(10**9) is None
+    assert kernel_gate.compiled_for("index", 10**9) is None
 
 
 def test_first_batch_and_small_plans_do_not_import_numba_and_numba_stays_optional():
