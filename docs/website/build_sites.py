@@ -38,8 +38,8 @@ def _run(command, log_name, env=None):
     return log
 
 
-def build_python_site(out: Path) -> str:
-    env = dict(os.environ)
+def build_python_site(out: Path, env=None) -> str:
+    env = dict(os.environ if env is None else env)
     # Material and a plugin print a banner about MkDocs 2.0 on every build.
     env.update(NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true",
                PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
@@ -48,11 +48,11 @@ def build_python_site(out: Path) -> str:
                 "mkdocs build --strict", env)
 
 
-def build_r_site(out: Path) -> str:
+def build_r_site(out: Path, env=None) -> str:
     with tempfile.TemporaryDirectory(prefix="pkgdown-") as work:
         target = Path(work) / "r"
         log = _run(["Rscript", str(ROOT / "docs" / "website" / "pkgdown_build.R"),
-                    str(ROOT / "r"), str(target)], "pkgdown::build_site")
+                    str(ROOT / "r"), str(target)], "pkgdown::build_site", env)
         tried = [line for line in log.splitlines() if NETWORK.search(line)]
         if tried:
             raise BuildError("the pkgdown build tried to reach the network:\n" + "\n".join(tried))
@@ -62,15 +62,15 @@ def build_r_site(out: Path) -> str:
     return log
 
 
-def build(out: Path) -> dict:
-    """Build both sites into ``out``; return the seconds each took."""
+def build(out: Path, env=None) -> dict:
+    """Build both sites into ``out`` (``env``: the subprocesses' environment); return the seconds each took."""
     out = Path(out).resolve()
     times = {}
     start = time.perf_counter()
-    build_python_site(out)
+    build_python_site(out, env)
     times["python"] = time.perf_counter() - start
     start = time.perf_counter()
-    build_r_site(out)
+    build_r_site(out, env)
     times["r"] = time.perf_counter() - start
     return times
 

@@ -34,6 +34,8 @@ def markdown(text: str) -> str:
 
 
 class RstToMarkdown(Extension):
-    def on_object(self, *, obj: Object, **kwargs) -> None:
+    # on_instance: every object as it is created, modules and packages included
+    # (on_object skips the package being loaded).
+    def on_instance(self, *, obj: Object, **kwargs) -> None:
         if obj.docstring is not None:
             obj.docstring.value = markdown(obj.docstring.value)
