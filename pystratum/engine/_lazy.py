@@ -39,7 +39,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels as kernel_gate
-from ..streams._index import MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks
+from ..streams._index import (_HALF, MAX_INDEX, SMALL_DOMAIN, IndexStream, _encrypt,
+                              permute_ranks)
 from ..strata._members import StratumMembers, members_of_codes, members_of_labels
 from ..base._validation import check_epoch
 from ..policies import Policy, check_allocation
@@ -385,15 +386,23 @@ def _small_domain_table(sizes, keys):
     """Whole permutations of the small strata (n <= SMALL_DOMAIN), once per epoch.
 
     ``table[offsets[s] + r]`` is stratum ``s``'s member number of rank ``r``;
-    at most ``SMALL_DOMAIN`` entries per stratum.
+    at most ``SMALL_DOMAIN`` entries per stratum. Each stratum's ``n``
+    candidates are encrypted and ranked once (``small_domain_permutation``'s
+    values), strata of one size together: O(sum of small sizes) memory, not
+    the O(sum n_s^2) of ranking every candidate again for every rank.
     """
     small = np.flatnonzero(sizes <= SMALL_DOMAIN)
     offsets = np.zeros(sizes.shape[0], dtype=np.int64)
     if small.shape[0] == 0:
         return np.empty(0, dtype=np.int64), offsets
-    small_sizes = sizes[small]
+    small_sizes = np.asarray(sizes[small], dtype=np.int64)
     offsets[small] = np.cumsum(small_sizes) - small_sizes
-    owner = np.repeat(small, small_sizes)
-    ranks = np.arange(owner.shape[0], dtype=np.int64) - offsets[owner]
-    table = permute_ranks(ranks, sizes[owner], keys[:, owner])
+    table = np.empty(int(small_sizes.sum()), dtype=np.int64)
+    for n in np.unique(small_sizes).tolist():
+        strata = small[small_sizes == n]
+        candidates = np.tile(np.arange(n, dtype=np.uint64), strata.shape[0])
+        values = _encrypt(candidates, _HALF, _HALF,
+                          [np.repeat(row, n) for row in np.asarray(keys)[:, strata]])
+        order = np.argsort(values.reshape(strata.shape[0], n), axis=1, kind="stable")
+        table[(offsets[strata][:, None] + np.arange(n)).reshape(-1)] = order.reshape(-1)
     return table, offsets
