@@ -80,7 +80,8 @@ class LazySlots:
             turn[turn_order] = np.arange(n_strata)
             self.pass_starts = np.asarray(plan.pass_starts, dtype=np.int64)
             # rng="index": the pass orders are keyed by the seed itself (engine._assemble.pass_key).
-            self._raw = _RawPasses(int(stream.seed), np.asarray(members.sizes, dtype=np.int64), turn)
+            self._raw = _RawPasses(int(stream.seed),
+                                   np.asarray(members.sizes, dtype=np.int64), turn)
 
     def columns(self, batch_ids) -> np.ndarray:
         """``c_b = b * g^-1 mod B``: batch ``b`` holds slot positions ``p * B + c_b``."""

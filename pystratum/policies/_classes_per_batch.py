@@ -195,7 +195,7 @@ class ClassesPerBatch(Policy):
         return self._layout(strata, warn=True)[2]
 
     def batch_cuts(self, strata, epoch, batches):
-        """Not available: a slot allocation has no rank ranges per batch (see :meth:`lazy_slots`)."""
+        """Not available: a slot allocation has no rank ranges per batch (:meth:`lazy_slots`)."""
         raise ValueError(
             "ClassesPerBatch has no rank ranges per batch: its slot layout puts P strata, not "
             "every stratum, in a batch. Lazy plans (lazy_plan(), the samplers' rng='index') "

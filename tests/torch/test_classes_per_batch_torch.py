@@ -104,7 +104,8 @@ def test_a_slot_policy_without_lazy_slots_is_refused_at_construction():
         def lazy_slots(self, strata, epoch):
             return Policy.lazy_slots(self, strata, epoch)
 
-    with pytest.raises(ValueError, match="policy=.*has no lazy plan.*lazy_slots\\(\\).*rng='numpy'"):
+    message = "policy=.*has no lazy plan.*lazy_slots\\(\\).*rng='numpy'"
+    with pytest.raises(ValueError, match=message):
         StratifiedBatchSampler(LABELS, NoLazySlots(3, 4), seed=1, rng="index")
 
 
