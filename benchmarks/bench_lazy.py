@@ -1,6 +1,7 @@
 """Lazy plans (rng="index") against materialised plans, permutations and torch.
 
 Run:  .venv/bin/python benchmarks/bench_lazy.py [--big | --only-big] [--n N]
+      .venv/bin/python benchmarks/bench_lazy.py --classes-per-batch
 
 Every case runs in a fresh process, so its peak resident memory
 (``ru_maxrss``) is its own; times are CPU seconds of that process
@@ -14,6 +15,14 @@ torch's DistributedSampler (one rank of 8) and the plain keyed shuffle.
 and not grouped (int8 codes, member array), against
 ``default_rng().permutation(N / 8)``. Inputs are built compactly in memory
 (int8 codes, or the two run lengths); nothing is written to disk.
+
+``--classes-per-batch``: ``ClassesPerBatch(16, 4)`` lazy plans, both
+``classes`` modes, at N = 10^6 (10^4 classes) and 10^7 (10^5 classes),
+sizes long-tailed as in ``bench_classes_per_batch.py``, strata given as
+member lists of runs (``grouped_strata``, O(S)): set-up, the mean CPU time
+of one batch asked for alone (``plan[b]``, 2,000 batches in a random order),
+one rank of 8's epoch, and the materialised ``plan_batches(rng="index")``
+epoch of the same labels beside them (its peak includes the labels).
 
 With numba installed (the ``fast`` extra) the materialised plan and the
 lazy plan's epochs go through compiled kernels; their one-off import and
@@ -149,9 +158,54 @@ def case(name, n):
         for _ in iterator:
             pass
         out["epoch"] = clock.lap()
+    elif name.startswith("cpb_"):
+        out.update(_classes_per_batch_case(name, n))
     else:
         raise ValueError(name)
     out["peak_mb"] = _rss_mb()
+    return out
+
+
+def _long_tail_sizes(rows, classes, seed=0):
+    """bench_classes_per_batch.py's class sizes (4-400, Pareto tail, scaled to ~rows)."""
+    rng = np.random.default_rng(seed)
+    sizes = np.clip(4 + rng.pareto(1.2, classes) * 30, 4, 400)
+    return np.maximum(4, (sizes * rows / sizes.sum()).astype(np.int64))
+
+
+def _classes_per_batch_case(name, n):
+    """``cpb_lazy_<mode>`` or ``cpb_materialised_<mode>``: ClassesPerBatch(16, 4) epochs."""
+    import pystratum
+    from pystratum.policies import ClassesPerBatch
+    from pystratum.serving._sharding import rank_batch_indices
+
+    mode = name.rsplit("_", 1)[1]
+    policy = ClassesPerBatch(16, 4, classes=mode)
+    sizes = _long_tail_sizes(n, max(1, n // 100))
+    out = {"n": int(sizes.sum()), "classes": int(sizes.shape[0])}
+    if name.startswith("cpb_materialised"):
+        labels = np.repeat(np.arange(sizes.shape[0], dtype=np.int32), sizes)
+        out["input_mb"] = _rss_mb()
+        clock = Clock()
+        plan = pystratum.plan_batches(labels, policy, seed=1, rng="index", epoch=3)
+        out["epoch"] = clock.lap()
+        out["batches"] = plan.num_batches
+        return out
+    members = pystratum.grouped_strata(sizes)
+    out["input_mb"] = _rss_mb()
+    clock = Clock()
+    plan = pystratum.lazy_plan(members, policy, seed=1, epoch=3)
+    out["build"] = clock.lap()
+    ids = np.random.default_rng(0).integers(0, plan.num_batches, 2000)
+    for b in ids.tolist():
+        plan[b]
+    cpu, wall = clock.lap()
+    out["per_batch"] = (cpu / ids.shape[0], wall / ids.shape[0])
+    mine = rank_batch_indices(plan.num_batches, RANKS, 0, False)
+    for _ in plan.iter_batches(mine):
+        pass
+    out["epoch"] = clock.lap()
+    out["batches"] = int(mine.shape[0])
     return out
 
 
@@ -181,11 +235,24 @@ def main():
     parser.add_argument("--n", type=int, default=10**7)
     parser.add_argument("--big", action="store_true")
     parser.add_argument("--only-big", action="store_true")
+    parser.add_argument("--classes-per-batch", action="store_true")
     args = parser.parse_args()
     if args.case:
         print(json.dumps(case(args.case, args.n)))
         return
     print("CPU seconds (wall seconds); peak = ru_maxrss of the case's process")
+    if args.classes_per_batch:
+        for n in (10**6, 10**7):
+            for mode in ("proportional", "uniform"):
+                for name in (f"cpb_lazy_{mode}", f"cpb_materialised_{mode}"):
+                    result = run(name, n)
+                    show(result)
+                    if "per_batch" in result:
+                        cpu, wall = result["per_batch"]
+                        print(f"{'':26s} one batch alone: {cpu * 1e3:.3f} ms CPU "
+                              f"({wall * 1e3:.3f} ms wall); epoch = one rank of {RANKS} "
+                              f"({result['batches']:,} batches); {result['classes']:,} classes")
+        return
     n = args.n
     for name in [] if args.only_big else ["permutation", "materialised", "lazy_codes", "lazy_grouped",
                  "permutation_rank", "lazy_codes_rank", "lazy_grouped_rank",

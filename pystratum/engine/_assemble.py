@@ -851,10 +851,26 @@ def pass_sequence(grouped, sizes, first_rows, slots, run_start, key) -> np.ndarr
     stratum = np.repeat(np.arange(n_strata, dtype=np.int64), counts)
     within = np.arange(stratum.shape[0], dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
                                                                       counts)
-    size = sizes[stratum]
     rank = np.asarray(slots.pass_starts, dtype=np.int64)[stratum] + within
+    served = pass_positions(_RawPasses(key, sizes, turn), stratum, rank, width)
+    sequence = np.empty(stratum.shape[0], dtype=np.int64)
+    sequence[width * run_start[stratum] + within] = grouped[offsets[stratum] + served]
+    return sequence
+
+
+def pass_positions(raw, stratum, rank, width) -> np.ndarray:
+    """Member positions of ranks ``rank`` of strata ``stratum`` in their pass sequences.
+
+    Rank ``u`` is position ``u mod N_s`` of pass ``u // N_s``: the raw
+    pass order (``raw``, a :class:`_RawPasses`), except positions ``< K``
+    of a pass that begins inside a slot (``N_s >= K``), which take the
+    reordered head (:func:`_pass_heads`). Entries of one (stratum, pass)
+    should be consecutive (their keys are made once per run). Used by
+    :func:`pass_sequence` (a whole epoch) and by the lazy plan (a few
+    slots at a time), so both give the same rows.
+    """
+    size = raw.sizes[stratum]
     passes, position = np.divmod(rank, size)
-    raw = _RawPasses(key, sizes, turn)
     served = raw.positions(stratum, passes, position)
     # Positions < K of a pass that begins inside a slot (N_s >= K): the reordered head.
     fixed = np.flatnonzero((position < width) & (passes >= 1) & (size >= width) &
@@ -864,9 +880,7 @@ def pass_sequence(grouped, sizes, first_rows, slots, run_start, key) -> np.ndarr
         _, first, which = np.unique(pair, return_index=True, return_inverse=True)
         heads = _pass_heads(raw, stratum[fixed][first], passes[fixed][first], width)
         served[fixed] = heads[which.reshape(-1), position[fixed]]
-    sequence = np.empty(stratum.shape[0], dtype=np.int64)
-    sequence[width * run_start[stratum] + within] = grouped[offsets[stratum] + served]
-    return sequence
+    return served
 
 
 class _RawPasses:

@@ -39,13 +39,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels as kernel_gate
-from ..streams._index import MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks
+from ..streams._index import (_HALF, MAX_INDEX, SMALL_DOMAIN, IndexStream, _encrypt,
+                              permute_ranks)
 from ..strata._members import StratumMembers, members_of_codes, members_of_labels
 from ..base._validation import check_epoch
 from ..policies import Policy, check_allocation
 from ..strata._encode import encode_strata
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_plan import BatchPlan
+from ._lazy_slots import LazySlots
 
 __all__ = ["LazyPlan", "lazy_plan"]
 
@@ -73,24 +75,36 @@ class LazyPlan:
     the module docstring).
     """
 
-    def __init__(self, members: StratumMembers, policy, seed, epoch: int):
+    def __init__(self, members: StratumMembers, policy, seed, epoch: int,
+                 num_batches: int | None = None):
         self.members = members
         self.policy = policy
         self.stream = seed if isinstance(seed, IndexStream) else IndexStream(seed)
         self.epoch = int(epoch)
         if members.n_rows > MAX_INDEX:
             raise ValueError(f"rng='index' handles up to 2**52 rows, got {members.n_rows}.")
-        self.num_batches = policy.num_batches(members)
         # Strata take turns in order of first appearance: a property of the
         # data, so relabelling never changes the batches and R agrees.
         self.turn_order = np.argsort(members.first_rows, kind="stable")
         turn_of_stratum = np.empty_like(self.turn_order)
         turn_of_stratum[self.turn_order] = np.arange(self.turn_order.shape[0])
         self._turn_of_stratum = turn_of_stratum
-        self.keys = self.stream.keys(self.epoch, turn_of_stratum)  # (ROUNDS, S), code order
         self._table = None
         self.row_weights = None
         self._pools = None
+        self._pass_keys = {}
+        self._slots = None
+        if policy.allocates_slots:
+            # ClassesPerBatch: P slots per batch, not rank ranges (engine._lazy_slots).
+            self._slots = LazySlots(members, policy, self.stream, self.epoch,
+                                    self._positions, num_batches)
+            self.num_batches = self._slots.num_batches
+            if self._slots.pass_starts is None:  # pass 0 keyed per (epoch, stratum)
+                self.keys = self.stream.keys(self.epoch, turn_of_stratum)
+                self._small = _small_domain_table(members.sizes, self.keys)
+            return
+        self.num_batches = policy.num_batches(members)
+        self.keys = self.stream.keys(self.epoch, turn_of_stratum)  # (ROUNDS, S), code order
         if type(policy).batch_cuts is _default_batch_cuts():
             # No closed form: the policy's whole table, computed once per epoch.
 
@@ -103,7 +117,6 @@ class LazyPlan:
                 np.asarray(allocation.pool_sizes, dtype=np.int64)
             if allocation.pool_sizes is not None or (self._table[:, -1] > pools).any():
                 self._pools = pools
-        self._pass_keys = {}
         self._small = _small_domain_table(members.sizes, self.keys)
 
     @property
@@ -116,6 +129,11 @@ class LazyPlan:
     def cuts(self, batch_ids):
         """``(lo, hi)``: int64 ``(len(batch_ids), S)`` rank ranges, strata in code order."""
         batch_ids = np.asarray(batch_ids, dtype=np.int64)
+        if self._slots is not None:
+            raise ValueError(
+                f"policy={self.policy!r} puts {self._slots.per_batch} strata in a batch, not "
+                f"every stratum: its lazy plan has no rank ranges per batch. Use "
+                f"plan.counts(batch_ids) or plan.batch_strata(batch_ids).")
         if self._table is not None:
             return (self._table[:, batch_ids].T.astype(np.int64),
                     self._table[:, batch_ids + 1].T.astype(np.int64))
@@ -123,8 +141,25 @@ class LazyPlan:
 
     def counts(self, batch_ids) -> np.ndarray:
         """Rows of each stratum (code order) in each of the batches, ``(len, S)``."""
+        if self._slots is not None:
+            strata = self._slots.batch_strata(batch_ids)
+            counts = np.zeros((strata.shape[0], self.members.n_strata), dtype=np.int64)
+            np.add.at(counts, (np.arange(strata.shape[0])[:, None], strata), self._slots.width)
+            return counts
         lo, hi = self.cuts(batch_ids)
         return hi - lo
+
+    def batch_strata(self, batch_ids) -> np.ndarray:
+        """Slot policies (``ClassesPerBatch``): the stratum code of each slot, ``(len, P)``.
+
+        As ``BatchPlan.batch_strata`` of the materialised plan, for these batches.
+        """
+        if self._slots is None:
+            raise ValueError(
+                f"batch_strata is defined for slot policies (ClassesPerBatch), not "
+                f"policy={self.policy!r}, whose batches hold every stratum: use "
+                f"plan.counts(batch_ids).")
+        return self._slots.batch_strata(np.asarray(batch_ids, dtype=np.int64).reshape(-1))
 
     def __getitem__(self, batch: int) -> np.ndarray:
         batch = range(self.num_batches)[batch]
@@ -135,6 +170,8 @@ class LazyPlan:
         """The given batches as ``(order, bounds)``: batch ``batch_ids[i]`` is
         ``order[bounds[i]:bounds[i + 1]]``. O(total rows + len(batch_ids) x S)."""
         batch_ids = np.asarray(batch_ids, dtype=np.int64).reshape(-1)
+        if self._slots is not None:
+            return self._slots.batches_of(batch_ids)
         return self._batches_of_cuts(*self.cuts(batch_ids))
 
     def _batches_of_cuts(self, lo, hi):
@@ -215,6 +252,8 @@ class LazyPlan:
     def batch_weights(self, batch: int) -> np.ndarray:
         """The importance weights of batch ``batch``'s rows (ones when the policy has none)."""
         batch = range(self.num_batches)[batch]
+        if self._slots is not None:
+            return np.ones(self._slots.per_batch * self._slots.width, dtype=np.float64)
         lo, hi = self.cuts([batch])
         counts = (hi - lo)[0, self.turn_order]
         if self.row_weights is None:
@@ -271,6 +310,12 @@ class LazyPlan:
     def materialise(self):
         """The whole epoch as a :class:`pystratum.BatchPlan` (the same batches)."""
 
+        if self._slots is not None:
+            every = np.arange(self.num_batches, dtype=np.int64)
+            order, bounds = self._slots.batches_of(every)
+            return BatchPlan(order=order, bounds=bounds, strata=self.members.labels, cuts=None,
+                             seed=self.seed, rng="index", epoch=self.epoch, shuffle=True,
+                             policy=self.policy, batch_strata=self._slots.batch_strata(every))
         # The cuts once: they give the batches and the counts alike.
         lo, hi = self.cuts(np.arange(self.num_batches))
         order, bounds = self._batches_of_cuts(lo, hi)
@@ -341,15 +386,23 @@ def _small_domain_table(sizes, keys):
     """Whole permutations of the small strata (n <= SMALL_DOMAIN), once per epoch.
 
     ``table[offsets[s] + r]`` is stratum ``s``'s member number of rank ``r``;
-    at most ``SMALL_DOMAIN`` entries per stratum.
+    at most ``SMALL_DOMAIN`` entries per stratum. Each stratum's ``n``
+    candidates are encrypted and ranked once (``small_domain_permutation``'s
+    values), strata of one size together: O(sum of small sizes) memory, not
+    the O(sum n_s^2) of ranking every candidate again for every rank.
     """
     small = np.flatnonzero(sizes <= SMALL_DOMAIN)
     offsets = np.zeros(sizes.shape[0], dtype=np.int64)
     if small.shape[0] == 0:
         return np.empty(0, dtype=np.int64), offsets
-    small_sizes = sizes[small]
+    small_sizes = np.asarray(sizes[small], dtype=np.int64)
     offsets[small] = np.cumsum(small_sizes) - small_sizes
-    owner = np.repeat(small, small_sizes)
-    ranks = np.arange(owner.shape[0], dtype=np.int64) - offsets[owner]
-    table = permute_ranks(ranks, sizes[owner], keys[:, owner])
+    table = np.empty(int(small_sizes.sum()), dtype=np.int64)
+    for n in np.unique(small_sizes).tolist():
+        strata = small[small_sizes == n]
+        candidates = np.tile(np.arange(n, dtype=np.uint64), strata.shape[0])
+        values = _encrypt(candidates, _HALF, _HALF,
+                          [np.repeat(row, n) for row in np.asarray(keys)[:, strata]])
+        order = np.argsort(values.reshape(strata.shape[0], n), axis=1, kind="stable")
+        table[(offsets[strata][:, None] + np.arange(n)).reshape(-1)] = order.reshape(-1)
     return table, offsets

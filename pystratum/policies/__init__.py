@@ -23,9 +23,9 @@ torch sampler, R package) does the rest. Pass a policy wherever
 New compositions subclass :class:`Policy`; see docs/ARCHITECTURE.md.
 """
 
-from ._base import (Allocation, Policy, SlotPlan, check_allocation,
+from ._base import (Allocation, Policy, SlotPlan, check_allocation, check_slot_layout,
                     policy_from_params, registered_policies, strata_of_sizes)
-from ._classes_per_batch import ClassesPerBatch, SmallStrataWarning
+from ._classes_per_batch import ClassesPerBatch, SlotRefills, SmallStrataWarning
 from ._downsample import Downsample
 from ._fixed_size import FixedSize
 from ._min_per_stratum import MinPerStratum, StratumTooSmallWarning, as_policy
@@ -39,11 +39,13 @@ __all__ = [
     "MinPerStratum",
     "Policy",
     "SlotPlan",
+    "SlotRefills",
     "SmallStrataWarning",
     "StratumTooSmallWarning",
     "Targets",
     "as_policy",
     "check_allocation",
+    "check_slot_layout",
     "policy_from_params",
     "registered_policies",
     "strata_of_sizes",

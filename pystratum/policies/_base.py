@@ -27,7 +27,7 @@ import numpy as np
 
 from ..base._validation import _show
 
-__all__ = ["Allocation", "Policy", "SlotPlan", "check_allocation",
+__all__ = ["Allocation", "Policy", "SlotPlan", "check_allocation", "check_slot_layout",
            "policy_from_params", "registered_policies", "slot_step", "strata_of_sizes"]
 
 _REGISTRY: dict = {}
@@ -173,8 +173,8 @@ class Policy(abc.ABC):
     """
 
     name: ClassVar[str]
-    # Policies whose allocation is a SlotPlan (ClassesPerBatch): rng="index"
-    # plans of them are materialised from keyed draws instead of LazyPlan.
+    # Policies whose allocation is a SlotPlan (ClassesPerBatch): lazy plans
+    # (rng="index") read lazy_slots() instead of batch_cuts().
     allocates_slots: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
@@ -260,6 +260,18 @@ class Policy(abc.ABC):
         cuts = self.allocate(strata, epoch).cuts
         batches = np.asarray(batches, dtype=np.int64)
         return (cuts[:, batches].T.astype(np.int64), cuts[:, batches + 1].T.astype(np.int64))
+
+    def lazy_slots(self, strata, epoch: int):
+        """A slot policy's epoch for lazy plans: ``(SlotPlan, refills)`` in O(S) memory.
+
+        Only policies with ``allocates_slots`` need it (``ClassesPerBatch``
+        defines it); the lazy plan then computes a batch from its P slots.
+        The default refuses: a slot policy without it has no lazy plan.
+        """
+        raise ValueError(
+            f"policy={self!r} has no lazy plan (rng='index' computed batch by batch): its "
+            f"allocation is a SlotPlan and {type(self).__name__} does not define lazy_slots(). "
+            f"Use plan_batches(..., rng='index') (materialised), or rng='numpy' or rng='R'.")
 
     def to_dict(self) -> dict:
         """``{"name": ..., "params": ...}``: what plans, states and vectors record.
@@ -421,19 +433,34 @@ def check_allocation(allocation, strata, policy, epoch, *, num_batches=None) -> 
                       allocation.pool_sizes)
 
 
-def _check_slots(allocation, strata, policy, where, num_batches) -> Allocation:
-    """A slot allocation (:class:`SlotPlan`) checked: O(S + refills)."""
-    plan = allocation.slots
-    sizes = np.asarray(strata.sizes, dtype=np.int64)
-    n_strata = sizes.shape[0]
+def check_slot_layout(plan, strata, policy, epoch, *, num_batches=None) -> SlotPlan:
+    """``policy.lazy_slots``'s :class:`SlotPlan` checked, refills aside: O(S).
+
+    What :func:`check_allocation` checks of a slot allocation but its refill
+    arrays (which a lazy plan leaves empty): slots per stratum between 0 and
+    B adding up to ``B * P``, positive sizes, a step coprime to B, and epoch
+    0's number of batches.
+    """
+    where = f"policy {type(policy).__name__}: lazy_slots(strata, epoch={epoch})"
+    if not isinstance(plan, SlotPlan):
+        raise TypeError(f"{where} must return a pystratum.policies.SlotPlan first, got a "
+                        f"{type(plan).__name__}.")
+    _check_slot_layout(plan, strata, where)
+    if plan.pass_starts is not None:
+        starts = _per_stratum(plan.pass_starts, "pass_starts", "iu", "integers",
+                              np.asarray(strata.sizes).shape[0], where)
+        if (starts < 0).any():
+            raise ValueError(f"{where} returned a SlotPlan that has a negative pass start.")
+    return _check_batches(plan, where, plan.num_batches, num_batches)
+
+
+def _check_slot_layout(plan, strata, where):
+    """The refill-free part of a SlotPlan's checks; returns ``n_slots`` as int64."""
+    n_strata = np.asarray(strata.sizes).shape[0]
 
     def fail(message):
         raise ValueError(f"{where} returned a SlotPlan that {message}.")
 
-    if not isinstance(plan, SlotPlan) or allocation.cuts is not None or \
-            allocation.pool_sizes is not None or allocation.row_weights is not None:
-        fail("comes with cuts, pool_sizes or row_weights, or is no SlotPlan; a slot "
-             "allocation is Allocation(None, slots=SlotPlan(...)) alone")
     n_slots = _per_stratum(plan.n_slots, "n_slots", "iu", "integers", n_strata, where)
     n_slots = n_slots.astype(np.int64)
     width, per_batch, batches = plan.width, plan.per_batch, plan.num_batches
@@ -448,6 +475,24 @@ def _check_slots(allocation, strata, policy, where, num_batches) -> Allocation:
     if not (isinstance(plan.step, int) and 0 <= plan.step < max(batches, 2)
             and math.gcd(plan.step, batches) == 1):
         fail(f"has step={plan.step!r}, not coprime to num_batches={batches}")
+    return n_slots
+
+
+def _check_slots(allocation, strata, policy, where, num_batches) -> Allocation:
+    """A slot allocation (:class:`SlotPlan`) checked: O(S + refills)."""
+    plan = allocation.slots
+    sizes = np.asarray(strata.sizes, dtype=np.int64)
+    n_strata = sizes.shape[0]
+
+    def fail(message):
+        raise ValueError(f"{where} returned a SlotPlan that {message}.")
+
+    if not isinstance(plan, SlotPlan) or allocation.cuts is not None or \
+            allocation.pool_sizes is not None or allocation.row_weights is not None:
+        fail("comes with cuts, pool_sizes or row_weights, or is no SlotPlan; a slot "
+             "allocation is Allocation(None, slots=SlotPlan(...)) alone")
+    n_slots = _check_slot_layout(plan, strata, where)
+    width, per_batch, batches = plan.width, plan.per_batch, plan.num_batches
     strata_, sizes_, takes = (np.asarray(a) for a in (plan.refill_strata, plan.refill_sizes,
                                                       plan.refill_takes))
     if not (strata_.shape == sizes_.shape == takes.shape and strata_.ndim == 1):

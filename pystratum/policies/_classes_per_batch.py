@@ -11,13 +11,14 @@ O(strata + slots) to describe, laid out into batches by the shared engine
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
 from ..base._validation import SIZE_MAX, check_choice, check_int, check_served_size
 from ._base import Allocation, Policy, SlotPlan, slot_step
 
-__all__ = ["ClassesPerBatch", "SmallStrataWarning"]
+__all__ = ["ClassesPerBatch", "SlotRefills", "SmallStrataWarning"]
 
 _CLASSES_MODES = ("proportional", "uniform")
 _SMALL_MODES = ("error", "drop", "repeat")
@@ -90,10 +91,13 @@ class ClassesPerBatch(Policy):
     size - take + 1`` for each refill, each refill then a partial
     Fisher-Yates shuffle of ``range(size)`` (R's ``sample.int`` algorithm).
 
-    With ``rng="index"`` (``plan_batches``/``stratified_batches`` only: the
-    plan is materialised, there is no lazy plan yet) the three parts are
-    keyed bijections instead (:func:`pystratum.engine._assemble.slot_index_draws`),
-    the same in R.
+    With ``rng="index"`` the three parts are keyed bijections instead
+    (:func:`pystratum.engine._assemble.slot_index_draws`), the same in R.
+    ``plan_batches``/``stratified_batches`` materialise them (O(N)); the
+    lazy plan (``lazy_plan()``, the samplers' ``rng="index"``) computes
+    batch ``b`` alone from :meth:`lazy_slots` (O(S) per epoch: slot counts
+    and :class:`SlotRefills`), the same rows in the same order
+    (:mod:`pystratum.engine._lazy_slots`).
 
     Layout (the schedule, O(S + T) and the same in R): the served strata in
     layout order, each stratum's ``n_s`` slots one after the other, give
@@ -191,28 +195,49 @@ class ClassesPerBatch(Policy):
         return self._layout(strata, warn=True)[2]
 
     def batch_cuts(self, strata, epoch, batches):
-        """Not available: a slot allocation has no rank ranges per batch (no lazy plan yet)."""
+        """Not available: a slot allocation has no rank ranges per batch (:meth:`lazy_slots`)."""
         raise ValueError(
-            "ClassesPerBatch has no lazy plan yet: lazy_plan() and the samplers' rng='index' "
-            "need rank ranges per batch, which its slot layout does not give. Use "
-            "plan_batches(..., rng='index') (materialised from the same keyed draws), or "
-            "rng='numpy' (default) or rng='R' (the R package's batches).")
+            "ClassesPerBatch has no rank ranges per batch: its slot layout puts P strata, not "
+            "every stratum, in a batch. Lazy plans (lazy_plan(), the samplers' rng='index') "
+            "read lazy_slots() instead; for a table of counts use plan_batches(...).counts.")
 
     def allocate(self, strata, epoch) -> Allocation:
         if self.classes == "uniform":
             return self._uniform(strata, epoch)
-        own, served, num_batches = self._layout(strata, warn=True)
+        own, n_slots, plan = self._proportional(strata, epoch)
+        sizes = np.asarray(strata.sizes, dtype=np.int64)
+        stratum, size, take = self._refills(sizes, own, n_slots, strata.first_rows)
+        plan = replace(plan, refill_strata=stratum, refill_sizes=size, refill_takes=take)
+        return Allocation(None, slots=plan)
+
+    def lazy_slots(self, strata, epoch):
+        """Epoch ``epoch``'s slots for a lazy plan, in O(S) memory: ``(SlotPlan, refills)``.
+
+        The :class:`SlotPlan` is :meth:`allocate`'s with its refill arrays
+        left empty (one entry per refill draw: O(N / K) when one large
+        stratum sets B); ``refills`` (:class:`SlotRefills`, None for
+        ``classes="uniform"``, which has none) locates any refill rank in
+        O(1) from O(S) per-stratum counts, in the same draw order.
+        """
+        if self.classes == "uniform":
+            return self._uniform(strata, epoch).slots, None
+        own, n_slots, plan = self._proportional(strata, epoch)
+        return plan, SlotRefills(strata.sizes, own, n_slots, self.per_class, strata.first_rows)
+
+    def _proportional(self, strata, epoch):
+        """``(own slots, slots, SlotPlan without refills)`` of ``classes="proportional"``."""
+        own, served, num_batches = self._layout(strata, warn=True, depth=1)
         sizes = np.asarray(strata.sizes, dtype=np.int64)
         n_slots = own + _extra_slots(own, sizes, served, num_batches * self.classes_per_batch,
                                      strata.first_rows, epoch)
-        stratum, size, take = self._refills(sizes, own, n_slots, strata.first_rows)
+        empty = np.zeros(0, dtype=np.int64)
         plan = SlotPlan(n_slots=n_slots, width=self.per_class,
                         per_batch=self.classes_per_batch, num_batches=num_batches,
-                        step=slot_step(num_batches), refill_strata=stratum, refill_sizes=size,
-                        refill_takes=take)
-        return Allocation(None, slots=plan)
+                        step=slot_step(num_batches), refill_strata=empty, refill_sizes=empty,
+                        refill_takes=empty)
+        return own, n_slots, plan
 
-    def _layout(self, strata, *, warn):
+    def _layout(self, strata, *, warn, depth=0):
         """``(own slots per stratum, served mask, B)``, checked; warns for dropped strata."""
         sizes = np.asarray(strata.sizes, dtype=np.int64)
         p, k = self.classes_per_batch, self.per_class
@@ -252,7 +277,7 @@ class ClassesPerBatch(Policy):
                 f"ClassesPerBatch(per_class={k}, small='drop') leaves out {dropped.shape[0]} "
                 f"stratum/strata with fewer than {k} rows ({int(sizes[dropped].sum())} rows "
                 f"in all, e.g. {strata.labels[int(dropped[0])]!r}); they are in no batch.",
-                SmallStrataWarning, stacklevel=4)
+                SmallStrataWarning, stacklevel=4 + depth)
         own = np.where(served, np.maximum(-(-sizes // k), 1), 0).astype(np.int64)
         total = int(own.sum())
         num_batches = max(-(-total // p), int(own.max()))
@@ -365,3 +390,74 @@ def _extra_slots(own, sizes, served, capacity, first_rows, epoch) -> np.ndarray:
         extra[chosen] += 1
     return extra
 
+
+
+class SlotRefills:
+    """The refill draws of a ``classes="proportional"`` epoch, located in O(1) from O(S) counts.
+
+    :meth:`ClassesPerBatch._refills` lists the draws (one entry each, in draw
+    order: strata in order of first appearance, each stratum's refills slot
+    by slot). Each stratum's draws are consecutive in that list and follow a
+    fixed pattern, so the list is never built: ``first[s]`` (where stratum
+    ``s``'s draws begin) and the pattern give, for a rank ``u >= N_s`` of
+    the stratum's epoch sequence, the draw that fills it, the draw's domain
+    and the place of ``u`` in the draw.
+
+    * ``N_s >= K``, ``r = N_s mod K``: with ``r > 0`` draw 0 fills ranks
+      ``N_s .. N_s + K - r - 1`` from ``N_s - r`` ranks; every later draw
+      (an extra slot) fills K ranks from ``N_s``.
+    * ``N_s < K`` (``small="repeat"``): slot 0's ``K - N_s`` missing ranks
+      take ``ceil((K - N_s) / N_s)`` draws of up to ``N_s``, each later slot
+      ``ceil(K / N_s)`` draws; all from ``N_s``.
+    """
+
+    def __init__(self, sizes, own, n_slots, width, first_rows):
+        sizes = np.asarray(sizes, dtype=np.int64)
+        own = np.asarray(own, dtype=np.int64)
+        n_slots = np.asarray(n_slots, dtype=np.int64)
+        k = int(width)
+        self.sizes, self.width = sizes, k
+        self.repeat = (own > 0) & (sizes < k)
+        self.remainder = sizes % k
+        self.partial = ((own > 0) & ~self.repeat & (self.remainder > 0)).astype(np.int64)
+        safe = np.maximum(sizes, 1)
+        self.head = -(-(k - sizes) // safe)  # slot 0's draws (repeat strata)
+        self.per_slot = -(-k // safe)  # each later slot's draws (repeat strata)
+        extras = n_slots - own
+        count = np.where(self.repeat, self.head + extras * self.per_slot, self.partial + extras)
+        count = np.where(own > 0, count, 0)
+        turn = np.argsort(first_rows, kind="stable")
+        self.first = np.zeros(sizes.shape[0], dtype=np.int64)
+        self.first[turn] = np.cumsum(count[turn]) - count[turn]
+        self.total = int(count.sum())
+
+    def locate(self, stratum, rank):
+        """``(draw, size, within)`` for ranks ``rank >= N_s`` of strata ``stratum`` (arrays).
+
+        Rank ``rank[i]`` is value ``within[i]`` of draw number ``draw[i]``
+        (draw order, from 0), which takes distinct values of ``range(size[i])``.
+        """
+        stratum = np.asarray(stratum, dtype=np.int64)
+        rank = np.asarray(rank, dtype=np.int64)
+        k = self.width
+        n = self.sizes[stratum]
+        # N_s >= K: the partial draw (r > 0), then one draw of K per extra slot.
+        partial = self.partial[stratum]
+        first_take = np.where(partial == 1, k - self.remainder[stratum], 0)
+        v = rank - n
+        in_partial = v < first_take
+        w = v - first_take
+        local = np.where(in_partial, 0, partial + w // k)
+        within = np.where(in_partial, v, w % k)
+        size = np.where(in_partial, n - self.remainder[stratum], n)
+        repeat = np.flatnonzero(self.repeat[stratum])
+        if repeat.shape[0]:
+            # N_s < K: draws of up to N_s each, slot 0 after its N_s own ranks.
+            nr, ur, sr = n[repeat], rank[repeat], stratum[repeat]
+            slot, t = np.divmod(ur, k)
+            m = np.where(slot == 0, t - nr, t)
+            local[repeat] = np.where(slot == 0, 0, self.head[sr] + (slot - 1) * self.per_slot[sr])
+            local[repeat] += m // nr
+            within[repeat] = m % nr
+            size[repeat] = nr
+        return self.first[stratum] + local, size, within

@@ -122,7 +122,8 @@ class LazyPlanSource:
         """The :class:`~pystratum.LazyPlan` of ``epoch``."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", StratumTooSmallWarning)
-            return LazyPlan(self.members, self.policy, self.stream, epoch)
+            return LazyPlan(self.members, self.policy, self.stream, epoch,
+                            num_batches=self.num_batches)
 
     def open(self, epoch: int) -> "_LazyEpoch":
         return _LazyEpoch(self.plan(epoch), self.rows_per_batch)

@@ -27,7 +27,8 @@ from ..serving import EpochPass, EpochProgress, EpochServed, LazyPlanSource, Pla
 from ..strata._encode import encode_strata, first_rows_of_codes
 from ..streams._base import RNG_CHOICES, make_stream, stream_for
 from ..base._validation import check_bool, check_choice, check_epoch, check_int, show
-from ..policies import FixedSize, MinPerStratum, StratumTooSmallWarning, check_allocation
+from ..policies import (FixedSize, MinPerStratum, StratumTooSmallWarning, check_allocation,
+                        check_slot_layout)
 from ._distributed import resolve_replicas, resolve_seed
 from ._epoch import EpochSetter
 from ._guards import check_dataset_length, check_iterating_caller, single_batch_error
@@ -186,12 +187,6 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         # (parquet_strata, grouped_strata) is used as it is, small-integer
         # labels are grouped chunk by chunk; no per-row code array is kept.
         lazy = self.rng == "index" and self.shuffle
-        if lazy and self.policy.allocates_slots:
-            # Refused here, before the caller's DDP and model set-up, not at the first batch.
-            raise ValueError(
-                f"rng='index' with policy={self.policy!r}: {type(self.policy).__name__} has no "
-                f"lazy plan yet (its slot layout gives no rank ranges per batch). Pass "
-                f"rng='numpy' (default) or rng='R' (the R package's batches).")
         self._members = None
         # Errors about the data's length speak of member lists, not labels.
         self._from_members = isinstance(strata, StratumMembers)
@@ -230,8 +225,14 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         # Warn once, here, pointing at the caller's line; epochs do not repeat it.
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StratumTooSmallWarning)
-            num_batches = check_allocation(self.policy.allocate(self._strata, 0),
-                                           self._strata, self.policy, 0).num_batches
+            if lazy and self.policy.allocates_slots:
+                # O(S), no refill list; a slot policy without lazy_slots() is refused
+                # here, before the caller's DDP and model set-up, not at the first batch.
+                num_batches = check_slot_layout(self.policy.lazy_slots(self._strata, 0)[0],
+                                                self._strata, self.policy, 0).num_batches
+            else:
+                num_batches = check_allocation(self.policy.allocate(self._strata, 0),
+                                               self._strata, self.policy, 0).num_batches
         too_small = [w for w in caught if issubclass(w.category, StratumTooSmallWarning)]
         if too_small and not self.allow_single_batch:
             raise single_batch_error(str(too_small[0].message), n_rows)

@@ -356,17 +356,19 @@ def test_strata_of_sizes_allocation_is_sparse():
     assert allocation.num_batches == 1250
 
 
-def test_lazy_plans_are_refused_with_the_fix_and_index_plans_materialise():
+def test_lazy_plans_equal_the_materialised_index_plans():
     from pystratum import lazy_plan
 
     y = labels_of([8, 9, 10, 11])
-    with pytest.raises(ValueError, match="no lazy plan yet.*plan_batches\\(..., rng='index'\\)"):
-        lazy_plan(y, ClassesPerBatch(2, 4), seed=1)[0]
     plans = [plan_batches(y, ClassesPerBatch(2, 4), seed=1, rng="index", epoch=e)
              for e in range(2)]
-    for plan in plans:
+    for epoch, plan in enumerate(plans):
         check_plan(y, ClassesPerBatch(2, 4), plan)
+        lazy = lazy_plan(y, ClassesPerBatch(2, 4), seed=1, epoch=epoch)
+        assert [b.tolist() for b in lazy] == [b.tolist() for b in plan.batches]
     assert not np.array_equal(plans[0].order, plans[1].order)
+    with pytest.raises(ValueError, match="no rank ranges per batch.*lazy_slots"):
+        ClassesPerBatch(2, 4).batch_cuts(strata_of_sizes([8, 9, 10, 11]), 0, [0])
 
 
 def test_compiled_and_numpy_paths_give_the_same_batches(monkeypatch):

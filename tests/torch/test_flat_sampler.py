@@ -33,10 +33,8 @@ def loader_batches(sampler, dataset=DATA, **kwargs):
     return [index.tolist() for (index,) in loader]
 
 
-# ClassesPerBatch has no lazy plan (rng="index") yet: the batch sampler refuses it.
 @pytest.mark.parametrize("name,rng", [(name, rng) for name in sorted(POLICIES)
-                                      for rng in ("numpy", "R", "torch", "index")
-                                      if (name, rng) != ("classes_per_batch", "index")])
+                                      for rng in ("numpy", "R", "torch", "index")])
 def test_dataloader_builds_the_batch_samplers_batches(name, rng):
     flat = StratifiedSampler(LABELS, POLICIES[name](), seed=11, rng=rng)
     batches = StratifiedBatchSampler(LABELS, POLICIES[name](), seed=11, rng=rng)
