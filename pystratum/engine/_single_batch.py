@@ -24,15 +24,17 @@ from numbers import Integral
 
 import numpy as np
 
-from ..policies import (ClassesPerBatch, FixedSize, MinPerStratum, StratumTooSmallWarning)
+from ..policies import (ClassesPerBatch, FixedSize, MinPerStratum, SingleBatchError,
+                        StratumTooSmallWarning)
 
 __all__ = ["check_several_batches", "quiet_if_refused", "indicator_columns",
            "single_batch_error", "MULTI_LABEL_FIX"]
 
-# What a multi-label user can do today. When the multi-label policy exists,
-# name it here (one line), e.g. "use MultiLabel(...), or stratify by ...".
-MULTI_LABEL_FIX = ("stratify by one label column instead (e.g. the rarest label) or by "
-                   "fewer columns")
+# What a multi-label user should do: the one place naming the multi-label
+# policy (R's twin: multi_label_fix in r/R/single_batch.R).
+MULTI_LABEL_FIX = ("use the multi-label policy, pystratum.policies.MultiLabel(batch_size=...), "
+                   "with the 0/1 columns as its labels, or stratify by one label column (e.g. "
+                   "the rarest label) or by fewer columns")
 
 # How many of the smallest strata the message names.
 _SHOWN = 3
@@ -54,7 +56,7 @@ def quiet_if_refused(allow_single_batch: bool):
 
 
 def check_several_batches(strata, policy, num_batches: int, allow_single_batch: bool) -> None:
-    """ValueError for a one-batch plan unless ``allow_single_batch``.
+    """SingleBatchError (a ValueError) for a one-batch plan unless ``allow_single_batch``.
 
     ``strata``: encoded strata, member lists or ``strata_of_sizes`` (anything
     with ``sizes`` and ``labels``). The error blames ``strata`` when the strata are several 0/1
@@ -102,7 +104,7 @@ def _policy_fix(policy, n_rows: int, n_min: int) -> str:
     return "use a policy giving more batches (a smaller batch_size, or FixedSize(batch_size))"
 
 
-def single_batch_error(strata, policy) -> ValueError:
+def single_batch_error(strata, policy) -> SingleBatchError:
     """The error for a plan of one batch holding every row (see the module docstring)."""
     sizes = np.asarray(strata.sizes)
     labels = strata.labels
@@ -116,14 +118,14 @@ def single_batch_error(strata, policy) -> ValueError:
     if columns:
         need = _rows_for_two_batches(policy)
         tiny = int(np.count_nonzero(sizes < need))
-        return ValueError(
+        return SingleBatchError(
             f"strata has {columns} columns of 0/1 values, which look like multi-label "
             f"indicators: each combination of the columns became a stratum ({len(sizes)} "
             f"strata, {tiny} of them with fewer than {need} rows, too few for two batches of "
             f"{policy!r}), so the plan is a single batch holding all {n_rows} rows. The "
             f"smallest strata{more}: {shown}. Fix: {MULTI_LABEL_FIX}; {allow}."
         )
-    return ValueError(
+    return SingleBatchError(
         f"policy={policy!r} gives a single batch holding all {n_rows} rows, which is not "
         f"stratified batching (and a whole-dataset batch usually exhausts GPU memory). The "
         f"smallest strata{more}: {shown}. Fix: {_policy_fix(policy, n_rows, int(sizes.min()))}; "

@@ -376,6 +376,7 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
             policy=self.policy.to_dict(),
             n_rows=self._strata.n_rows, num_batches=self.num_batches,
             strata_digest=self._strata_digest(), stream=stream_state,
+            allow_single_batch=self.allow_single_batch,
         )
 
     def _source(self):

@@ -7,10 +7,11 @@
 # (multi-label indicators) get their own message: each combination of the
 # columns became a stratum.
 
-# What a multi-label user can do today. When the multi-label policy exists,
-# name it here (one line), as in Python's MULTI_LABEL_FIX.
-multi_label_fix = paste0("stratify by one label column instead (e.g. the rarest label) or by ",
-  "fewer columns")
+# What a multi-label user should do: the one place naming the multi-label
+# policy (Python's twin: MULTI_LABEL_FIX in pystratum/engine/_single_batch.py).
+multi_label_fix = paste0("use the multi-label policy, policy_multi_label(batch_size = ...), ",
+  "with the 0/1 columns as its labels, or stratify by one label column (e.g. the rarest ",
+  "label) or by fewer columns")
 
 # How many of the smallest strata the message names.
 single_batch_shown = 3L
@@ -30,8 +31,9 @@ allocate_checked_epoch = function(policy, encoded, epoch, allow_single_batch) {
   allocation
 }
 
-# A pystratum_value_error for a one-batch plan unless allow_single_batch;
-# blames `strata` for 0/1 indicator columns, else `policy`.
+# A pystratum_single_batch error (a pystratum_value_error) for a one-batch
+# plan unless allow_single_batch; blames `strata` for 0/1 indicator columns,
+# else `policy`.
 check_several_batches = function(encoded, policy, n_batches, allow_single_batch) {
   if (allow_single_batch || n_batches >= 2L) {
     return(invisible(NULL))
@@ -48,7 +50,7 @@ check_several_batches = function(encoded, policy, n_batches, allow_single_batch)
   columns = indicator_columns(encoded)
   if (columns > 0L) {
     need = rows_for_two_batches(policy)
-    abort_value("strata", sprintf(paste0(
+    abort_single_batch("strata", sprintf(paste0(
       "strata has %d columns of 0/1 values, which look like multi-label indicators: each ",
       "combination of the columns became a stratum (%d strata, %d of them with fewer than %s ",
       "rows, too few for two batches of %s), so the plan is a single batch holding all %s ",
@@ -56,7 +58,7 @@ check_several_batches = function(encoded, policy, n_batches, allow_single_batch)
       columns, length(sizes), sum(sizes < need), format(need, scientific = FALSE),
       shown_policy, format(n_rows, scientific = FALSE), more, shown, multi_label_fix, allow))
   }
-  abort_value("policy", sprintf(paste0(
+  abort_single_batch("policy", sprintf(paste0(
     "policy=%s gives a single batch holding all %s rows, which is not stratified batching ",
     "(and a whole-dataset batch usually exhausts GPU memory). The smallest strata%s: %s. ",
     "Fix: %s; %s."), shown_policy, format(n_rows, scientific = FALSE), more, shown,

@@ -1,6 +1,7 @@
 """No silent one-batch epochs (issue 19, part 3): the single-batch guard of the core.
 
-A plan of one batch (every row in it) is a ValueError unless
+A plan of one batch (every row in it) is a ``SingleBatchError`` (a
+ValueError) unless
 ``allow_single_batch=True``; the message leads with the argument it blames
 (``policy``, or ``strata`` for several 0/1 columns), names the smallest
 strata and the fix. The vector cases ``error_single_batch_*`` check that R
@@ -60,6 +61,34 @@ def test_lazy_plan_and_plan_batches_refuse_alike():
         plan_batches(ISSUE_LABELS, min_samples_per_stratum=1, seed=1)
 
 
+def test_one_error_class_exported_beside_the_warning():
+    assert issubclass(pystratum.SingleBatchError, ValueError)
+    assert pystratum.policies.SingleBatchError is pystratum.SingleBatchError
+    assert "SingleBatchError" in pystratum.__all__ and "SingleBatchError" in \
+        pystratum.policies.__all__
+    for call in (stratified_batches, plan_batches, lazy_plan):
+        with pytest.raises(pystratum.SingleBatchError):
+            call(ISSUE_LABELS, MinPerStratum(1), seed=1)
+
+
+@pytest.mark.parametrize("policy, n_rows", [(FixedSize(60), 53), (FixedSize(53), 53),
+                                            (MinPerStratum(4), 53)])
+def test_every_way_to_one_batch_is_refused(policy, n_rows):
+    """batch_size >= N, a stratum below m: whatever the cause, one batch is refused."""
+    strata = ["a"] * 50 + ["b"] * 3
+    with pytest.raises(pystratum.SingleBatchError, match=f"holding all {n_rows} rows"):
+        stratified_batches(strata, policy, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StratumTooSmallWarning)
+        assert len(stratified_batches(strata, policy, seed=1, allow_single_batch=True)) == 1
+
+
+def test_a_2d_torch_tensor_of_indicators_is_named_multi_label():
+    import torch
+    with pytest.raises(pystratum.SingleBatchError, match="look like multi-label indicators"):
+        stratified_batches(torch.as_tensor(_indicator_matrix()), 1, seed=1)
+
+
 def test_allow_single_batch_must_be_a_bool():
     for call in (stratified_batches, lazy_plan):
         with pytest.raises(TypeError, match="allow_single_batch"):
@@ -111,11 +140,9 @@ def test_indicator_columns_say_each_combination_became_a_stratum(form):
     assert (f"({sizes.shape[0]} strata, {int((sizes < 2).sum())} of them with fewer than 2 "
             f"rows, too few for two batches of MinPerStratum(m=1))") in message
     assert "all 3000 rows" in message
-    assert "stratify by one label column instead (e.g. the rarest label) or by fewer columns" \
-        in message
-    # No policy that does not exist is named (the multi-label policy is planned).
-    named = set(re.findall(r"\b([A-Z][A-Za-z]+)\(", message))
-    assert named <= {"MinPerStratum"}, named
+    assert "pystratum.policies.MultiLabel(batch_size=...)" in message
+    assert "stratify by one label column (e.g. the rarest label) or by fewer columns" in message
+    assert isinstance(raised.value, pystratum.SingleBatchError)
     assert len(stratified_batches(strata, 1, seed=1, allow_single_batch=True)) == 1
 
 

@@ -84,10 +84,10 @@ test_that("a one-batch plan refuses the training loader, never a prediction load
     predicted = loader_batches(learner$predict_loader(fake_task_dataset(task)))
     expect_identical(unlist(predicted), seq_along(y))
     # The training loader is refused when mlr3torch builds it, as stratified_batches().
-    expect_pystratum_error(learner$train_loader(fake_task_dataset(task)), "value_error",
+    expect_pystratum_error(learner$train_loader(fake_task_dataset(task)), "single_batch",
       "policy", "^policy=policy_min_per_stratum\\(m = 1\\) gives a single batch holding all 15 rows")
     expect_pystratum_error(learner$train(fake_task_dataset(task), epochs = 1L,
-      valid_dataset = fake_task_dataset(task)), "value_error", "policy")
+      valid_dataset = fake_task_dataset(task)), "single_batch", "policy")
   }
   allowed = fake_learner(fake_sampler_class(1L, seed = 5, allow_single_batch = TRUE))
   expect_identical(run_epoch(allowed$train_loader(fake_task_dataset(task))),

@@ -119,7 +119,7 @@ test_that("shuffle = FALSE is the identity permutation; an epoch there is an err
 })
 
 test_that("small inputs: N = 1, one stratum, two rows", {
-  expect_pystratum_error(stratified_batches("a", 1, seed = 1), "value_error", "policy")
+  expect_pystratum_error(stratified_batches("a", 1, seed = 1), "single_batch", "policy")
   expect_identical(stratified_batches("a", 1, seed = 1, allow_single_batch = TRUE), list(1L))
   expect_identical(stratified_batches(5L, 1, shuffle = FALSE, allow_single_batch = TRUE), list(1L))
   expect_identical(lengths(stratified_batches(rep("x", 10L), 3, seed = 2)), c(3L, 3L, 4L))

@@ -16,7 +16,7 @@ indicator_matrix = function(n_rows = 3000L, n_columns = 8L) {
 test_that("the issue's example is refused on every stream, naming the smallest strata and the fix", {
   for (rng in c("R", "index")) {
     error = expect_pystratum_error(stratified_batches(issue_labels, 1, seed = 1, rng = rng),
-      "value_error", "policy")
+      "single_batch", "policy")
     message = conditionMessage(error)
     expect_match(message, "^policy=policy_min_per_stratum\\(m = 1\\) gives a single batch holding all 5301 rows")
     expect_match(message, "The smallest strata: 2 with 1 row, 1 with 300 rows, 0 with 5000 rows.",
@@ -24,7 +24,7 @@ test_that("the issue's example is refused on every stream, naming the smallest s
     expect_match(message, "merge or drop the one-row strata", fixed = TRUE)
     expect_match(message, "allow_single_batch = TRUE", fixed = TRUE)
   }
-  expect_pystratum_error(stratified_batches(issue_labels, 1, shuffle = FALSE), "value_error",
+  expect_pystratum_error(stratified_batches(issue_labels, 1, shuffle = FALSE), "single_batch",
     "policy")
   # Refused without the too-small warning first.
   expect_silent(tryCatch(stratified_batches(c(rep("a", 10L), rep("rare", 3L)), 5, seed = 1),
@@ -47,7 +47,7 @@ test_that("FixedSize at least the data names a smaller batch_size", {
   y = rep(c("pos", "neg"), c(7L, 20L))
   for (sizes in c("exact", "balanced")) {
     expect_pystratum_error(stratified_batches(y, policy_fixed_size(1000, sizes = sizes), seed = 3),
-      "value_error", "policy", "use a smaller batch_size \\(below 14 for 2 batches\\)")
+      "single_batch", "policy", "use a smaller batch_size \\(below 14 for 2 batches\\)")
     expect_gte(length(stratified_batches(y, policy_fixed_size(13, sizes = sizes), seed = 3)), 2L)
   }
 })
@@ -62,7 +62,7 @@ test_that("0/1 indicator columns: each combination became a stratum, blamed on s
     list_of_columns = lapply(seq_len(ncol(matrix01)), function(j) matrix01[, j])
   )
   for (form in names(forms)) {
-    error = expect_pystratum_error(stratified_batches(forms[[form]], 1, seed = 1), "value_error",
+    error = expect_pystratum_error(stratified_batches(forms[[form]], 1, seed = 1), "single_batch",
       "strata")
     message = conditionMessage(error)
     expect_match(message, paste0("^strata has 8 columns of 0/1 values, which look like ",
@@ -77,13 +77,13 @@ test_that("0/1 indicator columns: each combination became a stratum, blamed on s
   expect_length(stratified_batches(matrix01[, rarest], 1, seed = 1), sum(matrix01[, rarest]))
   # Several columns that are not 0/1: blamed on the policy.
   frame = data.frame(y = c(rep(c("a", "b"), 10L), "a"), site = c(rep(1:2, each = 10L), 3L))
-  expect_pystratum_error(stratified_batches(frame, 1, seed = 1), "value_error", "policy",
+  expect_pystratum_error(stratified_batches(frame, 1, seed = 1), "single_batch", "policy",
     "\\('a', 3\\) with 1 row")
 })
 
 test_that("stratified_epochs() (the sampler's serving) refuses at construction", {
   expect_pystratum_error(stratified_epochs(issue_labels, policy_min_per_stratum(1), seed = 1),
-    "value_error", "policy")
+    "single_batch", "policy")
   epochs = stratified_epochs(issue_labels, policy_min_per_stratum(1), seed = 1,
     allow_single_batch = TRUE)
   expect_identical(epochs$length(), 1L)
@@ -97,4 +97,23 @@ test_that("batch_sampler_stratified() takes allow_single_batch", {
   skip_if_not_installed("torch")
   expect_pystratum_error(batch_sampler_stratified(1, allow_single_batch = 2), "type_error",
     "allow_single_batch")
+})
+
+test_that("one condition class, pystratum_single_batch (a value error), whatever the cause", {
+  y = rep(c("a", "b"), c(50L, 3L))
+  for (policy in list(policy_fixed_size(60), policy_fixed_size(53), policy_min_per_stratum(4))) {
+    error = tryCatch(stratified_batches(y, policy, seed = 1), error = identity)
+    expect_s3_class(error, c("pystratum_single_batch", "pystratum_value_error",
+      "pystratum_error"), exact = FALSE)
+    expect_match(conditionMessage(error), "holding all 53 rows", fixed = TRUE)
+    allowed = suppressWarnings(stratified_batches(y, policy, seed = 1,
+      allow_single_batch = TRUE))
+    expect_length(allowed, 1L)
+  }
+  expect_error(stratified_batches(rep(c("a", "b"), 3L), policy_classes_per_batch(2, 3), seed = 1),
+    class = "pystratum_single_batch")
+  error = tryCatch(stratified_batches(indicator_matrix(), 1, seed = 1), error = identity)
+  expect_s3_class(error, "pystratum_single_batch")
+  expect_match(conditionMessage(error), "policy_multi_label(batch_size = ...)", fixed = TRUE)
+  expect_match(multi_label_fix, "policy_multi_label(batch_size = ...)", fixed = TRUE)
 })

@@ -319,7 +319,7 @@ test_that("several stratum columns: every combination is a stratum", {
   task = sampler_task(stratum = c("y", "g"))
   # ("pos", 2) has 1 row: one batch, refused for training unless allowed.
   expect_pystratum_error(fake_learner(fake_sampler_class(1, seed = 3))$train_loader(
-    fake_task_dataset(task)), "value_error", "policy", "\\('pos', 2L?\\) with 1 row")
+    fake_task_dataset(task)), "single_batch", "policy", "\\('pos', 2L?\\) with 1 row")
   loader = fake_learner(fake_sampler_class(1, seed = 3, allow_single_batch = TRUE))$train_loader(
     fake_task_dataset(task))
   strata = task$data(cols = c("y", "g"))
