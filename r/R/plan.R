@@ -34,7 +34,8 @@
 #' batches, e.g. one row of a rare class with `m = 1`; a `batch_size` at
 #' least the number of rows; several 0/1 columns, multi-label indicators,
 #' whose combinations leave one-row strata) is not stratified batching and
-#' is an error of class `pystratum_value_error` naming the smallest strata
+#' is an error of class `pystratum_single_batch` (a `pystratum_value_error`)
+#' naming the smallest strata
 #' and the fix (`$argument` is `"policy"`, or `"strata"` for 0/1 indicator
 #' columns), unless `allow_single_batch = TRUE`. Allowed, and with
 #' `N_min < m`, the single batch comes with a warning of class

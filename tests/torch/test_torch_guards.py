@@ -132,3 +132,21 @@ def test_iterating_the_sampler_directly_is_unaffected(labels):
     sampler = StratifiedBatchSampler(labels, 2, seed=1)
     batches = [b for b in sampler]
     assert sorted(np.concatenate(batches).tolist()) == list(range(500))
+
+
+def test_the_state_records_allow_single_batch_and_older_states_still_load():
+    labels = [0] * 40 + [1] * 3
+    allowed = StratifiedBatchSampler(labels, 5, seed=2, allow_single_batch=True)
+    assert len(allowed) == 1
+    state = allowed.state_dict()
+    assert state["allow_single_batch"] is True
+    rebuilt = StratifiedBatchSampler(labels, 5, seed=2, allow_single_batch=True)
+    rebuilt.load_state_dict(state)
+    assert list(rebuilt) == list(allowed)
+    # A state saved before the key existed (same format) loads unchanged.
+    many = StratifiedBatchSampler(labels, 1, seed=2)
+    older = many.state_dict()
+    assert older.pop("allow_single_batch") is False
+    again = StratifiedBatchSampler(labels, 1, seed=2)
+    again.load_state_dict(older)
+    assert list(again) == list(many)
