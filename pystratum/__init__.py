@@ -28,7 +28,7 @@ from .strata._parquet import parquet_strata
 from .engine._plan import BatchPlan, plan_batches, stratified_batches
 from .streams._r import RStream
 from .policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
-                       StratumTooSmallWarning, Targets)
+                       SingleBatchError, StratumTooSmallWarning, Targets)
 
 __all__ = [
     "BatchPlan",
@@ -38,6 +38,7 @@ __all__ = [
     "LazyPlan",
     "MinPerStratum",
     "RStream",
+    "SingleBatchError",
     "StratumMembers",
     "StratumTooSmallWarning",
     "Targets",

@@ -46,3 +46,21 @@ def strata_and_policy(draw):
             policy = FixedSize(draw(st.integers(2 * n_rows // (2 * most + 1) + 1, n_rows + 5)), m,
                                sizes="balanced")
     return codes, policy
+
+
+def plan_allowing_one_batch(labels, policy, **kwargs):
+    """``plan_batches(..., allow_single_batch=True)``; when that plan is one batch, also check
+    that without the opt-in the same call is refused with ``SingleBatchError``.
+
+    For property tests whose strategies reach one-batch plans: the case is kept (its
+    guarantees still checked on the allowed plan) and the guard is asserted, not filtered.
+    """
+    import pytest
+
+    from pystratum import SingleBatchError, plan_batches
+
+    plan = plan_batches(labels, policy, allow_single_batch=True, **kwargs)
+    if plan.num_batches == 1:
+        with pytest.raises(SingleBatchError):
+            plan_batches(labels, policy, **kwargs)
+    return plan

@@ -138,7 +138,8 @@ def arguments_from_case(case, index_base: int):
     given = case["input"]
     strata = strata_from_json(given["strata"], index_base)
     keywords = {}
-    for name, default in (("seed", None), ("rng", "R"), ("epoch", 0), ("shuffle", True)):
+    for name, default in (("seed", None), ("rng", "R"), ("epoch", 0), ("shuffle", True),
+                          ("allow_single_batch", False)):
         if name in given:
             keywords[name] = scalar_from_json(given[name])
         else:

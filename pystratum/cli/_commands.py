@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..engine._plan import BatchPlan, plan_batches
+from ..engine._single_batch import check_several_batches
 from ..policies import FixedSize, MinPerStratum, Policy, StratumTooSmallWarning, strata_of_sizes
 from ..policies._fixed_size import fixed_size_num_batches, fixed_size_smallest_batch_size
 from ..strata._labels import label_text
@@ -36,7 +37,8 @@ def _plan(args, columns, policy, progress, epoch=None) -> BatchPlan:
         warnings.simplefilter("always", StratumTooSmallWarning)
         plan = plan_batches(columns, policy, seed=args.seed, rng=args.rng,
                             epoch=args.epoch if epoch is None else epoch,
-                            shuffle=not args.no_shuffle)
+                            shuffle=not args.no_shuffle,
+                            allow_single_batch=args.allow_single_batch)
     for warning in caught:
         print(f"pystratum: warning: {warning.message}", file=sys.stderr)
     progress(f"planned {plan.num_batches:,} batches")
@@ -55,14 +57,18 @@ def cmd_plan(args, progress) -> int:
     return EXIT_OK
 
 
-def _feasibility(policy: Policy, strata) -> tuple:
-    """``(ok, message)``: does the policy give its guarantee on these strata?"""
+def _feasibility(policy: Policy, strata, allow_single_batch: bool) -> tuple:
+    """``(ok, message)``: does the policy give its guarantee (and 2+ batches) on these strata?"""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StratumTooSmallWarning)
         try:
             allocation = policy.allocate(strata, 0)
         except ValueError as error:
             return False, str(error)
+    try:
+        check_several_batches(strata, policy, allocation.num_batches, allow_single_batch)
+    except ValueError as error:
+        return False, str(error)
     if caught:
         return False, str(caught[0].message)
     if allocation.slots is not None:
@@ -130,7 +136,7 @@ def cmd_check(args, progress) -> int:
     smallest = encoded.labels[int(np.argmin(sizes))]
     largest = encoded.labels[int(np.argmax(sizes))]
     strata = strata_of_sizes(sizes, encoded.labels)
-    ok, message = _feasibility(policy, strata)
+    ok, message = _feasibility(policy, strata, args.allow_single_batch)
     lines = [f"DATA: {n:,} rows, {len(sizes)} strata; smallest {label_text(smallest)!r} with "
              f"{n_min:,} rows, largest {label_text(largest)!r} with {int(sizes.max()):,} rows",
              f"{policy!r}: {'feasible' if ok else 'NOT feasible'}: {message}"]
@@ -178,7 +184,8 @@ def cmd_crosscheck(args, progress) -> int:
         seed = None if args.no_shuffle else plan.seed
         try:
             r_batches = pr.stratified_batches(columns, policy, seed=seed, rng=rng, epoch=epoch,
-                                              shuffle=not args.no_shuffle)
+                                              shuffle=not args.no_shuffle,
+                                              allow_single_batch=args.allow_single_batch)
         except pr.RError as error:
             if "pystratum_missing_package" in error.r_classes:
                 # R's torch for --rng torch: a missing optional package, as a

@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     policy.add_argument("--param", action="append", default=[], metavar="K=V",
                         help="a parameter of --policy (value parsed as JSON where it can be, "
                              "e.g. batch_size=64)")
+    policy.add_argument("--allow-single-batch", action="store_true",
+                        help="accept a plan of one batch holding every row (refused by "
+                             "default: a stratum too small for two batches, a batch size at "
+                             "least the data's, 0/1 indicator columns as strata)")
     stream = data.add_argument_group("random stream")
     stream.add_argument("--seed", type=_int, metavar="S",
                         help="seed (default: fresh entropy; the plan reports the seed used)")

@@ -42,12 +42,13 @@ from .. import kernels as kernel_gate
 from ..streams._index import (_HALF, MAX_INDEX, SMALL_DOMAIN, IndexStream, _encrypt,
                               permute_ranks)
 from ..strata._members import StratumMembers, members_of_codes, members_of_labels
-from ..base._validation import check_epoch
+from ..base._validation import check_bool, check_epoch
 from ..policies import Policy, check_allocation
 from ..strata._encode import encode_strata
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_plan import BatchPlan
 from ._lazy_slots import LazySlots
+from ._single_batch import check_several_batches, quiet_if_refused
 
 __all__ = ["LazyPlan", "lazy_plan"]
 
@@ -335,7 +336,7 @@ class LazyPlan:
 
 
 def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratum=None,
-              members_directory=None) -> LazyPlan:
+              members_directory=None, allow_single_batch=False) -> LazyPlan:
     """The ``rng="index"`` plan of one epoch, batches computed on demand.
 
     strata:  anything :func:`pystratum.stratified_batches` accepts, or a
@@ -345,6 +346,8 @@ def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratu
     seed:    a whole number in ``[0, 2**52)``; None draws one (``plan.seed``).
     members_directory: write the member array there as ``rows.npy`` and map it
              read-only (shared by DataLoader workers and local ranks).
+    allow_single_batch: as in :func:`pystratum.stratified_batches` (a plan
+             of one batch is a ValueError unless True).
 
     Guarantees: those of the policy, as for :func:`stratified_batches`;
     ``plan[b]`` costs O(|batch| + S); the same arguments give the same
@@ -353,6 +356,7 @@ def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratu
 
     policy = resolve_policy(policy, min_samples_per_stratum)
     epoch = check_epoch(epoch)
+    allow_single_batch = check_bool(allow_single_batch, "allow_single_batch")
     stream = IndexStream(seed)
     if isinstance(strata, StratumMembers):
         members = strata
@@ -363,7 +367,10 @@ def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratu
         check_strata_are_groups(encoded)
         members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels,
                                    directory=members_directory)
-    return LazyPlan(members, policy, stream, epoch)
+    with quiet_if_refused(allow_single_batch):
+        plan = LazyPlan(members, policy, stream, epoch)
+    check_several_batches(members, policy, plan.num_batches, allow_single_batch)
+    return plan
 
 
 def _default_batch_cuts():

@@ -17,17 +17,19 @@ from ..policies import Policy, StratumTooSmallWarning, check_allocation
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_plan import BatchPlan
 from ._lazy import LazyPlan
+from ._single_batch import check_several_batches, quiet_if_refused
 
 __all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream",
            "resolve_policy", "check_strata_are_groups"]
 
 def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffle=True,
-                 min_samples_per_stratum=None) -> BatchPlan:
+                 min_samples_per_stratum=None, allow_single_batch=False) -> BatchPlan:
     """Like :func:`stratified_batches`, returning a :class:`BatchPlan` report."""
     policy = resolve_policy(policy, min_samples_per_stratum)
     rng = check_choice(rng, "rng", RNG_CHOICES)
     epoch = check_epoch(epoch)
     shuffle = check_bool(shuffle, "shuffle")
+    allow_single_batch = check_bool(allow_single_batch, "allow_single_batch")
     if not shuffle and epoch != 0:
         raise ValueError(
             f"epoch={epoch} has no effect since shuffle=False (every epoch then follows row "
@@ -37,12 +39,14 @@ def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffl
     stream = stream_for(rng, seed, shuffle)
     encoded = encode_strata(strata)
     check_strata_are_groups(encoded)
-    return plan_from_stream(encoded, policy, stream, epoch=epoch, rng=rng)
+    with quiet_if_refused(allow_single_batch):
+        return plan_from_stream(encoded, policy, stream, epoch=epoch, rng=rng,
+                                allow_single_batch=allow_single_batch)
 
 
 def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: int,
                      rng: str, num_batches: int | None = None,
-                     with_weights: bool = True) -> BatchPlan:
+                     with_weights: bool = True, allow_single_batch: bool = True) -> BatchPlan:
     """The plan for already-validated inputs; ``stream=None`` means row order.
 
     Framework layers (the torch sampler) call this with a stream they keep
@@ -75,18 +79,21 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     order of its epoch sequence
     (:func:`pystratum.engine._assemble.assemble_by_stratum`). ``with_weights=False``
     leaves ``weights`` None (a caller that takes them from elsewhere).
+    ``allow_single_batch=False``: a one-batch allocation is refused
+    (:func:`pystratum.engine._single_batch.check_several_batches`) before
+    anything is drawn; the samplers check once, at construction.
     """
-    if getattr(stream, "name", None) == "index" and policy.allocates_slots:
-        allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
-                                      num_batches=num_batches)
-        return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
-    if getattr(stream, "name", None) == "index":
-
+    if getattr(stream, "name", None) == "index" and not policy.allocates_slots:
         members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
-        return LazyPlan(members, policy, stream, epoch).materialise()
-    n = encoded.n_rows
+        lazy = LazyPlan(members, policy, stream, epoch)
+        check_several_batches(encoded, policy, lazy.num_batches, allow_single_batch)
+        return lazy.materialise()
     allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
                                   num_batches=num_batches)
+    check_several_batches(encoded, policy, allocation.num_batches, allow_single_batch)
+    if getattr(stream, "name", None) == "index":
+        return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
+    n = encoded.n_rows
     if allocation.slots is not None:
         return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
     if draws_by_stratum(policy, allocation):
@@ -208,7 +215,8 @@ def epoch_draw_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list
 
 
 def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
-                       shuffle=True, min_samples_per_stratum=None) -> list:
+                       shuffle=True, min_samples_per_stratum=None,
+                       allow_single_batch=False) -> list:
     """Split rows into mini-batches whose composition the policy guarantees.
 
     Parameters
@@ -249,6 +257,13 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
         Must be 0 when ``shuffle=False``.
     shuffle : bool
         False keeps row order (the identity permutation).
+    allow_single_batch : bool
+        False (default): a plan of a single batch (every row in it) is a
+        ValueError naming the smallest strata and the fix (a smaller ``m``
+        or ``batch_size``, ``FixedSize(batch_size)``; for several 0/1
+        columns passed as strata, which look like multi-label indicators,
+        one label column or fewer columns). True when one batch per epoch
+        is really meant.
 
     Returns
     -------
@@ -262,9 +277,12 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
     ``pystratum::stratified_batches`` minus one. ``MinPerStratum(m)``: with
     the smallest stratum of size ``N_min >= m`` there are ``N_min // m``
     batches, each holding at least ``m`` rows of every stratum, and a
-    stratum's per-batch counts differ by at most one; if ``N_min < m`` a
-    single batch holds every row and a ``StratumTooSmallWarning`` says so.
+    stratum's per-batch counts differ by at most one. Every policy: at
+    least two batches, or a ValueError unless ``allow_single_batch=True``;
+    allowed, a single batch holds every row (if ``N_min < m`` a
+    ``StratumTooSmallWarning`` says so).
     ``FixedSize``: see :class:`pystratum.policies.FixedSize`.
     """
     return plan_batches(strata, policy, seed=seed, rng=rng, epoch=epoch, shuffle=shuffle,
-                        min_samples_per_stratum=min_samples_per_stratum).batches
+                        min_samples_per_stratum=min_samples_per_stratum,
+                        allow_single_batch=allow_single_batch).batches

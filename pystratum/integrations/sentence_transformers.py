@@ -25,7 +25,7 @@ try:  # sentence-transformers >= 5 keeps the samplers in its base package
 except ImportError:  # 3.4 (the first to take a function as batch_sampler) to 4.x
     from sentence_transformers.sampler import DefaultBatchSampler
 
-from ..base._validation import show
+from ..base._validation import check_bool, show
 from ..policies import Policy
 from ..torch import StratifiedBatchSampler
 from ._common import column_labels, trainer_policy
@@ -33,7 +33,7 @@ from ._common import column_labels, trainer_policy
 __all__ = ["BatchSamplerFactory", "StratifiedBatchSamplerST", "batch_sampler"]
 
 
-def batch_sampler(policy=None, *, strata_column=None, seed=None):
+def batch_sampler(policy=None, *, strata_column=None, seed=None, allow_single_batch=False):
     """What ``SentenceTransformerTrainingArguments(batch_sampler=...)`` accepts.
 
     ``policy``: a pystratum policy; None means ``FixedSize(batch_size)``
@@ -42,7 +42,9 @@ def batch_sampler(policy=None, *, strata_column=None, seed=None):
     trainer reports and schedules with it. ``strata_column``: the dataset
     column holding the strata; None takes the trainer's label column (the
     first of ``valid_label_columns``, e.g. ``"label"``, the dataset has).
-    ``seed``: None uses the trainer's ``args.seed``.
+    ``seed``: None uses the trainer's ``args.seed``. ``allow_single_batch``:
+    as ``StratifiedBatchSampler``'s (a one-batch training plan is refused
+    when the training loader is built, unless True).
 
     Guarantee: the trainer's training batches are the epochs of
     ``StratifiedBatchSampler(dataset[strata_column], policy, seed=seed)``,
@@ -64,7 +66,8 @@ def batch_sampler(policy=None, *, strata_column=None, seed=None):
             f"strata_column must be a column name (str) or None, got "
             f"strata_column={show(strata_column)}: pass the name of the dataset's label column.")
 
-    return BatchSamplerFactory(policy, strata_column, seed)
+    return BatchSamplerFactory(policy, strata_column, seed,
+                               check_bool(allow_single_batch, "allow_single_batch"))
 
 
 class BatchSamplerFactory:
@@ -82,14 +85,15 @@ class BatchSamplerFactory:
     default. A ``DatasetDict`` training set is a ValueError.
     """
 
-    def __init__(self, policy=None, strata_column=None, seed=None):
+    def __init__(self, policy=None, strata_column=None, seed=None, allow_single_batch=False):
         self.policy = policy
         self.strata_column = strata_column
         self.seed = seed
+        self.allow_single_batch = allow_single_batch
 
     def __repr__(self) -> str:
         return (f"batch_sampler({self.policy!r}, strata_column={self.strata_column!r}, "
-                f"seed={self.seed!r})")
+                f"seed={self.seed!r}, allow_single_batch={self.allow_single_batch!r})")
 
     def __call__(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None,
                  seed=0):
@@ -114,7 +118,9 @@ class BatchSamplerFactory:
         return StratifiedBatchSamplerST(
             dataset, batch_size, drop_last, valid_label_columns=valid_label_columns,
             generator=generator, seed=seed if self.seed is None else self.seed,
-            policy=self.policy, strata_column=self.strata_column)
+            policy=self.policy, strata_column=self.strata_column,
+            # Factories pickled before the argument existed refuse one batch, the default.
+            allow_single_batch=getattr(self, "allow_single_batch", False))
 
 
 def _loader_kind():
@@ -157,7 +163,7 @@ class StratifiedBatchSamplerST(DefaultBatchSampler):
     """
 
     def __init__(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None,
-                 seed=0, *, policy=None, strata_column=None):
+                 seed=0, *, policy=None, strata_column=None, allow_single_batch=False):
         super().__init__(dataset, batch_size=batch_size, drop_last=drop_last,
                          valid_label_columns=valid_label_columns, generator=generator, seed=seed)
         column = strata_column
@@ -175,7 +181,8 @@ class StratifiedBatchSamplerST(DefaultBatchSampler):
         # num_replicas=1: accelerate shards the batches across processes itself.
         self.stratified = StratifiedBatchSampler(
             column_labels(dataset, column, "strata_column"), self.policy, seed=seed,
-            num_replicas=1, rank=0, drop_last=drop_last, dataset=dataset)
+            num_replicas=1, rank=0, drop_last=drop_last, dataset=dataset,
+            allow_single_batch=allow_single_batch)
         self.batch_size = None
 
     def set_epoch(self, epoch: int) -> None:

@@ -26,7 +26,7 @@ import logging
 from transformers import Trainer, TrainerCallback
 
 from ..streams._base import RNG_CHOICES
-from ..base._validation import check_choice
+from ..base._validation import check_bool, check_choice
 from ..torch import StratifiedBatchSampler
 from ._common import column_labels, declared_batch_size, served_sizes, trainer_policy
 
@@ -76,6 +76,9 @@ class StratifiedTrainer(Trainer):
         resumed run, plan the same epochs).
     rng : {"numpy", "R", "torch", "index"}
         As ``StratifiedBatchSampler``'s.
+    allow_single_batch : bool
+        As ``StratifiedBatchSampler``'s: a training plan of one batch is a
+        ValueError when the training loader is built, unless True.
 
     Guarantees
     ----------
@@ -99,8 +102,10 @@ class StratifiedTrainer(Trainer):
       refuses it here, as the sampler declares no fixed batch size.
     """
 
-    def __init__(self, *args, strata, policy=None, seed=None, rng="numpy", **kwargs):
+    def __init__(self, *args, strata, policy=None, seed=None, rng="numpy",
+                 allow_single_batch=False, **kwargs):
         super().__init__(*args, **kwargs)
+        self.allow_single_batch = check_bool(allow_single_batch, "allow_single_batch")
         self.strata = strata
         self.stratified_rng = check_choice(rng, "rng", RNG_CHOICES)
         self.stratified_seed = seed
@@ -122,7 +127,8 @@ class StratifiedTrainer(Trainer):
         # (whole batches in turn); every process plans the same epochs from the seed.
         sampler = StratifiedBatchSampler(
             labels, self.policy, seed=seed, rng=self.stratified_rng, num_replicas=1, rank=0,
-            drop_last=self.args.dataloader_drop_last, dataset=self.train_dataset)
+            drop_last=self.args.dataloader_drop_last, dataset=self.train_dataset,
+            allow_single_batch=self.allow_single_batch)
         if declared_batch_size(self.policy) is None:
             count, smallest, largest = served_sizes(sampler)
             sizes = f"{smallest}" if smallest == largest else f"{smallest} to {largest}"

@@ -28,7 +28,7 @@ from ._base import (Allocation, Policy, SlotPlan, check_allocation, check_slot_l
 from ._classes_per_batch import ClassesPerBatch, SlotRefills, SmallStrataWarning
 from ._downsample import Downsample
 from ._fixed_size import FixedSize
-from ._min_per_stratum import MinPerStratum, StratumTooSmallWarning, as_policy
+from ._min_per_stratum import MinPerStratum, SingleBatchError, StratumTooSmallWarning, as_policy
 from ._targets import Targets
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "FixedSize",
     "MinPerStratum",
     "Policy",
+    "SingleBatchError",
     "SlotPlan",
     "SlotRefills",
     "SmallStrataWarning",

@@ -13,11 +13,21 @@ import numpy as np
 from ..base._validation import check_int
 from ._base import Allocation, Policy, small_cuts
 
-__all__ = ["MinPerStratum", "StratumTooSmallWarning", "as_policy"]
+__all__ = ["MinPerStratum", "SingleBatchError", "StratumTooSmallWarning", "as_policy"]
 
 
 class StratumTooSmallWarning(UserWarning):
     """The smallest stratum has fewer rows than ``min_samples_per_stratum``."""
+
+
+class SingleBatchError(ValueError):
+    """A plan whose only batch holds every row, refused unless ``allow_single_batch=True``.
+
+    Raised by every face (core, lazy plan, torch samplers, trainers, CLI,
+    the R bindings, which map R's ``pystratum_single_batch`` condition to
+    it); a ``ValueError``, so code catching that keeps working. The message
+    names the smallest strata, the number of rows and the fixes.
+    """
 
 
 class MinPerStratum(Policy):

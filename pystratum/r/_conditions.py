@@ -4,7 +4,8 @@ The R package signals classed conditions; the bridge
 (``bridge_call_capturing`` in ``r/R/python_bridge.R``) returns them as data
 and this module raises them again on the Python side:
 
-* ``pystratum_type_error`` -> TypeError, ``pystratum_value_error`` ->
+* ``pystratum_single_batch`` -> :class:`pystratum.SingleBatchError`,
+  ``pystratum_type_error`` -> TypeError, ``pystratum_value_error`` ->
   ValueError, both with ``.argument`` (the argument R blames) and
   ``.r_classes``; any other R error -> :class:`RError`;
 * ``pystratum_stratum_too_small`` -> :class:`pystratum.StratumTooSmallWarning`,
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..policies import StratumTooSmallWarning
+from ..policies import SingleBatchError, StratumTooSmallWarning
 from ._rvalues import field, first_string
 
 __all__ = ["RError", "RWarning", "raise_r_conditions"]
@@ -52,7 +53,9 @@ def raise_r_conditions(outcome, stacklevel):
     classes = list(field(error, "class"))
     message = first_string(field(error, "message"))
     argument = first_string(field(error, "argument"))
-    if "pystratum_type_error" in classes:
+    if "pystratum_single_batch" in classes:
+        exception = SingleBatchError(message)
+    elif "pystratum_type_error" in classes:
         exception = TypeError(message)
     elif "pystratum_value_error" in classes:
         exception = ValueError(message)

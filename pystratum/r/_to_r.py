@@ -51,8 +51,9 @@ def check_python_types(given: dict) -> None:
         _named(check_choice, given["rng"], "rng", choices=RNG_CHOICES)
     if "epoch" in given:
         _named(check_int, given["epoch"], "epoch", minimum=0)
-    if "shuffle" in given:
-        _named(check_bool, given["shuffle"], "shuffle")
+    for flag in ("shuffle", "allow_single_batch"):
+        if flag in given:
+            _named(check_bool, given[flag], flag)
     if given.get("seed") is not None:
         _named(check_int, given["seed"], "seed")
 

@@ -50,7 +50,8 @@ class StreamDefaultWarning(UserWarning):
 
 
 def stratified_batches(strata, policy=None, *, seed=None, rng=None, epoch=0,
-                       shuffle=True, min_samples_per_stratum=None, return_weights=False):
+                       shuffle=True, min_samples_per_stratum=None, return_weights=False,
+                       allow_single_batch=False):
     """R's ``pystratum::stratified_batches``, with batches as 0-based int64 arrays.
 
     Same arguments and guarantees as :func:`pystratum.stratified_batches`
@@ -65,6 +66,10 @@ def stratified_batches(strata, policy=None, *, seed=None, rng=None, epoch=0,
     different batches in the two faces: a seed without ``rng`` therefore
     warns (:class:`StreamDefaultWarning`, once per call site); pass ``rng``
     to state the stream. R's own ``.Random.seed`` is left untouched.
+
+    ``allow_single_batch``: as the core's; a plan of one batch is R's
+    ``pystratum_value_error``, raised as ValueError (``.argument`` "policy",
+    or "strata" for 0/1 indicator columns), unless True.
 
     ``return_weights=True`` returns ``(batches, weights)`` instead: ``weights``
     is R's ``attr(batches, "weights")`` as a list of float64 arrays parallel
@@ -96,9 +101,11 @@ def stratified_batches(strata, policy=None, *, seed=None, rng=None, epoch=0,
     active = _session()
     with active.calling():
         check_python_types({"min_samples_per_stratum": policy, "rng": rng, "epoch": epoch,
-                            "shuffle": shuffle, "seed": seed})
+                            "shuffle": shuffle, "seed": seed,
+                            "allow_single_batch": allow_single_batch})
         return_weights = _named_bool(return_weights, "return_weights")
-        given = {"strata": strata, "seed": seed, "rng": rng, "epoch": epoch, "shuffle": shuffle}
+        given = {"strata": strata, "seed": seed, "rng": rng, "epoch": epoch, "shuffle": shuffle,
+                 "allow_single_batch": allow_single_batch}
         arguments = _arguments_to_r(active, given)
         arguments.update(policy_arguments(active, policy))
         outcome = active.bridge(_stratified_batches_bridge(rng))(**arguments)
@@ -235,11 +242,13 @@ def _warn_stream_default(seed):
 
 
 def batch_sampler_stratified(policy=None, *, shuffle=True, seed=None, rng="torch",
-                             min_samples_per_stratum=None):
+                             min_samples_per_stratum=None, allow_single_batch=False):
     """R's ``pystratum::batch_sampler_stratified()``: a torch sampler *class*, as an R object.
 
     ``policy``: a :mod:`pystratum.policies` object (rebuilt in R by name and
     parameters) or a number (``policy_min_per_stratum``).
+    ``allow_single_batch``: R's (a training loader whose plan is one batch is
+    refused when mlr3torch builds it, unless True).
     The result is an rpy2 object ready to be assigned in embedded R to an
     mlr3torch learner's ``batch_sampler`` parameter. It needs R's torch
     package; without it R's error (naming ``install.packages("torch")``) is
@@ -265,7 +274,8 @@ def batch_sampler_stratified(policy=None, *, shuffle=True, seed=None, rng="torch
             "torch in its own Rscript."
         )
     with active.calling():
-        given = {"shuffle": shuffle, "seed": seed, "rng": rng}
+        given = {"shuffle": shuffle, "seed": seed, "rng": rng,
+                 "allow_single_batch": allow_single_batch}
         arguments = _arguments_to_r(active, given)
         arguments.update(policy_arguments(active, _one_policy(policy, min_samples_per_stratum)))
         outcome = active.bridge("bridge_batch_sampler_stratified")(**arguments)

@@ -113,7 +113,8 @@ class StratifiedSampler(Sampler[int]):
         loader = DataLoader(dataset, sampler=sampler, batch_size=sampler.batch_size)
 
     Parameters are those of :class:`StratifiedBatchSampler` (same meaning,
-    same defaults), plus ``batch_size``: ``policy=None`` with
+    same defaults; a plan of one batch is refused unless
+    ``allow_single_batch=True``), plus ``batch_size``: ``policy=None`` with
     ``batch_size=n`` means ``FixedSize(n)``; a policy and ``batch_size``
     together are a ValueError.
 
@@ -143,12 +144,13 @@ class StratifiedSampler(Sampler[int]):
     """
 
     def __init__(self, strata, policy=None, *, batch_size=None, seed=None, rng="numpy",
-                 num_replicas=None, rank=None, drop_last=False, dataset=None):
+                 num_replicas=None, rank=None, drop_last=False, dataset=None,
+                 allow_single_batch=False):
         policy = resolve_batch_policy(policy, batch_size, "StratifiedSampler")
         check_bool(drop_last, "drop_last")
         self._batches = StratifiedBatchSampler(
             strata, policy, seed=seed, rng=rng, num_replicas=num_replicas, rank=rank,
-            drop_last=drop_last, dataset=dataset)
+            drop_last=drop_last, dataset=dataset, allow_single_batch=allow_single_batch)
         inner = self._batches
         policy = inner.policy  # an int m is MinPerStratum(m) there
         rows, _, reason = fixed_batch_size(policy, inner._strata)

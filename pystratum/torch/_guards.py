@@ -1,8 +1,7 @@
 """Checks against the mistakes new users make with a batch sampler.
 
-* A plan with one batch holding every row because a stratum is too small:
-  on a GPU that is an out-of-memory crash at the first step, so the sampler
-  refuses it unless asked for (``allow_single_batch=True``).
+* (A plan with one batch holding every row is refused by the core's guard,
+  :mod:`pystratum.engine._single_batch`, which every face shares.)
 * ``DataLoader(dataset, sampler=sampler)`` instead of ``batch_sampler=``:
   DataLoader then wraps the sampler in a ``BatchSampler(sampler, 1)`` and
   indexes the dataset with whole lists, which gives oddly shaped batches
@@ -19,17 +18,7 @@ from __future__ import annotations
 
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
-__all__ = ["single_batch_error", "check_dataset_length", "check_iterating_caller"]
-
-
-def single_batch_error(reason: str, n_rows: int) -> ValueError:
-    """The error for a plan that would serve every row as one batch (``reason``: the warning)."""
-    return ValueError(
-        f"StratifiedBatchSampler would serve all {n_rows} rows as one batch: {reason} A batch "
-        f"of the whole dataset usually exhausts GPU memory at the first step. Fix the cause "
-        f"above, or pass allow_single_batch=True if one whole-dataset batch per epoch is "
-        f"what you want."
-    )
+__all__ = ["check_dataset_length", "check_iterating_caller"]
 
 
 def check_dataset_length(dataset, n_rows: int, where: str = "the dataset",

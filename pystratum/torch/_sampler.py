@@ -21,6 +21,7 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from ..engine._plan import BatchPlan, check_strata_are_groups, resolve_policy
+from ..engine._single_batch import check_several_batches
 from ..strata._members import StratumMembers, members_digest, members_of_codes, members_of_labels
 from ..serving._sharding import kept_batches, rank_batch_count
 from ..serving import EpochPass, EpochProgress, EpochServed, LazyPlanSource, PlanSource
@@ -31,7 +32,7 @@ from ..policies import (FixedSize, MinPerStratum, StratumTooSmallWarning, check_
                         check_slot_layout)
 from ._distributed import resolve_replicas, resolve_seed
 from ._epoch import EpochSetter
-from ._guards import check_dataset_length, check_iterating_caller, single_batch_error
+from ._guards import check_dataset_length, check_iterating_caller
 from ._labels import labels_from
 from ._state import SamplerState, check_resumable, parse_state, same_seed
 
@@ -138,16 +139,21 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         equal ``len(dataset)`` (checked here). Without it the check happens
         when a DataLoader starts the first epoch.
     allow_single_batch : bool
-        When the smallest stratum has fewer than ``m`` rows the plan is one
-        batch holding every row; that is a ValueError unless this is True
-        (a whole-dataset batch usually exhausts GPU memory).
+        A plan of one batch per epoch (every row in it: a stratum too small
+        for two batches, a batch size at least the data's, several 0/1
+        columns whose combinations leave one-row strata) is a ValueError at
+        construction, naming the smallest strata and the fix, unless this is
+        True (a whole-dataset batch usually exhausts GPU memory). The count
+        is the plan's batches before sharding: 2 batches on 2 ranks (one
+        each) are fine; 1 batch is refused whatever ``num_replicas``.
 
     Guarantees
     ----------
     * Every batch has the policy's composition; for ``MinPerStratum(m)``
-      at least ``m`` rows of every stratum (with ``allow_single_batch=True``
-      and a stratum smaller than ``m``: one batch holds every row and a
-      ``StratumTooSmallWarning`` says so).
+      at least ``m`` rows of every stratum. The plan has at least 2 batches
+      per epoch (before sharding), or construction fails, unless
+      ``allow_single_batch=True`` (then a stratum smaller than ``m`` gives one
+      batch holding every row and a ``StratumTooSmallWarning`` says so).
     * ``len(sampler)`` is exactly the number of batches one ``iter()`` yields on
       this rank, every epoch; all ranks yield the same number.
     * Epochs. One replica: each ``iter()`` starts the next epoch (a new
@@ -233,9 +239,8 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
             else:
                 num_batches = check_allocation(self.policy.allocate(self._strata, 0),
                                                self._strata, self.policy, 0).num_batches
-        too_small = [w for w in caught if issubclass(w.category, StratumTooSmallWarning)]
-        if too_small and not self.allow_single_batch:
-            raise single_batch_error(str(too_small[0].message), n_rows)
+        # Counted before sharding: the plan's batches of all ranks (pystratum.engine._single_batch).
+        check_several_batches(self._strata, self.policy, num_batches, self.allow_single_batch)
         for warning in caught:
             warnings.warn(warning.message, warning.category, stacklevel=2)
         self.num_batches = int(num_batches)
@@ -372,6 +377,7 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
             policy=self.policy.to_dict(),
             n_rows=self._strata.n_rows, num_batches=self.num_batches,
             strata_digest=self._strata_digest(), stream=stream_state,
+            allow_single_batch=self.allow_single_batch,
         )
 
     def _source(self):

@@ -59,6 +59,9 @@ class SamplerState:
     num_batches: int
     strata_digest: str
     stream: dict
+    # Recorded so that a sampler rebuilt from a saved state gets the same guard
+    # (pystratum.engine._single_batch); None: a state saved before it was recorded.
+    allow_single_batch: bool | None = None
 
     def to_dict(self) -> dict:
         """The state as plain values (``torch.load(weights_only=True)`` reads it back)."""
@@ -77,6 +80,7 @@ class SamplerState:
             "num_batches": self.num_batches,
             "strata_digest": self.strata_digest,
             "stream": self.stream,
+            "allow_single_batch": self.allow_single_batch,
         }
 
 
@@ -122,6 +126,9 @@ def parse_state(state) -> SamplerState:
         num_batches=integer("num_batches", minimum=1),
         strata_digest=digest,
         stream=_stream_state(state["stream"], rng if shuffle else None),
+        # Optional: states saved before the single-batch guard do not hold it.
+        allow_single_batch=(None if state.get("allow_single_batch") is None
+                            else flag("allow_single_batch")),
     )
 
 

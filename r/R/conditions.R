@@ -4,6 +4,8 @@
 # <name>=<value>. <fix>", so users of both languages read the same text and
 # handlers can rely on the classes:
 #   pystratum_type_error / pystratum_value_error  (both inherit pystratum_error)
+#   pystratum_single_batch                        (a pystratum_value_error: a plan of
+#                                                  one batch; Python's SingleBatchError)
 #   pystratum_stratum_too_small                   (a warning)
 #   pystratum_small_strata                        (a warning: strata left out)
 # Errors carry the offending argument's name in `argument`.
@@ -14,6 +16,12 @@ abort_type = function(argument, message) {
 
 abort_value = function(argument, message) {
   abort_pystratum("value_error", argument, message)
+}
+
+# A plan of one batch holding every row (r/R/single_batch.R): a value error
+# with its own class, as Python's SingleBatchError subclasses ValueError.
+abort_single_batch = function(argument, message) {
+  abort_pystratum(c("single_batch", "value_error"), argument, message)
 }
 
 abort_pystratum = function(kind, argument, message) {

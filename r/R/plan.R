@@ -18,6 +18,7 @@
 #' * Every row appears in exactly one batch.
 #' * When `N_min >= m`, every batch holds at least `m` rows of every stratum,
 #'   and a stratum's per-batch counts differ by at most one.
+#' * At least two batches, or an error unless `allow_single_batch = TRUE`.
 #' * Batches come in order `1..num_batches`; inside a batch, rows keep the
 #'   order of the permutation (sampling policies, [policy_targets()] and
 #'   [policy_downsample()]: stratum by stratum, see [sampling_policies]).
@@ -28,8 +29,17 @@
 #' * Relabelling strata (renaming, reordering factor levels) changes nothing:
 #'   only which rows share a stratum matters.
 #'
-#' If `N_min < m`, a single batch holds every row and a warning of class
-#' `pystratum_stratum_too_small` names the smallest stratum.
+#' @section A single batch:
+#' A plan of a single batch holding every row (a stratum too small for two
+#' batches, e.g. one row of a rare class with `m = 1`; a `batch_size` at
+#' least the number of rows; several 0/1 columns, multi-label indicators,
+#' whose combinations leave one-row strata) is not stratified batching and
+#' is an error of class `pystratum_single_batch` (a `pystratum_value_error`)
+#' naming the smallest strata
+#' and the fix (`$argument` is `"policy"`, or `"strata"` for 0/1 indicator
+#' columns), unless `allow_single_batch = TRUE`. Allowed, and with
+#' `N_min < m`, the single batch comes with a warning of class
+#' `pystratum_stratum_too_small` naming the smallest stratum.
 #'
 #' @section Random streams:
 #' * `rng = "R"` with a `seed`: a private stream started by
@@ -85,6 +95,9 @@
 #'   Must be 0 when `shuffle = FALSE`.
 #' @param shuffle (`logical(1)`)\cr
 #'   `FALSE` keeps row order (the identity permutation).
+#' @param allow_single_batch (`logical(1)`)\cr
+#'   `FALSE` (default): a plan of one batch is an error, see section *A
+#'   single batch*. `TRUE` when one batch per epoch is really meant.
 #'
 #' @return A list of integer vectors, one per batch, of 1-based row
 #'   positions. With a policy that has importance weights
@@ -118,11 +131,12 @@
 #' strata = data.frame(y = rep(c("a", "b"), 10), group = rep(1:2, each = 10))
 #' lengths(stratified_batches(strata, 1, seed = 1))
 stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch", "index"),
-  epoch = 0L, shuffle = TRUE, min_samples_per_stratum = NULL) {
+  epoch = 0L, shuffle = TRUE, min_samples_per_stratum = NULL, allow_single_batch = FALSE) {
   policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
   rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch", "index"))
   epoch = assert_epoch(epoch)
   shuffle = assert_flag(shuffle, "shuffle")
+  allow_single_batch = assert_flag(allow_single_batch, "allow_single_batch")
   assert_seed_with_shuffle(seed, shuffle)
   assert_epoch_with_shuffle(epoch, shuffle)
   seed = assert_seed(seed, rng)
@@ -139,7 +153,7 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
     require_torch("stratified_batches(rng = \"torch\")")
   }
   check_strata_are_groups(encoded)
-  allocation = allocate_epoch(policy, encoded, epoch)
+  allocation = allocate_checked_epoch(policy, encoded, epoch, allow_single_batch)
   if (!shuffle) {
     return(plan_epoch(encoded, policy, epoch, allocation))
   }

@@ -74,10 +74,15 @@ new_policy = function(name, params) {
 
 #' @export
 print.pystratum_policy = function(x, ...) {
-  arguments = vapply(names(x$params), function(k) sprintf("%s = %s", k,
-    show_value(x$params[[k]])), "")
-  cat(sprintf("<pystratum_policy> %s(%s)\n", x$name, paste(arguments, collapse = ", ")))
+  cat(sprintf("<pystratum_policy> %s\n", policy_call_text(x)))
   invisible(x)
+}
+
+# "name(param = value, ...)", as print() and messages show a policy.
+policy_call_text = function(policy) {
+  arguments = vapply(names(policy$params), function(k) sprintf("%s = %s", k,
+    show_value(policy$params[[k]])), "")
+  sprintf("%s(%s)", policy$name, paste(arguments, collapse = ", "))
 }
 
 # A policy object, or a number as shorthand for policy_min_per_stratum();

@@ -7,7 +7,8 @@
 #
 # * Calls never signal: bridge_call_capturing() returns
 #   list(value, error, warnings) and Python re-raises with its own classes
-#   (pystratum_type_error -> TypeError, pystratum_value_error -> ValueError,
+#   (pystratum_single_batch -> SingleBatchError, pystratum_type_error ->
+#   TypeError, pystratum_value_error -> ValueError,
 #   pystratum_stratum_too_small -> StratumTooSmallWarning, others -> RError /
 #   RWarning). Conditions travel as bridge_condition_info() lists.
 # * Lists of batches travel as one flat integer vector plus the batch

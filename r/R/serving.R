@@ -27,18 +27,19 @@
 #                                 leave out rows) batches of the largest
 #                                 training batch size, the last one shorter
 stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
-  rng = c("R", "torch", "index"), torch_backend = NULL) {
+  rng = c("R", "torch", "index"), torch_backend = NULL, allow_single_batch = FALSE) {
   policy = as_policy(policy)
   rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch", "index"))
   shuffle = assert_flag(shuffle, "shuffle")
+  allow_single_batch = assert_flag(allow_single_batch, "allow_single_batch")
   assert_seed_with_shuffle(seed, shuffle)
   seed = assert_seed(seed, rng)
   if (rng == "index") seed = assert_index_seed(seed)
   encoded = encode_strata(strata)
   check_strata_are_groups(encoded)
-  # Epoch 0's allocation (and any warning) now; later epochs may rotate counts
-  # but keep the number of batches.
-  allocation_0 = allocate_epoch(policy, encoded, 0)
+  # Epoch 0's allocation (and any warning, or the single-batch error) now;
+  # later epochs may rotate counts but keep the number of batches.
+  allocation_0 = allocate_checked_epoch(policy, encoded, 0, allow_single_batch)
 
   self = new.env(parent = emptyenv())
   self$n_rows = encoded$n_rows

@@ -88,6 +88,13 @@
 #'   `rng = "torch"` a whole number between 0 and 2^53; for `rng = "R"`
 #'   between -2147483647 and 2147483647, as [set.seed()] takes. Must be
 #'   `NULL` when `shuffle = FALSE`.
+#' @param allow_single_batch (`logical(1)`)\cr
+#'   `FALSE` (default): a training loader whose plan is a single batch
+#'   holding every row is refused when mlr3torch creates it (the error of
+#'   [stratified_batches()], section *A single batch*; the count is the
+#'   plan's batches per epoch). Prediction and validation loaders (every row
+#'   once, in order) are never refused. `TRUE` when one batch per epoch is
+#'   really meant.
 #' @param rng (`character(1)`)\cr
 #'   `"torch"` (default) or `"R"`, see section *Epochs and seeds*. The
 #'   default differs from [stratified_batches()] (`"R"`) so that, with
@@ -111,10 +118,11 @@
 #' learner$train(task)
 #' learner$predict(task)
 batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL,
-  rng = c("torch", "R", "index"), min_samples_per_stratum = NULL) {
+  rng = c("torch", "R", "index"), min_samples_per_stratum = NULL, allow_single_batch = FALSE) {
   policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
   rng = if (missing(rng)) "torch" else assert_choice(rng, "rng", c("torch", "R", "index"))
   shuffle = assert_flag(shuffle, "shuffle")
+  allow_single_batch = assert_flag(allow_single_batch, "allow_single_batch")
   assert_seed_with_shuffle(seed, shuffle)
   seed = assert_seed(seed, rng)
   require_torch("batch_sampler_stratified()")
@@ -124,7 +132,8 @@ batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL,
     "pystratum_batch_sampler_stratified",
     initialize = function(data_source) {
       self$data_source = data_source
-      self$plan = sampler_plan(data_source, policy, shuffle, seed, rng, class_state = class_state)
+      self$plan = sampler_plan(data_source, policy, shuffle, seed, rng, class_state = class_state,
+        allow_single_batch = allow_single_batch)
     },
     .iter = function() {
       self$plan$iter(coro::exhausted())
@@ -151,7 +160,7 @@ new_sampler_class_state = function() {
 # or `param_vals`, which training_epoch_from_callers() and
 # learner_shuffle_is_off() look up in the callers.
 sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend = NULL,
-  class_state = new_sampler_class_state()) {
+  class_state = new_sampler_class_state(), allow_single_batch = FALSE) {
   task = data_source_task(data_source)
   strata = task_strata(task)
   predicting = loader_is_for_prediction()
@@ -159,9 +168,13 @@ sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend =
     class_state$shuffle_reported = TRUE
     warn_learner_shuffle_ignored()
   }
+  # Prediction and validation loaders serve every row once, in order, not
+  # stratified batches: a one-batch plan is no reason to refuse them. A
+  # training loader is refused here, when mlr3torch builds it.
   make_epochs = function() {
     stratified_epochs(strata, policy, shuffle = shuffle, seed = seed,
-      rng = rng, torch_backend = torch_backend)
+      rng = rng, torch_backend = torch_backend,
+      allow_single_batch = allow_single_batch || predicting)
   }
   # A too-small stratum is reported by the training loader; prediction and
   # validation loaders (every row once, in order) need not repeat it.

@@ -172,6 +172,26 @@ def test_batch_size_means_exactly_that_many_rows(tmp_path):
     assert [len(b) for b in json.loads(done.stdout)["batches"]] == [19] * 13 + [6]
 
 
+def test_a_single_batch_plan_is_refused_unless_allowed(data):
+    """--min above the positives' count: one batch, refused by plan and check (exit 2 and 1)
+    with the core's message; --allow-single-batch gives the one batch."""
+    folder, label, _ = data
+    n_pos = int((label == "pos").sum())
+    args = ("--stratum", "label", "--min", str(n_pos), "--seed", "1")
+    refused = run("plan", folder / "d.csv", *args, check_code=2)
+    assert refused.stdout == ""
+    assert (f"pystratum: error: policy=MinPerStratum(m={n_pos}) gives a single batch holding "
+            f"all 600 rows") in refused.stderr
+    assert "--allow-single-batch" in run("plan", "--help", check_code=0).stdout
+    allowed = run("plan", folder / "d.csv", *args, "--allow-single-batch", "--format", "json",
+                  check_code=0)
+    assert json.loads(allowed.stdout)["num_batches"] == 1
+    no = run("check", folder / "d.csv", *args[:4], check_code=1)
+    assert "NOT feasible: policy=MinPerStratum" in no.stdout and "gives a single batch" in no.stdout
+    ok = run("check", folder / "d.csv", *args[:4], "--allow-single-batch", check_code=0)
+    assert f"MinPerStratum(m={n_pos}): feasible: 1 batches" in ok.stdout
+
+
 def test_check_advice_fits_the_policy(data):
     # ClassesPerBatch has no batch size or minimum: the advice names its own parameters.
     folder, label, _ = data

@@ -108,7 +108,11 @@ def sampling_cases(draw, max_strata=8, max_size=40, kinds=LABEL_KINDS):
 
 
 def _plan(strata, policy, **kwargs):
-    """plan_batches, or the error it raised (the same error is expected on every path)."""
+    """plan_batches, or the error it raised (the same error is expected on every path).
+
+    One batch is allowed, as the samplers here allow it (the guard has its own tests).
+    """
+    kwargs.setdefault("allow_single_batch", True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pystratum.StratumTooSmallWarning)
         try:
@@ -369,7 +373,8 @@ def test_r_stream_sampling_epochs_equal_the_r_packages(r_session, case, seed, ep
         warnings.simplefilter("ignore", pystratum.StratumTooSmallWarning)
         try:
             r_batches, r_weights = pr.stratified_batches(strata, policy, seed=seed, rng="R",
-                                                         epoch=epoch, return_weights=True)
+                                                         epoch=epoch, return_weights=True,
+                                                         allow_single_batch=True)
         except ValueError:
             r_batches = None
     plan = _plan(strata, policy, seed=seed, rng="R", epoch=epoch)

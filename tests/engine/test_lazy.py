@@ -35,7 +35,7 @@ def _check_epoch(plan, codes, policy, epoch):
 @given(case=strata_and_policy(), seed=st.integers(0, 2**52 - 1), epoch=st.integers(0, 50))
 def test_an_epoch_keeps_the_policy_guarantees(case, seed, epoch):
     codes, policy = case
-    plan = lazy_plan(codes, policy, seed=seed, epoch=epoch)
+    plan = lazy_plan(codes, policy, seed=seed, epoch=epoch, allow_single_batch=True)
     _check_epoch(plan, codes, policy, epoch)
 
 
@@ -44,7 +44,7 @@ def test_an_epoch_keeps_the_policy_guarantees(case, seed, epoch):
        data=st.data())
 def test_any_batch_in_any_order_equals_the_epoch(case, seed, epoch, data):
     codes, policy = case
-    plan = lazy_plan(codes, policy, seed=seed, epoch=epoch)
+    plan = lazy_plan(codes, policy, seed=seed, epoch=epoch, allow_single_batch=True)
     batches = list(plan)
     ids = data.draw(st.lists(st.integers(0, plan.num_batches - 1), max_size=8))
     order, bounds = plan.batches_of(ids)
@@ -60,7 +60,7 @@ def test_batches_follow_the_documented_construction(case, seed, epoch):
     """Batch b: strata by first appearance, stratum s's members perm_s(lo..hi-1)."""
     codes, policy = case
     encoded = encode_strata(codes)
-    plan = lazy_plan(codes, policy, seed=seed, epoch=epoch)
+    plan = lazy_plan(codes, policy, seed=seed, epoch=epoch, allow_single_batch=True)
     cuts = policy.allocate(encoded, epoch).cuts
     first_rows = np.array([np.flatnonzero(encoded.codes == s)[0]
                            for s in range(encoded.n_strata)])
@@ -210,8 +210,10 @@ def test_arguments_are_checked():
         lazy_plan(codes, 2, seed=1, epoch=1.0)
     with pytest.raises(ValueError, match="strata has a missing value at row 1"):
         lazy_plan([0.0, np.nan, 1.0], 1, seed=1)
+    with pytest.raises(ValueError, match=r"^policy=MinPerStratum\(m=11\) gives a single batch"):
+        lazy_plan(codes, 11, seed=1)
     with pytest.warns(StratumTooSmallWarning):
-        plan = lazy_plan(codes, 11, seed=1)
+        plan = lazy_plan(codes, 11, seed=1, allow_single_batch=True)
     assert plan.num_batches == 1 and np.array_equal(np.sort(plan[0]), np.arange(20))
     with pytest.raises(IndexError):
         plan[1]
@@ -245,7 +247,7 @@ def test_recycling_and_pooled_policies_keep_their_compositions(epoch):
     codes = np.random.default_rng(10).permutation(codes)
     encoded = encode_strata(codes)
     for policy in [Targets("balanced", 30), Targets({0: 0.5, 1: 0.3, 2: 0.2}, 20, epoch=7),
-                   Downsample({0: 0.1}, 5)]:
+                   Downsample({0: 0.1}, 4)]:
         plan = lazy_plan(codes, policy, seed=21, epoch=epoch)
         allocation = policy.allocate(encoded, epoch)
         batches = list(plan)

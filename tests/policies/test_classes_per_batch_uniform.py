@@ -13,6 +13,7 @@ from pystratum.engine._assemble import pass_sequence
 from pystratum.policies import ClassesPerBatch, SmallStrataWarning, policy_from_params
 from pystratum.streams._index import permute_ranks, round_keys
 from pystratum.strata._encode import encode_strata
+from _strategies import plan_allowing_one_batch
 from test_classes_per_batch import refused, run_cli
 
 
@@ -115,8 +116,9 @@ def test_every_uniform_guarantee_over_epochs(sizes, p, k, small, seed, rng, leng
         warnings.simplefilter("ignore", SmallStrataWarning)
         if refused(y, policy, sizes, seed=seed, rng=rng):
             return
-        plans = [plan_batches(y, policy, seed=seed, rng=rng, epoch=e) for e in range(5)]
-        again = plan_batches(y, policy, seed=seed, rng=rng, epoch=3)
+        plans = [plan_allowing_one_batch(y, policy, seed=seed, rng=rng, epoch=e)
+                 for e in range(5)]
+        again = plan_batches(y, policy, seed=seed, rng=rng, epoch=3, allow_single_batch=True)
     served = counts >= k if small == "drop" else np.ones(len(sizes), dtype=bool)
     rows = int(counts[served].sum())
     appearances = np.zeros(len(sizes), dtype=np.int64)

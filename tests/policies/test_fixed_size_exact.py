@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import pystratum
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
+from _strategies import plan_allowing_one_batch
 from pystratum.policies._fixed_size import _exact_feasible as feasible
 from pystratum.policies import FixedSize, MinPerStratum, Targets, policy_from_params, \
     strata_of_sizes
@@ -262,8 +263,8 @@ def test_sizes_is_checked_and_recorded():
 def test_plans_hold_the_allocation(sizes, batch_size, seed, epoch, rng):
     codes = np.random.default_rng(seed).permutation(np.repeat(np.arange(len(sizes)), sizes))
     try:
-        plan = pystratum.plan_batches(codes, FixedSize(batch_size), seed=seed, epoch=epoch,
-                                      rng=rng)
+        plan = plan_allowing_one_batch(codes, FixedSize(batch_size), seed=seed, epoch=epoch,
+                                       rng=rng)
     except ValueError as error:
         assert str(error).startswith(f"batch_size={batch_size} ")
         assert not exact_feasible(sizes, batch_size)  # decided by the sizes alone
@@ -278,7 +279,8 @@ def test_plans_hold_the_allocation(sizes, batch_size, seed, epoch, rng):
 
 def test_a_huge_batch_size_is_one_short_batch_and_huge_products_stay_exact():
     labels = np.repeat([0, 1], [30, 10])
-    assert pystratum.plan_batches(labels, FixedSize(2**70), seed=1).counts.tolist() == [[30, 10]]
+    assert pystratum.plan_batches(labels, FixedSize(2**70), seed=1,
+                                  allow_single_batch=True).counts.tolist() == [[30, 10]]
     # N * L past int64: the last batch's shares in Python integers.
     sizes = [3 * 10**9, 2 * 10**9 + 7]
     n, batch_size = sum(sizes), 4 * 10**9
@@ -317,7 +319,8 @@ def test_drop_last_in_one_process_drops_the_short_last_batch_and_other_rows_each
 def test_drop_last_with_only_a_short_batch_is_an_error():
     with pytest.raises(ValueError, match=r"drop_last=True leaves no batch for any rank.*after "
                                          r"dropping its short last batch"):
-        StratifiedBatchSampler(LABELS, FixedSize(400), seed=1, drop_last=True)
+        StratifiedBatchSampler(LABELS, FixedSize(400), seed=1, drop_last=True,
+                               allow_single_batch=True)
 
 
 @settings(max_examples=60, deadline=None)
@@ -329,26 +332,31 @@ def test_every_rank_serves_as_many_batches_and_the_short_one_goes_first(
     labels[:2] = [0, 1]
     if not exact_feasible(np.bincount(labels), batch_size):
         return
+    # One batch (batch_size >= n_rows) is opted in: drop_last and padding are the point here.
     plan = [b.tolist() for b in pystratum.plan_batches(labels, FixedSize(batch_size), seed=seed,
-                                                       epoch=epoch).batches]
+                                                       epoch=epoch,
+                                                       allow_single_batch=True).batches]
     short = len(plan[-1]) < batch_size
     kept = plan[:-1] if drop_last and short else plan
     if drop_last and len(kept) < replicas:
         with pytest.raises(ValueError, match="drop_last=True leaves no batch"):
             StratifiedBatchSampler(labels, FixedSize(batch_size), seed=seed,
-                                   num_replicas=replicas, rank=0, drop_last=drop_last)
+                                   num_replicas=replicas, rank=0, drop_last=drop_last,
+                                   allow_single_batch=True)
         return
     served = []
     for rank in range(replicas):
         sampler = StratifiedBatchSampler(labels, FixedSize(batch_size), seed=seed,
-                                         num_replicas=replicas, rank=rank, drop_last=drop_last)
+                                         num_replicas=replicas, rank=rank, drop_last=drop_last,
+                                         allow_single_batch=True)
         sampler.set_epoch(epoch)
         batches = list(sampler)
         assert len(batches) == len(sampler)
         served.append(batches)
         # The sampler= face with DataLoader(drop_last=...) builds the same batches.
         flat = StratifiedSampler(labels, FixedSize(batch_size), seed=seed,
-                                 num_replicas=replicas, rank=rank, drop_last=drop_last)
+                                 num_replicas=replicas, rank=rank, drop_last=drop_last,
+                                 allow_single_batch=True)
         flat.set_epoch(epoch)
         loader = DataLoader(TensorDataset(torch.arange(n_rows)), sampler=flat,
                             batch_size=flat.batch_size, drop_last=drop_last)
@@ -426,7 +434,8 @@ def r_batches(session, labels, batch_size, sizes, seed, epoch):
     """R's batches (1-based), or the argument its error names."""
     call = r_function(session, """function(y, batch_size, sizes, seed, epoch) {
       out = tryCatch(pystratum::stratified_batches(y, pystratum::policy_fixed_size(batch_size,
-        sizes = sizes), seed = seed, epoch = epoch), pystratum_error = function(e) e)
+        sizes = sizes), seed = seed, epoch = epoch, allow_single_batch = TRUE),
+        pystratum_error = function(e) e)
       if (inherits(out, "pystratum_error")) return(list(error = out$argument, batches = list()))
       list(error = "", batches = lapply(out, as.integer))
     }""")
@@ -445,7 +454,7 @@ def test_r_gives_the_core_batches_plus_one(r_session, sizes, batch_size, kind, s
     got = r_batches(r_session, labels, batch_size, kind, seed, epoch)
     try:
         plan = pystratum.plan_batches(labels, FixedSize(batch_size, sizes=kind), seed=seed,
-                                      epoch=epoch, rng="R")
+                                      epoch=epoch, rng="R", allow_single_batch=True)
     except ValueError as error:
         assert got == "batch_size", f"Python refused ({error}), R gave {got!r}"
         return

@@ -12,6 +12,7 @@ import pystratum
 from pystratum.policies import (Allocation, FixedSize, MinPerStratum, Policy, as_policy,
                                 policy_from_params, registered_policies, strata_of_sizes)
 from pystratum.policies._fixed_size import fixed_size_num_batches
+from _strategies import plan_allowing_one_batch
 
 stratum_sizes = st.lists(st.integers(1, 400), min_size=1, max_size=8)
 
@@ -54,8 +55,10 @@ def test_a_new_policy_registers_itself_and_runs_through_the_core():
 
     try:
         assert policy_from_params("test_all_in_one", {}) == EveryRowItsOwnBatchPerStratum()
+        with pytest.raises(pystratum.SingleBatchError, match=r"^policy=EveryRowItsOwnBatch"):
+            pystratum.stratified_batches([0, 1, 1, 0, 2], EveryRowItsOwnBatchPerStratum(), seed=1)
         batches = pystratum.stratified_batches([0, 1, 1, 0, 2], EveryRowItsOwnBatchPerStratum(),
-                                               seed=1)
+                                               seed=1, allow_single_batch=True)
         assert len(batches) == 1 and sorted(batches[0].tolist()) == [0, 1, 2, 3, 4]
     finally:
         from pystratum.policies import _base
@@ -220,7 +223,8 @@ def test_about_one_row_per_stratum_is_refused():
     # Small data with few rows per stratum stays allowed.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert len(pystratum.stratified_batches(np.arange(50), 1, seed=1)) == 1
+        assert len(pystratum.stratified_batches(np.arange(50), 1, seed=1,
+                                                allow_single_batch=True)) == 1
 
 
 # ------------------------------------------- hostile parameters, faulty policies
@@ -267,7 +271,7 @@ def test_fixed_size_parameters_of_every_odd_type(value, error):
 
 def test_a_huge_batch_size_is_one_batch_and_a_huge_minimum_a_clear_error():
     labels = np.repeat([0, 1], [30, 10])
-    plan = pystratum.plan_batches(labels, FixedSize(2**70), seed=1)
+    plan = plan_allowing_one_batch(labels, FixedSize(2**70), seed=1)
     assert plan.num_batches == 1 and plan.counts.tolist() == [[30, 10]]
     with pytest.raises(ValueError, match=r"lower min_per_stratum to at most 10"):
         pystratum.plan_batches(labels, FixedSize(1, np.uint64(2**64 - 1)), seed=1)
@@ -275,13 +279,13 @@ def test_a_huge_batch_size_is_one_batch_and_a_huge_minimum_a_clear_error():
 
 @pytest.mark.parametrize("batch_size, expected", [(1, [1] * 6), (6, [6]), (7, [6]), (10**9, [6])])
 def test_one_stratum_and_batch_sizes_from_one_to_beyond_n(batch_size, expected):
-    plan = pystratum.plan_batches(["x"] * 6, FixedSize(batch_size), seed=4)
+    plan = plan_allowing_one_batch(["x"] * 6, FixedSize(batch_size), seed=4)
     assert [len(b) for b in plan.batches] == expected
     assert sorted(np.concatenate(plan.batches).tolist()) == list(range(6))
 
 
 def test_strata_of_one_row_take_one_batch_only():
-    plan = pystratum.plan_batches(["a", "b", "c", "a", "b", "c"], FixedSize(6), seed=1)
+    plan = plan_allowing_one_batch(["a", "b", "c", "a", "b", "c"], FixedSize(6), seed=1)
     assert plan.num_batches == 1
     with pytest.raises(ValueError, match=r"stratum 'a' has only 1 rows.*batch_size >= 4 "):
         pystratum.plan_batches(["a", "b", "c", "b", "c"], FixedSize(2, sizes="balanced"), seed=1)
@@ -515,7 +519,7 @@ def test_fixed_size_through_the_core_in_every_column_form(sizes, batch_size, epo
         with pytest.raises(ValueError, match=r"^batch_size="):
             pystratum.plan_batches(strata, policy, seed=seed, epoch=epoch)
         return
-    plan = pystratum.plan_batches(strata, policy, seed=seed, epoch=epoch)
+    plan = plan_allowing_one_batch(strata, policy, seed=seed, epoch=epoch)
     batches = plan.batches
     # Every row exactly once.
     assert sorted(np.concatenate(batches).tolist()) == list(range(codes.shape[0]))
@@ -531,7 +535,7 @@ def test_fixed_size_through_the_core_in_every_column_form(sizes, batch_size, epo
     # Relabelling (a permutation of the codes) and another column form change nothing.
     relabel = np.array(data.draw(st.permutations(range(len(sizes)))))
     other = _strata_in_form(relabel[codes], data.draw(column_forms))
-    again = pystratum.plan_batches(other, policy, seed=seed, epoch=epoch)
+    again = pystratum.plan_batches(other, policy, seed=seed, epoch=epoch, allow_single_batch=True)
     assert [b.tolist() for b in again.batches] == [b.tolist() for b in batches]
     # The rotation is periodic in the epoch: epoch k and k + B share counts.
     shifted = policy.allocate(strata_of_sizes(sizes), epoch + num_batches)

@@ -24,6 +24,7 @@ from pystratum import plan_batches
 from pystratum.base._validation import MAX_SERVED_ROWS
 from pystratum.negatives import NegativePairSampler
 from pystratum.policies import Downsample, FixedSize, MinPerStratum, Targets
+from _strategies import plan_allowing_one_batch
 
 LABELS = np.array([0] * 60 + [1] * 30 + [2] * 10)
 N = LABELS.shape[0]
@@ -93,7 +94,7 @@ def test_policy_parameters_give_a_plan_or_a_named_error(slot, value, rng):
         policy = make(value)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            plan = plan_batches(LABELS, policy, seed=1, rng=rng)
+            plan = plan_allowing_one_batch(LABELS, policy, seed=1, rng=rng)
     except (TypeError, ValueError) as error:
         assert _names_argument(error, names), (slot, value, str(error))
         OUTCOMES["refused"] += 1

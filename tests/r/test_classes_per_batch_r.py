@@ -19,7 +19,8 @@ def r_batches(session, labels, p, k, small, seed, epoch, rng="R", classes="propo
       if (length == 0) length = NULL
       out = suppressWarnings(pystratum::stratified_batches(y,
         pystratum::policy_classes_per_batch(p, k, classes = classes, small = small,
-          num_batches = length), seed = seed, epoch = epoch, rng = rng))
+          num_batches = length), seed = seed, epoch = epoch, rng = rng,
+        allow_single_batch = TRUE))
       lapply(out, as.integer)
     }""")
     with session.calling():
@@ -46,7 +47,9 @@ def check_against_r(session, sizes, policy, seed, epoch, rng):
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmallStrataWarning)
-        plan = plan_batches(labels, policy, seed=seed, rng=rng, epoch=epoch)
+        # One-batch plans are compared too (opted in on both sides).
+        plan = plan_batches(labels, policy, seed=seed, rng=rng, epoch=epoch,
+                            allow_single_batch=True)
     assert r_batches(session, labels, policy.classes_per_batch, k, policy.small, seed, epoch,
                      rng, policy.classes, policy.epoch_batches) == \
         [(batch + 1).tolist() for batch in plan.batches]

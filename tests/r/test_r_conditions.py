@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 import pystratum
@@ -44,10 +45,31 @@ def test_other_r_errors_and_warnings(r_session):
 
 def test_stratum_too_small_warning_is_re_emitted(r_session):
     with pytest.warns(pystratum.StratumTooSmallWarning, match="min_samples_per_stratum"):
-        batches = pr.stratified_batches(["a", "b", "b", "b"], 2, seed=4, rng="R")
+        batches = pr.stratified_batches(["a", "b", "b", "b"], 2, seed=4, rng="R",
+                                        allow_single_batch=True)
     assert len(batches) == 1 and sorted(batches[0].tolist()) == [0, 1, 2, 3]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        pr.stratified_batches(["a", "b", "b", "a"], 2, seed=4, rng="R")  # no warning at all
+        pr.stratified_batches(["a", "b", "b", "a"] * 2, 2, seed=4, rng="R")  # no warning at all
 
 
+def test_a_single_batch_plan_is_refused_as_in_the_core(r_session):
+    """R's refusal comes back as the core's: ValueError, the same argument leading both."""
+    labels = [0] * 50 + [1] * 30 + [2]
+    with pytest.raises(ValueError) as raised:
+        pr.stratified_batches(labels, 1, seed=4, rng="R")
+    assert raised.value.argument == "policy"
+    assert str(raised.value).startswith("policy=policy_min_per_stratum(m = 1) gives a single "
+                                        "batch holding all 81 rows")
+    with pytest.raises(ValueError, match=r"^policy=MinPerStratum\(m=1\) gives a single batch"):
+        pystratum.stratified_batches(labels, 1, seed=4, rng="R")
+    indicators = [(1, 1, 1)] + [(0, 0, 1), (0, 1, 0), (1, 0, 0), (1, 1, 0)] * 5
+    with pytest.raises(ValueError) as raised:
+        pr.stratified_batches(indicators, 1, seed=4, rng="R")
+    assert raised.value.argument == "strata" and "multi-label indicators" in str(raised.value)
+    with pytest.raises(TypeError) as raised:
+        pr.stratified_batches(labels, 1, seed=4, rng="R", allow_single_batch=1)
+    assert raised.value.argument == "allow_single_batch"
+    allowed = pr.stratified_batches(labels, 1, seed=4, rng="R", allow_single_batch=True)
+    core = pystratum.stratified_batches(labels, 1, seed=4, rng="R", allow_single_batch=True)
+    assert len(allowed) == 1 and np.array_equal(allowed[0], core[0])

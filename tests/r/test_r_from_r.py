@@ -85,9 +85,11 @@ def test_strata_from_task_follow_row_ids_order(tasks):
 
 def test_strata_from_task_give_the_batches_r_gives_for_the_task_data(r_session, tasks):
     strata = pr.strata_from_r_task(tasks["two"])
-    ours = pystratum.stratified_batches(strata, 1, seed=8, rng="R")
+    # Eight rows: one batch, allowed on both sides.
+    ours = pystratum.stratified_batches(strata, 1, seed=8, rng="R", allow_single_batch=True)
     in_r = r_function(r_session, """function(task) pystratum::stratified_batches(
-        task$data(rows = task$row_ids, cols = task$col_roles$stratum), 1, seed = 8)""")
+        task$data(rows = task$row_ids, cols = task$col_roles$stratum), 1, seed = 8,
+        allow_single_batch = TRUE)""")
     with r_session.localconverter(r_session.converter):
         r_batches = [np.asarray(b) - 1 for b in in_r(tasks["two"])]
     assert len(ours) == len(r_batches)
@@ -113,7 +115,9 @@ def test_sampler_from_task_drives_a_dataloader(tasks):
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
-    sampler = pr.sampler_from_r_task(tasks["one"], 2, seed=5, rng="R")
+    with pytest.raises(ValueError, match="gives a single batch holding all 8 rows"):
+        pr.sampler_from_r_task(tasks["one"], 2, seed=5, rng="R")
+    sampler = pr.sampler_from_r_task(tasks["one"], 2, seed=5, rng="R", allow_single_batch=True)
     labels = pr.strata_from_r_task(tasks["one"])["y"].to_numpy()
     dataset = TensorDataset(torch.arange(len(labels)))
     loader = DataLoader(dataset, batch_sampler=sampler)
@@ -124,7 +128,7 @@ def test_sampler_from_task_drives_a_dataloader(tasks):
         counts = pd.Series(labels[rows]).value_counts()
         assert counts.get("pos", 0) >= 1 and counts.get("neg", 0) >= 2
     assert sorted(seen) == list(range(8))
-    expected = pystratum.stratified_batches(labels, 2, seed=5, rng="R")
+    expected = pystratum.stratified_batches(labels, 2, seed=5, rng="R", allow_single_batch=True)
     assert len(sampler) == len(expected)
 
 
@@ -145,7 +149,7 @@ def test_strata_from_task_date_and_posixct_columns(r_session):
                                       pd.Timestamp("1970-01-01")]
     assert strata["when"].tolist() == [pd.Timestamp("1970-01-01 00:00:00.5"),
                                        pd.Timestamp("1970-01-01"), pd.Timestamp("1970-01-01")]
-    assert len(pystratum.stratified_batches(strata, 1, seed=1)) == 1
+    assert len(pystratum.stratified_batches(strata, 1, seed=1, allow_single_batch=True)) == 1
     with r_session.calling():
         r_session.ro.r("function(t) t")(task)  # the object stays usable
     raw_task = r_function(r_session, """function() list(

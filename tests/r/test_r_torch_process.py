@@ -194,7 +194,7 @@ def test_rng_torch_errors_come_back_from_the_child(r_session, fake_torch_first):
     import pystratum
 
     with pytest.warns(pystratum.StratumTooSmallWarning):
-        pr.stratified_batches([0, 1, 0, 1], 5, seed=1, rng="torch")
+        pr.stratified_batches([0, 1, 0, 1], 5, seed=1, rng="torch", allow_single_batch=True)
     with pytest.raises(ValueError) as raised:
         pr.stratified_batches([0, 1, 0, 1], 0, seed=1, rng="torch")
     assert raised.value.argument == "min_samples_per_stratum"

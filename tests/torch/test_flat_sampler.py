@@ -257,7 +257,8 @@ def test_property_resume_after_any_row(sizes, kind, seed, epoch, num_replicas, d
     else:
         policy = ClassesPerBatch(data.draw(st.integers(1, len(sizes))), 3, small="repeat")
     rank = data.draw(st.integers(0, num_replicas - 1))
-    kwargs = dict(seed=seed, num_replicas=num_replicas, rank=rank)
+    # Small random sizes may plan one batch: allowed, resuming is the point here.
+    kwargs = dict(seed=seed, num_replicas=num_replicas, rank=rank, allow_single_batch=True)
     flat = StratifiedSampler(labels, policy, **kwargs)
     flat.set_epoch(epoch)
     whole = list(flat)

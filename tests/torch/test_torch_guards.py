@@ -20,18 +20,58 @@ def labels():
 
 
 def test_single_whole_dataset_batch_needs_opting_in(labels):
-    with pytest.raises(ValueError, match=r"would serve all 500 rows as one batch: The smallest "
-                                         r"stratum \(1\) has 20 rows, fewer than "
-                                         r"min_samples_per_stratum=25.*at most 20.*GPU memory.*"
-                                         r"allow_single_batch=True"):
+    with pytest.raises(ValueError, match=r"^policy=MinPerStratum\(m=25\) gives a single batch "
+                                         r"holding all 500 rows.*GPU memory.*The smallest strata: "
+                                         r"1 with 20 rows, 0 with 480 rows.*MinPerStratum\(10\) "
+                                         r"gives at least 2 batches.*allow_single_batch=True"):
         StratifiedBatchSampler(labels, 25, seed=1)
     with pytest.warns(StratumTooSmallWarning):
         sampler = StratifiedBatchSampler(labels, 25, seed=1, allow_single_batch=True)
     assert [len(b) for b in sampler] == [500]
-    # One batch because N_min // m == 1 keeps the guarantee: no error.
-    assert len(StratifiedBatchSampler(labels, 20, seed=1)) == 1
+    # One batch because N_min // m == 1 (no stratum below m) is refused too (issue 19).
+    with pytest.raises(ValueError, match=r"^policy=MinPerStratum\(m=20\) gives a single batch"):
+        StratifiedBatchSampler(labels, 20, seed=1)
+    assert len(StratifiedBatchSampler(labels, 20, seed=1, allow_single_batch=True)) == 1
+    assert len(StratifiedBatchSampler(labels, 10, seed=1)) == 2
     with pytest.raises(TypeError, match="allow_single_batch must be True or False"):
         StratifiedBatchSampler(labels, 2, allow_single_batch=1)
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R", "torch", "index"])
+def test_every_stream_and_face_refuses_a_single_batch(labels, rng):
+    """batch_size= (FixedSize), the flat sampler and rng='index' (member lists) alike."""
+    from pystratum.torch import StratifiedSampler
+
+    with pytest.raises(ValueError, match=r"^policy=FixedSize\(batch_size=500.*smaller batch_size"):
+        StratifiedBatchSampler(labels, batch_size=500, seed=1, rng=rng)
+    if rng != "index":
+        with pytest.raises(ValueError, match=r"^policy=FixedSize\(batch_size=500"):
+            StratifiedSampler(labels, batch_size=500, seed=1, rng=rng)
+        flat = StratifiedSampler(labels, batch_size=500, seed=1, rng=rng, allow_single_batch=True)
+        assert len(flat) == 500
+    assert len(StratifiedBatchSampler(labels, batch_size=500, seed=1, rng=rng,
+                                      allow_single_batch=True)) == 1
+
+
+def test_the_count_is_taken_before_sharding(labels):
+    """Two batches on two ranks (one each) are a plan of two batches: accepted. One batch is
+    refused whatever the number of ranks (padding would serve it whole on every rank)."""
+    ranks = [StratifiedBatchSampler(labels, 10, seed=1, num_replicas=2, rank=r) for r in (0, 1)]
+    assert [len(s) for s in ranks] == [1, 1]
+    served = [list(s) for s in ranks]
+    assert sorted(sum((b for rank in served for b in rank), [])) == list(range(500))
+    with pytest.raises(ValueError, match="gives a single batch holding all 500 rows"):
+        StratifiedBatchSampler(labels, 20, seed=1, num_replicas=2, rank=0)
+
+
+def test_multi_label_indicator_columns_are_refused_with_their_own_message():
+    rng = np.random.default_rng(3)
+    targets = torch.from_numpy((rng.random((3000, 8)) < 0.2).astype(np.int64))
+    with pytest.raises(ValueError, match=r"^strata has 8 columns of 0/1 values, which look like "
+                                         r"multi-label indicators"):
+        StratifiedBatchSampler(targets, 1, seed=1)
+    column = targets[:, 0]
+    assert len(StratifiedBatchSampler(column, 1, seed=1)) == int((column == 1).sum())
 
 
 # torchdata's multi-worker iterator fails in __del__ after any error raised while it is
@@ -92,3 +132,21 @@ def test_iterating_the_sampler_directly_is_unaffected(labels):
     sampler = StratifiedBatchSampler(labels, 2, seed=1)
     batches = [b for b in sampler]
     assert sorted(np.concatenate(batches).tolist()) == list(range(500))
+
+
+def test_the_state_records_allow_single_batch_and_older_states_still_load():
+    labels = [0] * 40 + [1] * 3
+    allowed = StratifiedBatchSampler(labels, 5, seed=2, allow_single_batch=True)
+    assert len(allowed) == 1
+    state = allowed.state_dict()
+    assert state["allow_single_batch"] is True
+    rebuilt = StratifiedBatchSampler(labels, 5, seed=2, allow_single_batch=True)
+    rebuilt.load_state_dict(state)
+    assert list(rebuilt) == list(allowed)
+    # A state saved before the key existed (same format) loads unchanged.
+    many = StratifiedBatchSampler(labels, 1, seed=2)
+    older = many.state_dict()
+    assert older.pop("allow_single_batch") is False
+    again = StratifiedBatchSampler(labels, 1, seed=2)
+    again.load_state_dict(older)
+    assert list(again) == list(many)

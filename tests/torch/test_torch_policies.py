@@ -145,7 +145,8 @@ def test_a_policy_whose_batch_count_moves_with_the_epoch_is_an_error_not_a_wrong
             return Allocation(strata.sizes[:, None] * edges[None, :] // (epoch + 1))
 
     try:
-        sampler = StratifiedBatchSampler(np.repeat([0, 1], [30, 20]), Growing(), seed=1)
+        sampler = StratifiedBatchSampler(np.repeat([0, 1], [30, 20]), Growing(), seed=1,
+                                         allow_single_batch=True)
         assert len(sampler) == 1 and len(list(sampler)) == 1
         with pytest.raises(ValueError, match=r"^policy Growing: .*2 batches, but epoch 0 has 1"):
             list(sampler)

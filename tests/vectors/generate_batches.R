@@ -59,7 +59,7 @@ strata_from_spec = function(spec) {
 # `policy`: a number (shorthand for policy_min_per_stratum, stored as such so
 # bad numbers are stored as given) or list(name = , params = list(...)).
 run_case = function(id, comment, strata, policy, seed = NULL, epoch = 0L,
-  shuffle = TRUE, rng = "R") {
+  shuffle = TRUE, rng = "R", allow_single_batch = FALSE) {
   if (!is.list(policy)) {
     policy = list(name = "min_per_stratum", params = list(m = policy))
   }
@@ -73,7 +73,7 @@ run_case = function(id, comment, strata, policy, seed = NULL, epoch = 0L,
     withCallingHandlers(
       stratified_batches(input_strata,
         pystratum:::policy_from_params(policy$name, policy$params), seed = seed, rng = rng,
-        epoch = epoch, shuffle = shuffle),
+        epoch = epoch, shuffle = shuffle, allow_single_batch = allow_single_batch),
       pystratum_stratum_too_small = function(w) {
         warned <<- TRUE
         invokeRestart("muffleWarning")
@@ -90,7 +90,8 @@ run_case = function(id, comment, strata, policy, seed = NULL, epoch = 0L,
       seed = seed,
       rng = rng,
       epoch = epoch,
-      shuffle = shuffle
+      shuffle = shuffle,
+      allow_single_batch = allow_single_batch
     )
   )
   if (inherits(result, "pystratum_error")) {
@@ -122,6 +123,13 @@ ten = rep(sprintf("class_%02d", 1:10), c(5L, 9L, 12L, 30L, 7L, 5L, 11L, 40L, 6L,
 set.seed(20250906)
 shuffled_ten = sample(ten)
 # Seven classes for the P x K cases, interleaved (first appearance differs from label order).
+# Three 0/1 indicator columns: 20 rows cycling through (0,0,1), (0,1,0), (1,0,0), (1,1,0),
+# (0,1,1) four times each, then one row (1, 1, 1).
+indicators = data.frame(
+  a = c(rep(c(0L, 0L, 1L, 1L, 0L), 4L), 1L),
+  b = c(rep(c(0L, 1L, 0L, 1L, 1L), 4L), 1L),
+  c = c(rep(c(1L, 0L, 0L, 0L, 1L), 4L), 1L)
+)
 pk_classes = rep(sprintf("id_%d", c(7L, 3L, 5L, 1L, 6L, 2L, 4L)),
   c(9L, 4L, 13L, 7L, 22L, 5L, 16L))[c(seq(1L, 76L, by = 3L), seq(2L, 76L, by = 3L),
   seq(3L, 76L, by = 3L))]
@@ -200,14 +208,47 @@ cases = list(
     shuffled_ten, 1L, seed = 99L),
   run_case("ten_strata_no_shuffle", "Ten strata, row order, m = 2.", shuffled_ten, 2L,
     shuffle = FALSE),
-  run_case("n_1", "A single row.", "a", 1L, seed = 7L),
-  run_case("n_1_no_shuffle", "A single row, row order.", 5L, 1L, shuffle = FALSE),
-  run_case("n_2_one_each", "Two rows of two strata: one batch.", c("a", "b"), 1L, seed = 2L),
-  run_case("stratum_too_small_warning",
-    "Smallest stratum (3 rows) below m = 5: one batch with every row, and a warning.",
+  # A plan of one batch is an error naming the policy (or the strata, for 0/1 indicator
+  # columns) unless allow_single_batch = TRUE.
+  run_case("error_single_batch_n_1", "A single row: one batch, refused (argument policy).",
+    "a", 1L, seed = 7L),
+  run_case("n_1", "A single row, allow_single_batch = TRUE: one batch.", "a", 1L, seed = 7L,
+    allow_single_batch = TRUE),
+  run_case("n_1_no_shuffle", "A single row, row order, allowed.", 5L, 1L, shuffle = FALSE,
+    allow_single_batch = TRUE),
+  run_case("error_single_batch_n_2_one_each", "Two rows of two strata: one batch, refused.",
+    c("a", "b"), 1L, seed = 2L),
+  run_case("n_2_one_each", "Two rows of two strata, allowed: one batch.", c("a", "b"), 1L,
+    seed = 2L, allow_single_batch = TRUE),
+  run_case("error_single_batch_stratum_too_small",
+    "Smallest stratum (3 rows) below m = 5: one batch, refused (no warning then).",
     rep(c("M", "R"), c(10L, 3L)), 5L, seed = 3L),
-  run_case("stratum_too_small_no_shuffle", "Smallest stratum below m, row order.",
-    rep(c("M", "R"), c(10L, 3L)), 4L, shuffle = FALSE),
+  run_case("stratum_too_small_warning",
+    "Smallest stratum (3 rows) below m = 5, allowed: one batch with every row, and a warning.",
+    rep(c("M", "R"), c(10L, 3L)), 5L, seed = 3L, allow_single_batch = TRUE),
+  run_case("stratum_too_small_no_shuffle", "Smallest stratum below m, row order, allowed.",
+    rep(c("M", "R"), c(10L, 3L)), 4L, shuffle = FALSE, allow_single_batch = TRUE),
+  run_case("error_single_batch_one_row_stratum",
+    "50, 30 and 1 rows, m = 1: N_min %/% m = 1 batch (no warning today), refused.",
+    rep(c(0L, 1L, 2L), c(50L, 30L, 1L)), 1L, seed = 11L),
+  run_case("error_single_batch_row_order", "The same, row order: refused too.",
+    rep(c(0L, 1L, 2L), c(50L, 30L, 1L)), 1L, shuffle = FALSE),
+  run_case("single_batch_allowed", "The same, allowed: one batch of 81 rows.",
+    rep(c(0L, 1L, 2L), c(50L, 30L, 1L)), 1L, seed = 11L, allow_single_batch = TRUE),
+  run_case("error_single_batch_indicator_columns",
+    "Three 0/1 columns (multi-label indicators) whose combination (1, 1, 1) has one row: refused naming strata.",
+    indicators, 1L, seed = 5L),
+  run_case("error_single_batch_logical_columns", "The same columns as logicals: refused naming strata.",
+    as.data.frame(lapply(indicators, as.logical)), 1L, seed = 5L),
+  run_case("indicator_columns_allowed", "The same 0/1 columns, allowed: one batch.",
+    indicators, 1L, seed = 5L, allow_single_batch = TRUE),
+  run_case("error_single_batch_columns_not_indicators",
+    "Two columns that are not 0/1 with a one-row combination: refused naming policy.",
+    data.frame(y = c(rep(c("a", "b"), 10L), "a"), site = c(rep(1:2, each = 10L), 3L),
+      stringsAsFactors = FALSE), 1L, seed = 5L),
+  run_case("indicator_columns_two_batches",
+    "The 0/1 columns without the one-row combination (smallest has 4 rows): 4 batches, no error.",
+    indicators[-21L, ], 1L, seed = 5L),
   # Fixed batch sizes (policy_fixed_size / FixedSize), sizes = "balanced": round(N / batch_size)
   # batches of floor/ceiling size (the default before exact sizes; these cases keep their batches).
   run_case("fixed_size_blog_32", "Blog strata (111 M, 12 R), batch_size 32: 4 batches of 30-31 rows.",
@@ -223,7 +264,10 @@ cases = list(
     list(name = "fixed_size", params = list(batch_size = 8L, min_per_stratum = 1L, sizes = "balanced")), seed = 5L),
   run_case("fixed_size_min_2", "Blog strata, batch_size 40, min_per_stratum 2, seed 9.", blog,
     list(name = "fixed_size", params = list(batch_size = 40L, min_per_stratum = 2L, sizes = "balanced")), seed = 9L),
-  run_case("fixed_size_one_batch", "batch_size above the row count: one batch of every row.",
+  run_case("fixed_size_one_batch", "batch_size above the row count, allowed: one batch of every row.",
+    small, list(name = "fixed_size", params = list(batch_size = 1000L, min_per_stratum = 1L, sizes = "balanced")),
+    seed = 3L, allow_single_batch = TRUE),
+  run_case("error_single_batch_fixed_size", "batch_size above the row count: one batch, refused.",
     small, list(name = "fixed_size", params = list(batch_size = 1000L, min_per_stratum = 1L, sizes = "balanced")),
     seed = 3L),
   run_case("error_fixed_size_infeasible",
@@ -253,7 +297,10 @@ cases = list(
   run_case("fixed_size_exact_min_2", "Blog strata, batch_size 40, min_per_stratum 2, seed 9.", blog,
     list(name = "fixed_size", params = list(batch_size = 40L, min_per_stratum = 2L,
       sizes = "exact")), seed = 9L),
-  run_case("fixed_size_exact_one_batch", "batch_size above the row count: one (short) batch of every row.",
+  run_case("fixed_size_exact_one_batch", "batch_size above the row count, allowed: one (short) batch of every row.",
+    small, list(name = "fixed_size", params = list(batch_size = 1000L, min_per_stratum = 1L,
+      sizes = "exact")), seed = 3L, allow_single_batch = TRUE),
+  run_case("error_single_batch_fixed_size_exact", "batch_size above the row count: one (short) batch, refused.",
     small, list(name = "fixed_size", params = list(batch_size = 1000L, min_per_stratum = 1L,
       sizes = "exact")), seed = 3L),
   run_case("error_fixed_size_exact_infeasible",
@@ -397,7 +444,9 @@ vectors = list(
     "input and either the",
     "expected batches (1-based row positions, batches in order, rows in permuted order inside",
     "a batch) or the expected error (pystratum_<class> in R, TypeError/ValueError in Python)",
-    "and the argument it names. 'warning': 'stratum_too_small' marks cases that warn."
+    "and the argument it names. 'warning': 'stratum_too_small' marks cases that warn.",
+    "input$allow_single_batch false: a plan of one batch is the expected error (argument",
+    "'policy', or 'strata' for several 0/1 columns)."
   ),
   generator = sprintf("pystratum (R package) %s, tests/vectors/generate_batches.R",
     as.character(utils::packageVersion("pystratum"))),

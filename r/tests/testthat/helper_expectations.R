@@ -50,11 +50,12 @@ expect_stratified_batches = function(batches, strata, m) {
 }
 
 # A pystratum condition of the given kind naming `argument`, whose message
-# matches `message` (a regular expression).
+# matches `message` (a regular expression). Kind "single_batch" is a value
+# error of its own class (R/single_batch.R).
 expect_pystratum_error = function(expr, kind, argument, message = NULL) {
   error = expect_error(expr, class = paste0("pystratum_", kind))
-  expect_s3_class(error, c(paste0("pystratum_", kind), "pystratum_error", "error", "condition"),
-    exact = TRUE)
+  classes = paste0("pystratum_", if (kind == "single_batch") c(kind, "value_error") else kind)
+  expect_s3_class(error, c(classes, "pystratum_error", "error", "condition"), exact = TRUE)
   expect_identical(error$argument, argument)
   if (!is.null(message)) {
     expect_match(conditionMessage(error), message)

@@ -37,31 +37,32 @@ test_that("prediction loaders serve every row once, in order, at odd sizes", {
     for (policy_name in names(odd_policies(y))) {
       policy = odd_policies(y)[[policy_name]]
       label = paste(case_name, policy_name)
-      expected = tryCatch(stratified_batches(y, policy, seed = 5),
+      # One batch is allowed here (odd sizes make it); the guard's loaders: below.
+      expected = tryCatch(stratified_batches(y, policy, seed = 5, allow_single_batch = TRUE),
         pystratum_value_error = function(e) NULL)
       if (is.null(expected)) {
         # Infeasible for these sizes (e.g. FixedSize(1) with a stratum of one
         # row): the loader refuses it as the plan does.
-        expect_error(fake_learner(fake_sampler_class(policy, seed = 5))$predict_loader(
+        expect_error(fake_learner(fake_sampler_class(policy, seed = 5, allow_single_batch = TRUE))$predict_loader(
           fake_task_dataset(task)), class = "pystratum_value_error")
         next
       }
       attr(expected, "weights") = NULL
-      loader = fake_learner(fake_sampler_class(policy, seed = 5))$predict_loader(
+      loader = fake_learner(fake_sampler_class(policy, seed = 5, allow_single_batch = TRUE))$predict_loader(
         fake_task_dataset(task))
       batches = run_epoch(loader)
       expect_identical(unlist(batches), seq_along(y), label = label)
       expect_true(all(lengths(batches) >= 1L), label = label)
       expect_identical(loader$batch_sampler$.length(), length(batches), label = label)
       # Training loaders of the same sampler still serve the policy's epochs.
-      train = fake_learner(fake_sampler_class(policy, seed = 5))$train_loader(
+      train = fake_learner(fake_sampler_class(policy, seed = 5, allow_single_batch = TRUE))$train_loader(
         fake_task_dataset(task))
       expect_identical(run_epoch(train), unclass(expected), label = label)
       # Whatever the learner's shuffle, and on both mlr3torch versions (the
       # development version predicts without the sampler, in batches of
       # batch_size): training keeps the policy, prediction the row order.
       for (version in c("0.3.3", "dev")) {
-        learner = fake_learner(fake_sampler_class(policy, seed = 5), version = version,
+        learner = fake_learner(fake_sampler_class(policy, seed = 5, allow_single_batch = TRUE), version = version,
           shuffle = FALSE, batch_size = 3L)
         served = suppressWarnings(learner$train(fake_task_dataset(task), epochs = 1L,
           valid_dataset = fake_task_dataset(task)), classes = "pystratum_learner_shuffle_ignored")
@@ -72,6 +73,25 @@ test_that("prediction loaders serve every row once, in order, at odd sizes", {
       }
     }
   }
+})
+
+test_that("a one-batch plan refuses the training loader, never a prediction loader", {
+  y = c(rep("neg", 12L), "pos", "mid", "mid")
+  task = odd_task(y)
+  for (version in c("0.3.3", "dev")) {
+    learner = fake_learner(fake_sampler_class(1L, seed = 5), version = version)
+    # Prediction and validation loaders: every row once, in order, not stratified.
+    predicted = loader_batches(learner$predict_loader(fake_task_dataset(task)))
+    expect_identical(unlist(predicted), seq_along(y))
+    # The training loader is refused when mlr3torch builds it, as stratified_batches().
+    expect_pystratum_error(learner$train_loader(fake_task_dataset(task)), "single_batch",
+      "policy", "^policy=policy_min_per_stratum\\(m = 1\\) gives a single batch holding all 15 rows")
+    expect_pystratum_error(learner$train(fake_task_dataset(task), epochs = 1L,
+      valid_dataset = fake_task_dataset(task)), "single_batch", "policy")
+  }
+  allowed = fake_learner(fake_sampler_class(1L, seed = 5, allow_single_batch = TRUE))
+  expect_identical(run_epoch(allowed$train_loader(fake_task_dataset(task))),
+    unclass(stratified_batches(y, 1L, seed = 5, allow_single_batch = TRUE)))
 })
 
 test_that("prediction_batch_sizes covers every row once for any training batch sizes", {

@@ -37,7 +37,7 @@ test_that("any sequence of ctx$epoch values serves exactly those epochs' batches
     for (policy_name in names(resume_policies(y))) {
       policy = resume_policies(y)[[policy_name]]
       feasible = tryCatch({
-        suppressWarnings(stratified_batches(y, policy, seed = 1))
+        suppressWarnings(stratified_batches(y, policy, seed = 1, allow_single_batch = TRUE))
         TRUE
       }, pystratum_value_error = function(e) FALSE)
       if (!feasible) next
@@ -46,14 +46,15 @@ test_that("any sequence of ctx$epoch values serves exactly those epochs' batches
         for (seed in seeds) {
           expected = function(epoch) {
             batches = suppressWarnings(stratified_batches(y, policy, seed = seed, rng = rng,
-              epoch = epoch), classes = "pystratum_stratum_too_small")
+              epoch = epoch, allow_single_batch = TRUE), classes = "pystratum_stratum_too_small")
             attr(batches, "weights") = NULL
             unclass(batches)
           }
           for (sequence_name in names(epoch_sequences)) {
             label = paste(label_name, policy_name, rng, show_value(seed), sequence_name)
+            # One batch allowed: resuming is the point (the guard: test_single_batch.R).
             loader = suppressWarnings(fake_learner(fake_sampler_class(policy, seed = seed,
-              rng = rng))$train_loader(fake_task_dataset(task)),
+              rng = rng, allow_single_batch = TRUE))$train_loader(fake_task_dataset(task)),
               classes = "pystratum_stratum_too_small")
             # The context lives in this function's frame only: a `ctx` in the
             # test's own frame would be found by the ctx-less calls too.

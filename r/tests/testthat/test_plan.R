@@ -27,7 +27,8 @@ test_that("invariants hold on random configurations, and match the reference", {
     y = sample(c(seq_len(n_strata), sample(n_strata, n - n_strata, replace = TRUE)))
     m = sample(1:5, 1L)
     seed = sample.int(1e6, 1L)
-    batches = suppressWarnings(stratified_batches(y, m, seed = seed))
+    # One batch allowed (random sizes often give one): the invariants are the point.
+    batches = suppressWarnings(stratified_batches(y, m, seed = seed, allow_single_batch = TRUE))
     expect_stratified_batches(batches, y, m)
     set.seed(seed)
     expect_identical(batches, reference_batches(y, sample(n), m))
@@ -118,15 +119,17 @@ test_that("shuffle = FALSE is the identity permutation; an epoch there is an err
 })
 
 test_that("small inputs: N = 1, one stratum, two rows", {
-  expect_identical(stratified_batches("a", 1, seed = 1), list(1L))
-  expect_identical(stratified_batches(5L, 1, shuffle = FALSE), list(1L))
+  expect_pystratum_error(stratified_batches("a", 1, seed = 1), "single_batch", "policy")
+  expect_identical(stratified_batches("a", 1, seed = 1, allow_single_batch = TRUE), list(1L))
+  expect_identical(stratified_batches(5L, 1, shuffle = FALSE, allow_single_batch = TRUE), list(1L))
   expect_identical(lengths(stratified_batches(rep("x", 10L), 3, seed = 2)), c(3L, 3L, 4L))
-  expect_identical(stratified_batches(c("a", "b"), 1, shuffle = FALSE), list(1:2))
+  expect_identical(stratified_batches(c("a", "b"), 1, shuffle = FALSE, allow_single_batch = TRUE),
+    list(1:2))
 })
 
-test_that("the smallest stratum below m gives one batch and a classed warning", {
+test_that("the smallest stratum below m, allowed, gives one batch and a classed warning", {
   y = rep(c("M", "R"), c(10L, 3L))
-  expect_warning(batches <- stratified_batches(y, 5, seed = 3),
+  expect_warning(batches <- stratified_batches(y, 5, seed = 3, allow_single_batch = TRUE),
     "^The smallest stratum \\('R'\\) has 3 rows, fewer than min_samples_per_stratum=5: returning a single batch with every row\\. Lower min_samples_per_stratum to at most 3 to get several batches\\.$",
     class = "pystratum_stratum_too_small")
   expect_length(batches, 1L)
@@ -134,7 +137,8 @@ test_that("the smallest stratum below m gives one batch and a classed warning", 
   expect_identical(batches, list(sample(13L)))
   # Exactly one warning, and it is a warning, not an error.
   warnings = list()
-  withCallingHandlers(stratified_batches(y, 4, shuffle = FALSE), warning = function(w) {
+  withCallingHandlers(stratified_batches(y, 4, shuffle = FALSE, allow_single_batch = TRUE),
+    warning = function(w) {
     warnings[[length(warnings) + 1L]] <<- w
     invokeRestart("muffleWarning")
   })

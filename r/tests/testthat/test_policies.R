@@ -103,7 +103,7 @@ test_that("about one row per stratum among many strata is refused", {
   expect_pystratum_error(stratified_batches(1:600, 1, seed = 1), "value_error", "strata")
   expect_match(tryCatch(stratified_batches(1:600, 1, seed = 1), error = conditionMessage),
     "600 distinct strata for 600 rows")
-  expect_length(suppressWarnings(stratified_batches(1:50, 1, seed = 1)), 1L)
+  expect_length(stratified_batches(1:50, 1, seed = 1, allow_single_batch = TRUE), 1L)
 })
 
 test_that("policy parameters of every odd type are refused like Python's (class and argument)", {
@@ -125,7 +125,7 @@ test_that("policy parameters of every odd type are refused like Python's (class 
     "type_error", "min_samples_per_stratum", "That is a function: call it")
   expect_identical(policy_fixed_size(2^31)$params$batch_size, 2^31)
   expect_length(stratified_batches(rep(c("a", "b"), c(30L, 10L)), policy_fixed_size(2^70),
-    seed = 1), 1L)
+    seed = 1, allow_single_batch = TRUE), 1L)
   expect_output(print(policy_fixed_size(2^40, 3)), "batch_size = 1099511627776")
 })
 
@@ -194,17 +194,20 @@ test_that("a faulty policy_allocate() method is an error naming the policy, as i
       if (is.matrix(result)) list(cuts = result) else result
     })
     if (is.null(case[[2L]])) {
-      expect_identical(sort(unlist(stratified_batches(y, policy, seed = 1, epoch = 2))), 1:20)
+      expect_identical(sort(unlist(stratified_batches(y, policy, seed = 1, epoch = 2,
+        allow_single_batch = TRUE))), 1:20)
     } else {
-      expect_pystratum_error(stratified_batches(y, policy, seed = 1, epoch = 2), case[[2L]],
+      expect_pystratum_error(stratified_batches(y, policy, seed = 1, epoch = 2,
+        allow_single_batch = TRUE), case[[2L]],
         "policy", paste0("^policy pystratum_policy_test_faulty: policy_allocate\\(policy, ",
           "encoded, epoch = 2\\).*", case[[3L]]))
     }
   }
   # Cuts that leave rows out serve the first ranks only.
   policy = faulty_policy(function(s, e) list(cuts = cbind(0, s %/% 2)))
-  expect_identical(stratified_batches(y, policy, shuffle = FALSE), list(c(1:5, 11:13, 17:18)))
-  batches = stratified_batches(y, policy, seed = 1, epoch = 1)
+  expect_identical(stratified_batches(y, policy, shuffle = FALSE, allow_single_batch = TRUE),
+    list(c(1:5, 11:13, 17:18)))
+  batches = stratified_batches(y, policy, seed = 1, epoch = 1, allow_single_batch = TRUE)
   expect_identical(as.vector(table(y[unlist(batches)])), c(5L, 3L, 2L))
   expect_false(anyDuplicated(unlist(batches)) > 0)
   policy = faulty_policy(function(s, e) list(cuts = cbind(0, s %/% 4, s %/% 2)))
@@ -213,7 +216,7 @@ test_that("a faulty policy_allocate() method is an error naming the policy, as i
   policy = faulty_policy(function(s, e) list(cuts = t(vapply(s, function(n) {
     floor(n * seq(0, e + 1) / (e + 1))
   }, numeric(e + 2)))))
-  epochs = stratified_epochs(y, policy, seed = 1)
+  epochs = stratified_epochs(y, policy, seed = 1, allow_single_batch = TRUE)
   expect_length(epochs$next_epoch(), 1L)
   expect_pystratum_error(epochs$next_epoch(), "value_error", "policy",
     "gives 2 batches, but epoch 0 has 1")

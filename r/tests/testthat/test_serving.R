@@ -88,8 +88,10 @@ test_that("arguments are validated and the too-small warning is given once", {
   expect_pystratum_error(stratified_epochs(1:4, 1, rng = "numpy"), "value_error", "rng")
   expect_pystratum_error(stratified_epochs(1:4, 1, shuffle = FALSE, seed = 1), "value_error",
     "seed")
-  expect_warning(epochs <- stratified_epochs(rep(1:2, c(2L, 5L)), 3, seed = 1),
-    class = "pystratum_stratum_too_small")
+  expect_pystratum_error(stratified_epochs(rep(1:2, c(2L, 5L)), 3, seed = 1), "single_batch",
+    "policy", "gives a single batch holding all 7 rows")
+  expect_warning(epochs <- stratified_epochs(rep(1:2, c(2L, 5L)), 3, seed = 1,
+    allow_single_batch = TRUE), class = "pystratum_stratum_too_small")
   expect_silent(epochs$next_epoch())
   expect_identical(epochs$length(), 1L)
 })

@@ -84,7 +84,7 @@ test_that("the price is the draws the sampler's stream makes, over random config
     log = new.env()
     log$sizes = numeric(0)
     epochs = suppressWarnings(pystratum:::stratified_epochs(y, policy, seed = 7, rng = "torch",
-      torch_backend = counting_backend(log)))
+      torch_backend = counting_backend(log), allow_single_batch = TRUE))
     for (k in seq_len(epoch)) suppressWarnings(epochs$next_epoch())
     expect_identical(c(length(log$sizes), sum(log$sizes)), c(price$calls, price$rows))
     expect_identical(price$cost, price$rows + 2000 * price$calls)

@@ -305,9 +305,9 @@ test_that("training_epoch_from_callers() reads the innermost ctx, a ContextTorch
   expect_null(loop(stop("not evaluated by mlr3torch")))
 })
 
-test_that("a too-small stratum warns for training loaders only", {
+test_that("a too-small stratum, allowed, warns for training loaders only", {
   task = sampler_task()
-  learner = fake_learner(fake_sampler_class(5, seed = 1))
+  learner = fake_learner(fake_sampler_class(5, seed = 1, allow_single_batch = TRUE))
   expect_warning(loader <- learner$train_loader(fake_task_dataset(task)),
     class = "pystratum_stratum_too_small")
   expect_identical(loader$batch_sampler$.length(), 1L)
@@ -317,9 +317,13 @@ test_that("a too-small stratum warns for training loaders only", {
 
 test_that("several stratum columns: every combination is a stratum", {
   task = sampler_task(stratum = c("y", "g"))
-  loader = fake_learner(fake_sampler_class(1, seed = 3))$train_loader(fake_task_dataset(task))
+  # ("pos", 2) has 1 row: one batch, refused for training unless allowed.
+  expect_pystratum_error(fake_learner(fake_sampler_class(1, seed = 3))$train_loader(
+    fake_task_dataset(task)), "single_batch", "policy", "\\('pos', 2L?\\) with 1 row")
+  loader = fake_learner(fake_sampler_class(1, seed = 3, allow_single_batch = TRUE))$train_loader(
+    fake_task_dataset(task))
   strata = task$data(cols = c("y", "g"))
-  expect_identical(loader$batch_sampler$.length(), 1L)  # ("pos", 2) has 1 row
+  expect_identical(loader$batch_sampler$.length(), 1L)
   expect_stratified_batches(run_epoch(loader), strata, 1)
 })
 

@@ -26,7 +26,8 @@ run_vector_case = function(case) {
     withCallingHandlers(
       stratified_batches(strata_from_spec(input$strata),
         policy_from_params(input$policy$name, input$policy$params),
-        seed = input$seed, rng = input$rng, epoch = input$epoch, shuffle = input$shuffle),
+        seed = input$seed, rng = input$rng, epoch = input$epoch, shuffle = input$shuffle,
+        allow_single_batch = input$allow_single_batch),
       pystratum_stratum_too_small = function(w) {
         warned <<- TRUE
         invokeRestart("muffleWarning")
