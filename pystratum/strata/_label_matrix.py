@@ -1,0 +1,429 @@
+"""Label matrices: rows x labels of 0/1, the input of multi-label policies.
+
+A multi-label policy (``MultiLabel``) reads its input as a label matrix: one
+row per data row, one column per label, 1 (or True) where the row has the
+label. :func:`label_matrix` turns every accepted container into one bool
+array and the label names; :func:`label_matrix_from_sets` builds it from a
+list of label sets per row. Every cell must be 0 or 1: a missing value or
+any other number is an error naming the argument, the value, its row and
+label and the fix, as the R package words it (rows 0-based here, 1-based in
+R). No torch, pandas or scipy import: those objects are recognised by their
+type's module, and torch is asked for only when a tensor is passed.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
+from typing import NamedTuple
+
+import numpy as np
+
+from ..base._optional import require_torch
+from ..base._validation import show
+from ._encode import is_dataframe
+from ._labels import label_key
+
+__all__ = ["LabelMatrix", "label_matrix", "label_matrix_from_sets"]
+
+_FIX_VALUE = "Recode it first: 1 where the row has the label, 0 where it does not."
+_FIX_MISSING = ("A label matrix holds 0 or 1 in every cell: fill it (0 where the row does not "
+                "have the label) or drop the row.")
+_FORMS_TEXT = ("a 2-D array of 0/1 or booleans (numpy, torch), a pandas DataFrame of 0/1 "
+               "columns or a scipy.sparse matrix")
+
+
+class LabelMatrix(NamedTuple):
+    """A validated label matrix: ``matrix`` bool ``(N, L)``, ``labels`` the L names (str)."""
+
+    matrix: np.ndarray
+    labels: tuple
+
+
+def label_matrix(labels, *, name: str = "labels") -> LabelMatrix:
+    """Read a label matrix: ``(bool array of shape (N, L), the L label names)``.
+
+    Accepted: a 2-D numpy array (or anything with ``__array__``, a list of
+    row lists) of bool or of any int/uint/float dtype holding only 0 and 1;
+    a torch tensor (any device, sparse too); a pandas DataFrame whose columns
+    hold 0/1 or booleans, or a dict ``{name: 1-D column}`` (names from the
+    columns or keys, as text); a scipy.sparse matrix or
+    array (validated on its stored entries; the result is dense, N x L bytes:
+    10^6 rows x 20 labels are 20 MB, whatever the sparse dtype). Names of
+    unnamed columns are their 0-based positions as text (``"0"``, ``"1"``,
+    ...), in the R package too.
+
+    Guarantee: cell ``[i, l]`` is True exactly when the input holds 1 (or
+    True) there; anything else is refused: a missing value (NaN, None,
+    ``pd.NA``, a masked entry) or another value (2, -1, 0.5, inf, text) is a
+    ValueError (text and other types a TypeError) naming ``name``, the value,
+    the first such cell (lowest row, then lowest column; rows 0-based) and
+    the fix. 1-D input, 0 rows or 0 columns are a ValueError.
+    """
+    if isinstance(labels, LabelMatrix):
+        return labels
+    if isinstance(labels, Mapping):
+        return _from_mapping(labels, name)
+    if labels is None or isinstance(labels, (str, bytes, bytearray, numbers.Number)) \
+            or isinstance(labels, (AbstractSet, Iterator)):
+        raise TypeError(
+            f"{name} must be a label matrix ({_FORMS_TEXT}), got {name}={show(labels)} of type "
+            f"{type(labels).__name__}. For label sets per row use "
+            f"pystratum.label_matrix_from_sets({name})."
+        )
+    if is_dataframe(labels):
+        return _from_dataframe(labels, name)
+    module = type(labels).__module__
+    if module.startswith("scipy.sparse"):
+        return _from_sparse(labels, name)
+    if module.startswith("torch"):
+        labels = _tensor_to_numpy(labels, name)
+    return _from_array(labels, name)
+
+
+def _shape_checks(shape, name, what="an array"):
+    if len(shape) != 2:
+        if len(shape) == 1:
+            raise ValueError(
+                f"{name} must be 2-D (rows x labels), got {what} of shape {tuple(shape)} (1-D). "
+                f"For one label pass it as one column ({name}.reshape(-1, 1)); for one label "
+                f"per row as a class, use a single-label policy; for label sets per row use "
+                f"pystratum.label_matrix_from_sets()."
+            )
+        raise ValueError(
+            f"{name} must be 2-D (rows x labels), got {what} of shape {tuple(shape)}. Reshape "
+            f"it to one row per data row and one column per label."
+        )
+    if shape[0] == 0:
+        raise ValueError(f"{name} has 0 rows; pass one row per data row, one column per label.")
+    if shape[1] == 0:
+        raise ValueError(f"{name} has 0 columns; pass at least one label column.")
+
+
+def _positions(n_columns):
+    return tuple(str(k) for k in range(n_columns))
+
+
+def value_text(value) -> str:
+    """A cell's value as both languages print it (R's ``format(x, digits = 15)``)."""
+    if value is None:
+        return "None"
+    if isinstance(value, (bool, np.bool_)):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (numbers.Integral, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Inf" if value > 0 else "-Inf"
+        return "%.15g" % value
+    if type(value).__name__ == "NAType":
+        return "NA"
+    return show(value)
+
+
+def _raise_missing(name, value, row, label):
+    raise ValueError(
+        f"{name} has a missing value ({value_text(value)}) at row {row} (0-based) in label "
+        f"'{label}'. {_FIX_MISSING}"
+    )
+
+
+def _raise_value(name, value, row, label):
+    raise ValueError(
+        f"{name} must hold only 0 and 1 (or booleans), got {value_text(value)} at row {row} "
+        f"(0-based) in label '{label}'. {_FIX_VALUE}"
+    )
+
+
+def _raise_text(name, value, row, label):
+    raise TypeError(
+        f"{name} must hold 0/1 numbers or booleans, got the text {show(value)} at row {row} "
+        f"(0-based) in label '{label}'. Convert the column to numbers first."
+    )
+
+
+def _first_cell(mask):
+    """(row, column) of the first True cell in row-major order."""
+    flat = int(np.flatnonzero(mask.reshape(-1))[0]) if mask.ndim == 2 else 0
+    return divmod(flat, mask.shape[1])
+
+
+def _check_numeric(values, name, names, missing=None):
+    """``values`` (2-D, numeric or bool dtype) as bool, every cell checked to be 0 or 1."""
+    if missing is not None and missing.any():
+        row, col = _first_cell(missing)
+        _raise_missing(name, values[row, col] if values.dtype.kind != "b" else None, row,
+                       names[col])
+    kind = values.dtype.kind
+    if kind == "b":
+        return np.ascontiguousarray(values)
+    if kind == "f":
+        nan = np.isnan(values)
+        if nan.any():
+            row, col = _first_cell(nan)
+            _raise_missing(name, values[row, col], row, names[col])
+    if kind in "iuf":
+        bad = (values != 0) & (values != 1)
+        if bad.any():
+            row, col = _first_cell(bad)
+            _raise_value(name, values[row, col], row, names[col])
+        return np.ascontiguousarray(values == 1)
+    raise TypeError(
+        f"{name} must hold 0/1 numbers or booleans, got an array of dtype {values.dtype}. "
+        f"Convert it to integers or booleans first (1 where the row has the label)."
+    )
+
+
+def _check_objects(values, name, names):
+    """An object array: each cell one Python value, checked in row-major order."""
+    out = np.zeros(values.shape, dtype=bool)
+    for (row, col), value in np.ndenumerate(values):
+        if isinstance(value, (str, bytes)):
+            _raise_text(name, value, row, names[col])
+        if value is None or type(value).__name__ in ("NAType", "NaTType") or (
+                isinstance(value, (float, np.floating)) and value != value):
+            _raise_missing(name, value, row, names[col])
+        if isinstance(value, (bool, np.bool_, numbers.Real, np.number)) and \
+                not isinstance(value, (complex, np.complexfloating)):
+            if value == 1:
+                out[row, col] = True
+                continue
+            if value == 0:
+                continue
+            _raise_value(name, value, row, names[col])
+        raise TypeError(
+            f"{name} must hold 0/1 numbers or booleans, got {show(value)} of type "
+            f"{type(value).__name__} at row {row} (0-based) in label '{names[col]}'. "
+            f"{_FIX_VALUE}"
+        )
+    return out
+
+
+def _from_array(labels, name, names=None):
+    masked = isinstance(labels, np.ma.MaskedArray)
+    try:
+        values = np.asarray(labels) if not masked else labels
+    except (ValueError, TypeError) as error:
+        raise ValueError(
+            f"{name} could not be read as a 2-D array ({error}); pass rows of equal length, "
+            f"one column per label."
+        ) from None
+    _shape_checks(values.shape, name)
+    names = names or _positions(values.shape[1])
+    missing = None
+    if masked:
+        missing = np.ma.getmaskarray(values)
+        values = np.ma.getdata(values)
+    if values.dtype == object:
+        if missing is not None and missing.any():
+            row, col = _first_cell(missing)
+            _raise_missing(name, None, row, names[col])
+        return LabelMatrix(_check_objects(values, name, names), names)
+    return LabelMatrix(_check_numeric(values, name, names, missing), names)
+
+
+def _from_dataframe(frame, name):
+    _shape_checks(frame.shape, name, "a DataFrame")
+    names = tuple(str(column) for column in frame.columns)
+    seen = {}
+    for position, text in enumerate(names):
+        if text in seen:
+            raise ValueError(
+                f"{name} has two columns named '{text}' (positions {seen[text]} and "
+                f"{position}, 0-based); label names must be distinct."
+            )
+        seen[text] = position
+    out = np.empty(frame.shape, dtype=bool)
+    for col in range(frame.shape[1]):
+        column = frame.iloc[:, col]
+        missing = np.asarray(column.isna(), dtype=bool)
+        if missing.any():
+            row = int(np.flatnonzero(missing)[0])
+            _raise_missing(name, column.iloc[row], row, names[col])
+        kind = getattr(column.dtype, "kind", "O")
+        if kind in "biuf" and not str(column.dtype).startswith("category"):
+            values = column.to_numpy(dtype=column.dtype.numpy_dtype
+                                     if hasattr(column.dtype, "numpy_dtype") else None)
+            out[:, col] = _check_numeric(values.reshape(-1, 1), name, names[col:col + 1])[:, 0]
+        else:
+            values = np.asarray(column.to_numpy(dtype=object)).reshape(-1, 1)
+            out[:, col] = _check_objects(values, name, names[col:col + 1])[:, 0]
+    return LabelMatrix(out, names)
+
+
+def _from_mapping(columns, name):
+    names = tuple(str(key) for key in columns)
+    if len(set(names)) != len(names):
+        raise ValueError(f"{name} names one label twice (keys {show(list(columns))}); label "
+                         f"names must be distinct as text.")
+    if not names:
+        raise ValueError(f"{name} has 0 columns; pass at least one label column.")
+    arrays = []
+    for key, column in columns.items():
+        if module_of(column).startswith("torch"):
+            column = _tensor_to_numpy(column, name)
+        values = column.to_numpy(dtype=object) if module_of(column).startswith("pandas") \
+            else np.asarray(column) if not isinstance(column, np.ma.MaskedArray) else column
+        if values.ndim != 1:
+            raise ValueError(f"{name}[{key!r}] must be one 1-D column (one 0/1 per row), got "
+                             f"shape {values.shape}.")
+        arrays.append(values)
+    lengths = {len(values) for values in arrays}
+    if len(lengths) > 1:
+        raise ValueError(f"{name} columns must all have the same length, got lengths "
+                         f"{sorted(lengths)}.")
+    _shape_checks((arrays[0].shape[0], len(arrays)), name, "a dict")
+    out = np.empty((arrays[0].shape[0], len(arrays)), dtype=bool)
+    for col, values in enumerate(arrays):
+        single = _from_array(values.reshape(-1, 1) if not isinstance(values, np.ma.MaskedArray)
+                             else values.reshape(-1, 1), name, names[col:col + 1])
+        out[:, col] = single.matrix[:, 0]
+    return LabelMatrix(out, names)
+
+
+def module_of(value) -> str:
+    return type(value).__module__
+
+
+def _from_sparse(matrix, name):
+    _shape_checks(matrix.shape, name, "a sparse matrix")
+    names = _positions(matrix.shape[1])
+    coo = matrix.tocoo()
+    data = np.asarray(coo.data)
+    rows = np.asarray(coo.row, dtype=np.int64)
+    cols = np.asarray(coo.col, dtype=np.int64)
+    # The first offending stored entry in row-major order (stored order may be any).
+    kind = data.dtype.kind
+    if kind not in "biuf":
+        raise TypeError(
+            f"{name} must hold 0/1 numbers or booleans, got a sparse matrix of dtype "
+            f"{data.dtype}. Convert it to integers or booleans first."
+        )
+    for bad, fail in ((np.isnan(data) if kind == "f" else None, _raise_missing),
+                      ((data != 0) & (data != 1), _raise_value)):
+        if bad is not None and bad.any():
+            hits = np.flatnonzero(bad)
+            first = hits[np.lexsort((cols[hits], rows[hits]))[0]]
+            fail(name, data[first], int(rows[first]), names[int(cols[first])])
+    out = np.zeros(matrix.shape, dtype=bool)
+    present = data != 0  # explicit zeros are stored but absent
+    out[rows[present], cols[present]] = True
+    return LabelMatrix(out, names)
+
+
+def _tensor_to_numpy(tensor, name):
+    torch = require_torch("a label matrix given as a torch tensor")
+    if not isinstance(tensor, torch.Tensor):
+        return tensor
+    if tensor.device.type == "meta":
+        raise TypeError(f"{name} is a tensor on the 'meta' device, which has a shape but no "
+                        f"values; pass the real label matrix.")
+    if tensor.layout != torch.strided:
+        tensor = tensor.to_dense()
+    tensor = tensor.detach().cpu().resolve_conj().resolve_neg()
+    if tensor.dtype.is_floating_point and tensor.dtype not in (torch.float16, torch.float32,
+                                                                 torch.float64):
+        tensor = tensor.to(torch.float32)  # bfloat16, float8: every value exact in float32
+    try:
+        return tensor.numpy()
+    except (TypeError, RuntimeError) as error:
+        raise TypeError(f"{name} is a tensor of dtype {tensor.dtype}, which cannot be read as "
+                        f"a label matrix ({error}); convert it to bool or an integer dtype.") \
+            from None
+
+
+def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets") -> LabelMatrix:
+    """Build a label matrix from each row's set of labels.
+
+    ``label_sets``: a list (or tuple, pandas Series) with one entry per row,
+    each an iterable of hashable labels (a set, list or tuple; an empty one
+    is a row without labels; a label listed twice in a row counts once).
+    ``labels``: the columns, in order; None means every label that occurs,
+    sorted by its text. A label's text is how R writes it too (``1`` and
+    ``1.0`` are ``"1"``, booleans ``"TRUE"``/``"FALSE"``), so the R twin
+    ``label_matrix_from_sets()`` gives the same names in the same order.
+
+    Guarantee: ``matrix[i, l]`` is True exactly when row ``i``'s set holds
+    label ``l``. Refused: a row that is a string (TypeError: one label or
+    several letters?) or None (TypeError: use an empty set), an unhashable
+    label, a label not in ``labels=`` (ValueError naming the row and the
+    label), two labels with the same text, 0 rows, no label at all.
+    """
+    if label_sets is None or isinstance(label_sets, (str, bytes, Mapping, AbstractSet,
+                                                     Iterator)) or \
+            not isinstance(label_sets, Iterable):
+        raise TypeError(
+            f"{name} must be a list with one set of labels per row, got {name}="
+            f"{show(label_sets)} of type {type(label_sets).__name__}. Pass a list, e.g. "
+            f"[{{'a', 'b'}}, set(), {{'b'}}]."
+        )
+    rows = label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
+    if not rows:
+        raise ValueError(f"{name} has 0 rows; pass one set of labels per data row.")
+    sets = []
+    for row, entry in enumerate(rows):
+        if entry is None or isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable):
+            hint = (f"['{entry}'] for one label" if isinstance(entry, str) else
+                    "an empty set() for a row without labels" if entry is None else
+                    f"[{show(entry)}] for one label")
+            raise TypeError(
+                f"{name} must hold one iterable of labels per row, got {show(entry)} at row "
+                f"{row} (0-based). Pass {hint}."
+            )
+        try:
+            sets.append(frozenset(entry))
+        except TypeError:
+            raise TypeError(
+                f"{name} holds an unhashable label at row {row} (0-based): {show(entry)}; "
+                f"labels must be hashable (str, int, ...)."
+            ) from None
+    for row, entry in enumerate(sets):
+        for label in entry:
+            if label is None or type(label).__name__ == "NAType" or (
+                    isinstance(label, (float, np.floating)) and label != label):
+                raise ValueError(
+                    f"{name} has a missing label ({value_text(label)}) at row {row} (0-based). "
+                    f"Leave it out of the row's set (an empty set is a row without labels)."
+                )
+    if labels is None:
+        found = set().union(*sets)
+        if not found:
+            raise ValueError(
+                f"{name} holds no label in any of its {len(sets)} rows; pass labels= to name "
+                f"the label columns (each then all 0)."
+            )
+        columns = sorted(found, key=label_key)
+    else:
+        if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+            raise TypeError(f"labels must be a list of label names, got labels={show(labels)} "
+                            f"of type {type(labels).__name__}.")
+        columns = list(labels)
+        if not columns:
+            raise ValueError("labels is empty; pass at least one label, or labels=None for "
+                             "every label that occurs.")
+    texts = [label_key(label) for label in columns]
+    where = {}
+    for position, (label, text) in enumerate(zip(columns, texts)):
+        if text in where:
+            what = "labels" if labels is not None else name
+            raise ValueError(
+                f"{what} holds two labels with the text '{text}' ({show(columns[where[text]])} "
+                f"and {show(label)}); label names must be distinct."
+            )
+        where[text] = position
+    index = {label: position for position, label in enumerate(columns)}
+    out = np.zeros((len(sets), len(columns)), dtype=bool)
+    for row, entry in enumerate(sets):
+        for label in entry:
+            position = index.get(label)
+            if position is None:
+                raise ValueError(
+                    f"{name} has the label {show(label)} at row {row} (0-based), which is not "
+                    f"in labels={show(columns)}. Add it to labels=, or drop it from the row."
+                )
+            out[row, position] = True
+    return LabelMatrix(out, tuple(texts))
