@@ -178,29 +178,91 @@ def _check_numeric(values, name, names, missing=None):
     )
 
 
+def _is_missing(value) -> bool:
+    return value is None or type(value).__name__ in ("NAType", "NaTType") or (
+        isinstance(value, (float, np.floating)) and value != value)
+
+
+def _cell_is_one(value, name, row, label) -> bool:
+    """One Python value: True for 1/True, False for 0/False, else the error for it."""
+    if isinstance(value, (str, bytes)):
+        _raise_text(name, value, row, label)
+    if _is_missing(value):
+        _raise_missing(name, value, row, label)
+    if isinstance(value, (bool, np.bool_, numbers.Real, np.number)) and \
+            not isinstance(value, (complex, np.complexfloating)):
+        if value == 1:
+            return True
+        if value == 0:
+            return False
+        _raise_value(name, value, row, label)
+    raise TypeError(
+        f"{name} must hold 0/1 numbers or booleans, got {show(value)} of type "
+        f"{type(value).__name__} at row {row} (0-based) in label '{label}'. {_FIX_VALUE}"
+    )
+
+
 def _check_objects(values, name, names):
     """An object array: each cell one Python value, checked in row-major order."""
     out = np.zeros(values.shape, dtype=bool)
     for (row, col), value in np.ndenumerate(values):
-        if isinstance(value, (str, bytes)):
-            _raise_text(name, value, row, names[col])
-        if value is None or type(value).__name__ in ("NAType", "NaTType") or (
-                isinstance(value, (float, np.floating)) and value != value):
-            _raise_missing(name, value, row, names[col])
-        if isinstance(value, (bool, np.bool_, numbers.Real, np.number)) and \
-                not isinstance(value, (complex, np.complexfloating)):
-            if value == 1:
-                out[row, col] = True
-                continue
-            if value == 0:
-                continue
-            _raise_value(name, value, row, names[col])
-        raise TypeError(
-            f"{name} must hold 0/1 numbers or booleans, got {show(value)} of type "
-            f"{type(value).__name__} at row {row} (0-based) in label '{names[col]}'. "
-            f"{_FIX_VALUE}"
-        )
+        out[row, col] = _cell_is_one(value, name, row, names[col])
     return out
+
+
+def _check_columns(columns, missing, name, names):
+    """1-D columns (numeric/bool numpy, or object) -> bool (N, L), errors as for one array.
+
+    ``missing``: per column a bool mask or None. The first problem is found
+    as in a 2-D array: missing values first, then the lowest row, then the
+    lowest column.
+    """
+    n = len(columns[0])
+    firsts = [(int(np.flatnonzero(mask)[0]), col) for col, mask in enumerate(missing)
+              if mask is not None and mask.any()]
+    if firsts:
+        row, col = min(firsts)
+        _raise_missing(name, columns[col][row], row, names[col])
+    out = np.empty((n, len(columns)), dtype=bool)
+    problems = []
+    for col, values in enumerate(columns):
+        try:
+            if values.dtype == object:
+                out[:, col] = _check_objects(values.reshape(-1, 1), name, names[col:col + 1])[:, 0]
+            else:
+                out[:, col] = _check_numeric(values.reshape(-1, 1), name, names[col:col + 1])[:, 0]
+        except (TypeError, ValueError) as error:
+            row = _problem_row(values)
+            problems.append((row if row is not None else n, col, error))
+    if problems:
+        row, col, error = min(problems, key=lambda item: item[:2])
+        if row < n:
+            if columns[col].dtype == object:
+                _cell_is_one(columns[col][row], name, row, names[col])
+            elif columns[col].dtype.kind == "f" and np.isnan(columns[col][row]):
+                _raise_missing(name, columns[col][row], row, names[col])
+            else:
+                _raise_value(name, columns[col][row], row, names[col])
+        raise error
+    return out
+
+
+def _problem_row(values):
+    """The first row of a 1-D column that is not 0/1 (None: a dtype problem, no row)."""
+    if values.dtype == object:
+        for row, value in enumerate(values):
+            try:
+                _cell_is_one(value, "", row, "")
+            except (TypeError, ValueError):
+                return row
+        return None
+    if values.dtype.kind not in "biuf":
+        return None
+    bad = (values != 0) & (values != 1)
+    if values.dtype.kind == "f":
+        bad |= np.isnan(values)
+    hits = np.flatnonzero(bad)
+    return int(hits[0]) if hits.size else None
 
 
 def _from_array(labels, name, names=None):
@@ -219,9 +281,14 @@ def _from_array(labels, name, names=None):
         missing = np.ma.getmaskarray(values)
         values = np.ma.getdata(values)
     if values.dtype == object:
-        if missing is not None and missing.any():
-            row, col = _first_cell(missing)
-            _raise_missing(name, None, row, names[col])
+        # Missing cells first (as in every other form), then the other values.
+        absent = np.frompyfunc(_is_missing, 1, 1)(values).astype(bool)
+        if missing is not None:
+            absent |= missing
+        if absent.any():
+            row, col = _first_cell(absent)
+            _raise_missing(name, None if missing is not None and missing[row, col]
+                           else values[row, col], row, names[col])
         return LabelMatrix(_check_objects(values, name, names), names)
     return LabelMatrix(_check_numeric(values, name, names, missing), names)
 
@@ -237,52 +304,55 @@ def _from_dataframe(frame, name):
                 f"{position}, 0-based); label names must be distinct."
             )
         seen[text] = position
-    out = np.empty(frame.shape, dtype=bool)
+    columns, missing = [], []
     for col in range(frame.shape[1]):
         column = frame.iloc[:, col]
-        missing = np.asarray(column.isna(), dtype=bool)
-        if missing.any():
-            row = int(np.flatnonzero(missing)[0])
-            _raise_missing(name, column.iloc[row], row, names[col])
-        kind = getattr(column.dtype, "kind", "O")
-        if kind in "biuf" and not str(column.dtype).startswith("category"):
-            values = column.to_numpy(dtype=column.dtype.numpy_dtype
-                                     if hasattr(column.dtype, "numpy_dtype") else None)
-            out[:, col] = _check_numeric(values.reshape(-1, 1), name, names[col:col + 1])[:, 0]
-        else:
-            values = np.asarray(column.to_numpy(dtype=object)).reshape(-1, 1)
-            out[:, col] = _check_objects(values, name, names[col:col + 1])[:, 0]
-    return LabelMatrix(out, names)
+        missing.append(np.asarray(column.isna(), dtype=bool))
+        columns.append(_pandas_values(column, missing[-1]))
+    return LabelMatrix(_check_columns(columns, missing, name, names), names)
+
+
+def _pandas_values(column, missing):
+    """A Series' values as numpy: numeric/bool dtypes as such, anything else as objects."""
+    dtype = column.dtype
+    kind = getattr(dtype, "kind", "O")
+    if kind in "biuf" and str(dtype) != "category":
+        numpy_dtype = getattr(dtype, "numpy_dtype", dtype)
+        if missing.any():  # nullable dtypes: the missing cell is reported before any value
+            return column.to_numpy(dtype=object)
+        return column.to_numpy(dtype=numpy_dtype)
+    return column.to_numpy(dtype=object)
 
 
 def _from_mapping(columns, name):
     names = tuple(str(key) for key in columns)
+    if not names:
+        raise ValueError(f"{name} has 0 columns; pass at least one label column.")
     if len(set(names)) != len(names):
         raise ValueError(f"{name} names one label twice (keys {show(list(columns))}); label "
                          f"names must be distinct as text.")
-    if not names:
-        raise ValueError(f"{name} has 0 columns; pass at least one label column.")
-    arrays = []
+    arrays, missing = [], []
     for key, column in columns.items():
         if module_of(column).startswith("torch"):
             column = _tensor_to_numpy(column, name)
-        values = column.to_numpy(dtype=object) if module_of(column).startswith("pandas") \
-            else np.asarray(column) if not isinstance(column, np.ma.MaskedArray) else column
+        if module_of(column).startswith("pandas"):
+            mask = np.asarray(column.isna(), dtype=bool)
+            values = _pandas_values(column, mask)
+        elif isinstance(column, np.ma.MaskedArray):
+            mask, values = np.ma.getmaskarray(column), np.ma.getdata(column)
+        else:
+            mask, values = None, np.asarray(column)
         if values.ndim != 1:
             raise ValueError(f"{name}[{key!r}] must be one 1-D column (one 0/1 per row), got "
                              f"shape {values.shape}.")
         arrays.append(values)
+        missing.append(mask)
     lengths = {len(values) for values in arrays}
     if len(lengths) > 1:
         raise ValueError(f"{name} columns must all have the same length, got lengths "
                          f"{sorted(lengths)}.")
     _shape_checks((arrays[0].shape[0], len(arrays)), name, "a dict")
-    out = np.empty((arrays[0].shape[0], len(arrays)), dtype=bool)
-    for col, values in enumerate(arrays):
-        single = _from_array(values.reshape(-1, 1) if not isinstance(values, np.ma.MaskedArray)
-                             else values.reshape(-1, 1), name, names[col:col + 1])
-        out[:, col] = single.matrix[:, 0]
-    return LabelMatrix(out, names)
+    return LabelMatrix(_check_columns(arrays, missing, name, names), names)
 
 
 def module_of(value) -> str:
