@@ -463,7 +463,7 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
         found = set().union(*sets)
         if not found:
             raise ValueError(
-                f"{name} holds no label in any of its {len(sets)} rows; pass labels= to name "
+                f"{name} holds no label in any of its {len(sets)} rows; pass labels to name "
                 f"the label columns (each then all 0)."
             )
         columns = sorted(found, key=label_key)
@@ -481,8 +481,8 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
         if text in where:
             what = "labels" if labels is not None else name
             raise ValueError(
-                f"{what} holds two labels with the text '{text}' ({show(columns[where[text]])} "
-                f"and {show(label)}); label names must be distinct."
+                f"{what} holds two labels with the text '{text}'; label names must be "
+                f"distinct."
             )
         where[text] = position
     index = {label: position for position, label in enumerate(columns)}
@@ -492,8 +492,8 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
             position = index.get(label)
             if position is None:
                 raise ValueError(
-                    f"{name} has the label {show(label)} at row {row} (0-based), which is not "
-                    f"in labels={show(columns)}. Add it to labels=, or drop it from the row."
+                    f"{name} has the label '{label_key(label)}' at row {row} (0-based), which "
+                    f"labels does not list. Add it to labels, or drop it from the row."
                 )
             out[row, position] = True
     return LabelMatrix(out, tuple(texts))
