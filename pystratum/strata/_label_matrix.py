@@ -218,8 +218,9 @@ def _check_columns(columns, missing, name, names):
     lowest column.
     """
     n = len(columns[0])
+    missing = [_missing_cells(values, mask) for values, mask in zip(columns, missing)]
     firsts = [(int(np.flatnonzero(mask)[0]), col) for col, mask in enumerate(missing)
-              if mask is not None and mask.any()]
+              if mask.any()]
     if firsts:
         row, col = min(firsts)
         _raise_missing(name, columns[col][row], row, names[col])
@@ -245,6 +246,16 @@ def _check_columns(columns, missing, name, names):
                 _raise_value(name, columns[col][row], row, names[col])
         raise error
     return out
+
+
+def _missing_cells(values, mask):
+    """Missing cells of a 1-D column: the given mask, NaN, None, pd.NA."""
+    found = np.zeros(len(values), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    if values.dtype == object:
+        found = found | np.frompyfunc(_is_missing, 1, 1)(values).astype(bool)
+    elif values.dtype.kind == "f":
+        found = found | np.isnan(values)
+    return found
 
 
 def _problem_row(values):
@@ -420,8 +431,8 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
     Guarantee: ``matrix[i, l]`` is True exactly when row ``i``'s set holds
     label ``l``. Refused: a row that is a string (TypeError: one label or
     several letters?) or None (TypeError: use an empty set), an unhashable
-    label, a label not in ``labels=`` (ValueError naming the row and the
-    label), two labels with the same text, 0 rows, no label at all.
+    label, a label not in ``labels=`` (ValueError naming the first such row
+    and its first unknown label by text), two labels with the same text, 0 rows, no label at all.
     """
     if label_sets is None or isinstance(label_sets, (str, bytes, Mapping, AbstractSet,
                                                      Iterator)) or \
@@ -488,12 +499,14 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
     index = {label: position for position, label in enumerate(columns)}
     out = np.zeros((len(sets), len(columns)), dtype=bool)
     for row, entry in enumerate(sets):
-        for label in entry:
-            position = index.get(label)
-            if position is None:
-                raise ValueError(
-                    f"{name} has the label '{label_key(label)}' at row {row} (0-based), which "
-                    f"labels does not list. Add it to labels, or drop it from the row."
-                )
-            out[row, position] = True
+        positions = [index.get(label) for label in entry]
+        if None in positions:
+            # The first unknown by text: a set has no order of its own (R says the same one).
+            unknown = min(label_key(label) for label, position in zip(entry, positions)
+                          if position is None)
+            raise ValueError(
+                f"{name} has the label '{unknown}' at row {row} (0-based), which labels does "
+                f"not list. Add it to labels, or drop it from the row."
+            )
+        out[row, positions] = True
     return LabelMatrix(out, tuple(texts))

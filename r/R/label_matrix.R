@@ -216,9 +216,10 @@ label_matrix_from_sets = function(label_sets, labels = NULL) {
     position = match(sets[[row]], columns)
     unknown = which(is.na(position))
     if (length(unknown)) {
+      # The first unknown by text: a set has no order of its own (Python says the same one).
       abort_value(name, sprintf(paste0("%s has the label '%s' at row %d (1-based), which labels ",
         "does not list. Add it to labels, or drop it from the row."), name,
-        sets[[row]][[unknown[[1L]]]], row))
+        sort(sets[[row]][unknown], method = "radix")[[1L]], row))
     }
     out[row, position] = TRUE
   }
