@@ -63,6 +63,8 @@ def label_matrix(labels, *, name: str = "labels") -> LabelMatrix:
     """
     if isinstance(labels, LabelMatrix):
         return labels
+    if type(labels).__module__.startswith("scipy.sparse"):  # before Mapping: dok is a dict
+        return _from_sparse(labels, name)
     if isinstance(labels, Mapping):
         return _from_mapping(labels, name)
     if labels is None or isinstance(labels, (str, bytes, bytearray, numbers.Number)) \
@@ -109,6 +111,8 @@ def value_text(value) -> str:
     """A cell's value as both languages print it (R's ``format(x, digits = 15)``)."""
     if value is None:
         return "None"
+    if value is np.ma.masked:
+        return "masked"
     if isinstance(value, (bool, np.bool_)):
         return "TRUE" if value else "FALSE"
     if isinstance(value, (numbers.Integral, np.integer)):
@@ -156,8 +160,7 @@ def _check_numeric(values, name, names, missing=None):
     """``values`` (2-D, numeric or bool dtype) as bool, every cell checked to be 0 or 1."""
     if missing is not None and missing.any():
         row, col = _first_cell(missing)
-        _raise_missing(name, values[row, col] if values.dtype.kind != "b" else None, row,
-                       names[col])
+        _raise_missing(name, np.ma.masked, row, names[col])
     kind = values.dtype.kind
     if kind == "b":
         return np.ascontiguousarray(values)
@@ -218,12 +221,15 @@ def _check_columns(columns, missing, name, names):
     lowest column.
     """
     n = len(columns[0])
-    missing = [_missing_cells(values, mask) for values, mask in zip(columns, missing)]
+    given = missing
+    missing = [_missing_cells(values, mask) for values, mask in zip(columns, given)]
     firsts = [(int(np.flatnonzero(mask)[0]), col) for col, mask in enumerate(missing)
               if mask.any()]
     if firsts:
         row, col = min(firsts)
-        _raise_missing(name, columns[col][row], row, names[col])
+        masked = given[col] is not None and module_of(given[col]) == "numpy" and given[col][row]
+        _raise_missing(name, np.ma.masked if masked and not _is_missing(columns[col][row])
+                       else columns[col][row], row, names[col])
     out = np.empty((n, len(columns)), dtype=bool)
     problems = []
     for col, values in enumerate(columns):
@@ -280,6 +286,12 @@ def _from_array(labels, name, names=None):
     masked = isinstance(labels, np.ma.MaskedArray)
     try:
         values = np.asarray(labels) if not masked else labels
+        if isinstance(labels, (list, tuple)) and values.dtype.kind in "USO":
+            # numpy turns [nan, '1'] into text: keep each Python value as it is
+            values = np.empty(values.shape[:2], dtype=object) if values.ndim >= 2 else values
+            if values.dtype == object and values.ndim == 2:
+                for row, cells in enumerate(labels):
+                    values[row, :] = list(cells)
     except (ValueError, TypeError) as error:
         raise ValueError(
             f"{name} could not be read as a 2-D array ({error}); pass rows of equal length, "
@@ -298,7 +310,7 @@ def _from_array(labels, name, names=None):
             absent |= missing
         if absent.any():
             row, col = _first_cell(absent)
-            _raise_missing(name, None if missing is not None and missing[row, col]
+            _raise_missing(name, np.ma.masked if missing is not None and missing[row, col]
                            else values[row, col], row, names[col])
         return LabelMatrix(_check_objects(values, name, names), names)
     return LabelMatrix(_check_numeric(values, name, names, missing), names)
@@ -496,6 +508,18 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
                 f"distinct."
             )
         where[text] = position
+    # Labels equal in Python but read differently (0 and False, 1 and True) would be
+    # merged by the sets and named apart: refuse them, as two labels with one text.
+    written = {}
+    for row, entry in enumerate(rows):
+        for label in entry:
+            text = label_key(label)
+            other = written.setdefault(label, text)
+            if other != text:
+                raise ValueError(
+                    f"{name} holds labels that are equal in Python but read '{other}' and "
+                    f"'{text}' (e.g. 0 and False); use one spelling for each label."
+                )
     index = {label: position for position, label in enumerate(columns)}
     out = np.zeros((len(sets), len(columns)), dtype=bool)
     for row, entry in enumerate(sets):
