@@ -15,7 +15,8 @@ is ``pystratum``).
 The core (this namespace) needs numpy only (``parquet_strata``: pyarrow).
 Lazy plans (``rng="index"``, :func:`lazy_plan`) compute any batch on demand
 from member lists (:class:`StratumMembers`, :func:`grouped_strata`,
-:func:`parquet_strata`). Framework layers live in ``pystratum.torch``
+:func:`parquet_strata`). Multi-label input is a label matrix, rows x labels of
+0/1 (:func:`label_matrix`, :func:`label_matrix_from_sets`). Framework layers live in ``pystratum.torch``
 (PyTorch samplers) and ``pystratum.r`` (rpy2 bindings to the R package);
 ``pystratum.negatives`` generates negative pairs for (user, item) data and
 ``pystratum.tree`` builds samplers from YAML sampling trees.
@@ -23,6 +24,7 @@ from member lists (:class:`StratumMembers`, :func:`grouped_strata`,
 
 from . import policies
 from .engine._lazy import LazyPlan, lazy_plan
+from .strata._label_matrix import LabelMatrix, label_matrix, label_matrix_from_sets
 from .strata._members import StratumMembers, grouped_strata
 from .strata._parquet import parquet_strata
 from .engine._plan import BatchPlan, plan_batches, stratified_batches
@@ -35,6 +37,7 @@ __all__ = [
     "ClassesPerBatch",
     "Downsample",
     "FixedSize",
+    "LabelMatrix",
     "LazyPlan",
     "MinPerStratum",
     "RStream",
@@ -43,6 +46,8 @@ __all__ = [
     "StratumTooSmallWarning",
     "Targets",
     "grouped_strata",
+    "label_matrix",
+    "label_matrix_from_sets",
     "lazy_plan",
     "parquet_strata",
     "plan_batches",

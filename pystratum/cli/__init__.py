@@ -13,7 +13,8 @@ User errors print one ``pystratum: error: ...`` line, never a traceback.
 
 The modules by job: ``_parser`` (the argparse definitions and the help's
 examples), ``_commands`` (the subcommands), ``_data`` (reading DATA),
-``_policy`` (the policy from the flags), ``_output`` (writing a plan),
+``_policy`` (the policy from the flags), ``_labels`` (multi-label input:
+``--label``/``--label-list`` -> a label matrix, ``--policy multi_label``), ``_output`` (writing a plan),
 ``_errors`` (``UserError``, the exit codes), ``_progress`` (stage messages).
 """
 
@@ -36,6 +37,12 @@ def main(argv=None) -> int:
     if args.rng is None:
         # crosscheck compares with R, whose streams are "R" and "torch".
         args.rng = "R" if args.command == "crosscheck" else "numpy"
+    if not args.stratum and not args.label and args.label_list is None:
+        parser.error("give the stratum column(s) with --stratum COL, or for multi-label data "
+                     "the labels with --label COL (repeated) or --label-list COL")
+    if args.stratum and (args.label or args.label_list is not None):
+        parser.error("give either --stratum (strata) or --label/--label-list (multi-label "
+                     "data), not both")
     if args.command == "plot" and not args.output:
         parser.error("plot needs --output FILE.png")
     if args.no_shuffle and args.seed is not None:

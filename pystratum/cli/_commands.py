@@ -15,6 +15,7 @@ from ..policies._fixed_size import fixed_size_num_batches, fixed_size_smallest_b
 from ..strata._labels import label_text
 from ._data import read_strata
 from ._errors import EXIT_MISSING, EXIT_NO, EXIT_OK, UserError
+from ._labels import label_options_given, read_label_matrix
 from ._output import _write, render_plan
 from ._policy import policy_from_args
 from ._progress import _PROGRESS_BYTES
@@ -23,6 +24,11 @@ from ._progress import _PROGRESS_BYTES
 def _load(args, progress):
     size = Path(args.data).stat().st_size if Path(args.data).is_file() else 0
     progress.enabled = progress.enabled or (size > _PROGRESS_BYTES and not args.quiet)
+    if label_options_given(args):
+        progress(f"reading {args.data} ({size / 1e6:.1f} MB), labels")
+        labels = read_label_matrix(args)
+        progress(f"read {labels.matrix.shape[0]:,} rows x {labels.matrix.shape[1]:,} labels")
+        return labels
     progress(f"reading {args.data} ({size / 1e6:.1f} MB), column(s) {', '.join(args.stratum)}")
     columns = read_strata(args.data, args.stratum, input_format=args.input_format,
                           encoding=args.encoding, delimiter=args.delimiter)

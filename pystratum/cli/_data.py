@@ -25,19 +25,21 @@ def _format_of(path: Path, given: str | None) -> str:
     return "csv"
 
 
-def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delimiter=None):
+def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delimiter=None,
+                option="--stratum", allow_empty=False):
     """The stratum column(s) of a data file: a list of numpy arrays, one per column.
 
     CSV cells are read as text (so ``1`` and ``1.0`` are different strata, as
     written); an empty cell is refused, naming the column and line. A UTF-8
     byte-order mark (Excel's "CSV UTF-8") is not part of the first column's
     name. Parquet and Arrow keep their column types; nulls are refused the
-    same way.
+    same way. ``option`` is the flag errors name; ``allow_empty`` keeps empty
+    CSV cells as ``""`` (an empty label list is a row without labels).
     """
     _check_encoding(encoding)
     repeated = sorted({name for name in columns if list(columns).count(name) > 1}, key=str)
     if repeated:
-        raise UserError(f"--stratum {repeated[0]!r} is given twice; give each column once.")
+        raise UserError(f"{option} {repeated[0]!r} is given twice; give each column once.")
     path = Path(path)
     fmt = _format_of(path, input_format)
     if not path.exists():
@@ -47,8 +49,8 @@ def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delim
     if not os.access(path, os.R_OK):
         raise UserError(f"DATA {str(path)!r} is not readable (permission denied).")
     if fmt == "csv":
-        return _read_csv(path, columns, encoding, delimiter)
-    return _read_arrow(path, columns, fmt)
+        return _read_csv(path, columns, encoding, delimiter, option, allow_empty)
+    return _read_arrow(path, columns, fmt, option)
 
 
 def _check_encoding(encoding) -> None:
@@ -60,7 +62,7 @@ def _check_encoding(encoding) -> None:
                         f"cp1252.") from None
 
 
-def _read_csv(path: Path, columns, encoding, delimiter):
+def _read_csv(path: Path, columns, encoding, delimiter, option="--stratum", allow_empty=False):
     try:
         with open(path, newline="", encoding=encoding) as handle:
             sample = handle.read(64 * 1024)
@@ -76,17 +78,17 @@ def _read_csv(path: Path, columns, encoding, delimiter):
             if header and header[0].startswith("\ufeff"):
                 # A byte-order mark read with an encoding that keeps it (e.g. utf-8).
                 header[0] = header[0][1:]
-            positions = [_column_position(header, name, path) for name in columns]
+            positions = [_column_position(header, name, path, option) for name in columns]
             values = [[] for _ in columns]
             for line, record in enumerate(reader, start=2):
                 if not record:
                     continue  # a blank line (e.g. trailing newline twice) is no row
                 for k, position in enumerate(positions):
-                    if position >= len(record) or record[position] == "":
+                    if position >= len(record) or (record[position] == "" and not allow_empty):
                         raise UserError(
                             f"column {columns[k]!r} has an empty value on line {line} of "
                             f"{str(path)!r} (data row {line - 2}, 0-based): every row needs a "
-                            f"stratum. Fill it in or drop the row first.")
+                            f"{_needs(option)}. Fill it in or drop the row first.")
                     values[k].append(record[position])
     except UnicodeDecodeError as error:
         raise UserError(
@@ -107,15 +109,19 @@ def _read_csv(path: Path, columns, encoding, delimiter):
     return [np.array(v, dtype=object) for v in values]
 
 
-def _column_position(header, name, path):
+def _needs(option):
+    return {"--stratum": "stratum", "--label": "0 or 1"}.get(option, "value")
+
+
+def _column_position(header, name, path, option="--stratum"):
     if name not in header:
         shown = ", ".join(repr(h) for h in header[:20]) + (", ..." if len(header) > 20 else "")
-        raise UserError(f"--stratum {name!r}: no such column in {str(path)!r}; its columns are "
+        raise UserError(f"{option} {name!r}: no such column in {str(path)!r}; its columns are "
                         f"{shown}.")
     return header.index(name)
 
 
-def _read_arrow(path: Path, columns, fmt):
+def _read_arrow(path: Path, columns, fmt, option="--stratum"):
     try:
         import pyarrow as pa
         import pyarrow.feather
@@ -133,7 +139,7 @@ def _read_arrow(path: Path, columns, fmt):
     except (pa.ArrowException, OSError) as error:
         raise UserError(f"DATA {str(path)!r} is not a readable {fmt} file: {error}") from None
     for name in columns:
-        _column_position(names, name, path)
+        _column_position(names, name, path, option)
     try:
         if fmt == "parquet":
             table = pyarrow.parquet.read_table(path, columns=list(columns))
@@ -149,7 +155,7 @@ def _read_arrow(path: Path, columns, fmt):
         if column.null_count:
             row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
             raise UserError(f"column {name!r} has a missing value at row {row} (0-based) of "
-                            f"{str(path)!r}: every row needs a stratum.")
+                            f"{str(path)!r}: every row needs a {_needs(option)}.")
         if pa.types.is_dictionary(column.type):
             column = column.cast(column.type.value_type)
         result.append(column.to_numpy(zero_copy_only=False))

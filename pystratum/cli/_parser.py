@@ -21,6 +21,9 @@ EXAMPLES = {
   # downsample's base is the policy that batches the kept rows: an int m, or {"name", "params"}:
   pystratum plan train.csv --stratum label --policy downsample --param 'keep={"neg": 0.2}' --param base=5 --seed 1
   pystratum plan train.csv --stratum label --policy downsample --param 'keep={"neg": 0.2}' --param 'base={"name": "fixed_size", "params": {"batch_size": 64}}' --seed 1
+  # multi-label data: one 0/1 column per label, or one column of ';'-separated labels:
+  pystratum plan train.csv --label cat --label dog --label bird --policy multi_label --batch-size 64 --seed 1
+  pystratum plan train.csv --label-list tags --label-sep ';' --policy multi_label --num-batches 40 --min-per-label 2 --seed 1
 """,
     "check": """examples:
   pystratum check train.csv --stratum label --min 10
@@ -64,9 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("data", metavar="DATA",
                        help="CSV file (header line first), or Parquet (.parquet) / Arrow IPC "
                             "(.arrow, .feather) with pyarrow installed")
-    group.add_argument("--stratum", action="append", required=True, metavar="COL",
+    group.add_argument("--stratum", action="append", metavar="COL",
                        help="stratum column; repeat for several (every combination of values "
-                            "is one stratum)")
+                            "is one stratum). Give --stratum, or --label/--label-list")
+    group.add_argument("--label", action="append", metavar="COL",
+                       help="a 0/1 label column (multi-label data, --policy multi_label); "
+                            "repeat for every label")
+    group.add_argument("--label-list", metavar="COL",
+                       help="one column listing each row's labels, separated by --label-sep "
+                            "(multi-label data, --policy multi_label); empty: no label")
+    group.add_argument("--label-sep", default=";", metavar="SEP",
+                       help="separator of --label-list (default ';')")
     group.add_argument("--input-format", choices=["csv", "parquet", "arrow"],
                        help="override the format guessed from DATA's extension")
     group.add_argument("--encoding", default="utf-8-sig",
@@ -84,6 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     policy.add_argument("--policy", metavar="NAME",
                         help=f"any registered policy by name "
                              f"({', '.join(sorted(registered_policies()))}), with --param")
+    policy.add_argument("--num-batches", type=_positive_int, metavar="B",
+                        help="--policy multi_label: B batches (instead of --batch-size)")
+    policy.add_argument("--min-per-label", type=_positive_int, metavar="M",
+                        help="--policy multi_label: at least M positives of every label that "
+                             "has enough (default 1)")
+    policy.add_argument("--strict", action="store_true",
+                        help="--policy multi_label: a label short of its minimum in some batch "
+                             "is an error")
     policy.add_argument("--param", action="append", default=[], metavar="K=V",
                         help="a parameter of --policy (value parsed as JSON where it can be, "
                              "e.g. batch_size=64)")

@@ -6,6 +6,7 @@ import json
 
 from ..policies import FixedSize, MinPerStratum, Policy, policy_from_params, registered_policies
 from ._errors import UserError
+from ._labels import MULTI_LABEL, label_options_given, multi_label_policy
 
 
 def _param_value(text: str):
@@ -17,6 +18,23 @@ def _param_value(text: str):
 
 
 def policy_from_args(args) -> Policy:
+    labels = label_options_given(args)
+    if args.policy == MULTI_LABEL:
+        if not labels:
+            raise UserError(f"--policy {MULTI_LABEL} reads labels, not strata: give --label COL "
+                            f"(one 0/1 column per label, repeated) or --label-list COL.")
+        if args.min is not None:
+            raise UserError(f"--min goes with --stratum; --policy {MULTI_LABEL} takes "
+                            f"--min-per-label.")
+        return multi_label_policy(args)
+    given = [flag for flag, value in (("--num-batches", args.num_batches),
+                                      ("--min-per-label", args.min_per_label),
+                                      ("--strict", args.strict or None)) if value is not None]
+    if given:
+        raise UserError(f"{given[0]} goes with --policy {MULTI_LABEL} (multi-label data).")
+    if labels:
+        raise UserError(f"--label and --label-list give a label matrix, which --policy "
+                        f"{MULTI_LABEL} reads; for stratum columns use --stratum COL.")
     chosen = [flag for flag, value in (("--min", args.min), ("--batch-size", args.batch_size),
                                        ("--policy", args.policy)) if value is not None]
     if len(chosen) != 1:

@@ -176,6 +176,12 @@ class Policy(abc.ABC):
     # Policies whose allocation is a SlotPlan (ClassesPerBatch): lazy plans
     # (rng="index") read lazy_slots() instead of batch_cuts().
     allocates_slots: ClassVar[bool] = False
+    # Policies that read their input as a label matrix (rows x labels of 0/1,
+    # pystratum.label_matrix) rather than as stratum columns: MultiLabel sets
+    # it True. The faces ask this flag (pystratum.torch's reads_label_matrix,
+    # the CLI's --label), never the class, so a 2-D input stays stratum
+    # columns for every other policy.
+    reads_label_matrix: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

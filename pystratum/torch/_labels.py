@@ -16,7 +16,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Subset, TensorDataset
 
-__all__ = ["labels_from", "tensor_to_numpy"]
+from ..strata._label_matrix import label_matrix
+
+__all__ = ["label_input", "labels_from", "reads_label_matrix", "tensor_to_numpy"]
 
 # dtypes numpy has no twin for, widened exactly (every value is representable).
 _WIDEN = {torch.bfloat16: torch.float32, torch.complex32: torch.complex64}
@@ -161,3 +163,27 @@ def _is_data(obj) -> bool:
         return True
     module = type(obj).__module__
     return module.startswith("pandas") or module.startswith("numpy")
+
+
+def reads_label_matrix(policy, labels) -> bool:
+    """Is ``labels`` (what :func:`labels_from` returned) a label matrix for ``policy``?
+
+    True exactly when the policy reads label matrices (its class sets
+    ``reads_label_matrix = True``, as ``MultiLabel`` does) and the labels are
+    2-D (an array, a DataFrame, a scipy.sparse matrix: a dataset's 2-D
+    ``.targets`` arrives here as an array). For every other policy a 2-D
+    input stays stratum columns, as the core reads it.
+    """
+    if not getattr(policy, "reads_label_matrix", False):
+        return False
+    return getattr(labels, "ndim", None) == 2 or (
+        getattr(labels, "shape", None) is not None and len(labels.shape) == 2)
+
+
+def label_input(policy, labels, name: str = "strata"):
+    """``labels`` as the policy reads them: a :class:`pystratum.LabelMatrix` when
+    :func:`reads_label_matrix` says so (validated: 0/1 cells only, errors
+    naming ``name``), else unchanged (the core encodes it as strata)."""
+    if reads_label_matrix(policy, labels):
+        return label_matrix(labels, name=name)
+    return labels

@@ -1,0 +1,227 @@
+# Label matrices: rows x labels of 0/1, the input of multi-label policies.
+# The twin of pystratum/strata/_label_matrix.py: the same checks in the same
+# order (missing cells first, then other values; the first by row, then by
+# column) and the same words, rows 1-based here.
+
+LABEL_FIX_VALUE = "Recode it first: 1 where the row has the label, 0 where it does not."
+LABEL_FIX_MISSING = paste0("A label matrix holds 0 or 1 in every cell: fill it (0 where the ",
+  "row does not have the label) or drop the row.")
+
+#' Read a label matrix
+#'
+#' Turns multi-label input into a logical matrix, rows x labels, `TRUE` where
+#' the row has the label. Every cell must be 0 or 1 (or `TRUE`/`FALSE`): a
+#' missing value or any other value is an error naming the argument, the
+#' value, the first such cell (lowest row, then lowest column; rows 1-based)
+#' and the fix, worded as in the Python package (rows 0-based there).
+#'
+#' @param labels (`matrix` | `data.frame`)\cr A logical, integer or double
+#'   matrix, or a data.frame of logical, integer or double columns, holding
+#'   only 0 and 1. Label names come from the column names; unnamed columns
+#'   are named by their 0-based position as text (`"0"`, `"1"`, ...), as the
+#'   Python package names them, so both languages give the same names.
+#' @return A logical matrix with one column per label and the label names as
+#'   column names.
+#' @examples
+#' label_matrix(data.frame(cat = c(1, 0, 1), dog = c(0, 0, 1)))
+#' @export
+label_matrix = function(labels) {
+  name = "labels"
+  if (is.data.frame(labels)) {
+    check_label_shape(dim(labels), name)
+    names = names(labels)
+    columns = lapply(labels, function(column) if (is.factor(column)) as.character(column) else column)
+  } else if (is.matrix(labels) || is.array(labels)) {
+    check_label_shape(dim(labels), name)
+    names = colnames(labels)
+    columns = lapply(seq_len(ncol(labels)), function(k) labels[, k])
+  } else if (is.atomic(labels) && !is.null(labels)) {
+    check_label_shape(length(labels), name)
+  } else {
+    abort_type(name, sprintf(paste0("%s must be a label matrix (a matrix or data.frame of 0/1 ",
+      "or TRUE/FALSE), got an object of class %s. For label sets per row use ",
+      "label_matrix_from_sets()."), name, class(labels)[[1L]]))
+  }
+  if (is.null(names)) {
+    names = as.character(seq_along(columns) - 1L)
+  }
+  names = as.character(names)
+  duplicated_name = anyDuplicated(names)
+  if (duplicated_name > 0L) {
+    first = match(names[[duplicated_name]], names)
+    abort_value(name, sprintf(paste0("%s has two columns named '%s' (positions %d and %d, ",
+      "1-based); label names must be distinct."), name, names[[duplicated_name]], first,
+      duplicated_name))
+  }
+  checked = check_label_columns(columns, names, name)
+  matrix(checked, nrow = length(columns[[1L]]), dimnames = list(NULL, names))
+}
+
+check_label_shape = function(shape, name) {
+  if (length(shape) != 2L) {
+    shown = paste(shape, collapse = ", ")
+    if (length(shape) == 1L) {
+      abort_value(name, sprintf(paste0("%s must be 2-D (rows x labels), got a vector of length ",
+        "%s (1-D). For one label pass it as one column (matrix(%s, ncol = 1)); for one label per ",
+        "row as a class, use a single-label policy; for label sets per row use ",
+        "label_matrix_from_sets()."), name, shown, name))
+    }
+    abort_value(name, sprintf(paste0("%s must be 2-D (rows x labels), got an array of shape ",
+      "(%s). Reshape it to one row per data row and one column per label."), name, shown))
+  }
+  if (shape[[1L]] == 0L) {
+    abort_value(name, sprintf("%s has 0 rows; pass one row per data row, one column per label.",
+      name))
+  }
+  if (shape[[2L]] == 0L) {
+    abort_value(name, sprintf("%s has 0 columns; pass at least one label column.", name))
+  }
+}
+
+# A cell's value as both languages print it (C's "%.15g" for doubles).
+label_value_text = function(value) {
+  if (is.logical(value)) {
+    return(if (is.na(value)) "NA" else if (value) "TRUE" else "FALSE")
+  }
+  if (is.double(value)) {
+    if (is.nan(value)) return("NaN")
+    if (is.na(value)) return("NA")
+    if (is.infinite(value)) return(if (value > 0) "Inf" else "-Inf")
+    return(sprintf("%.15g", value))
+  }
+  if (is.na(value)) "NA" else as.character(value)
+}
+
+# The first (row, column) of a list of per-column logical masks, by row then column.
+first_label_cell = function(masks) {
+  rows = vapply(masks, function(mask) if (any(mask)) which.max(mask) else NA_integer_,
+    integer(1L))
+  if (all(is.na(rows))) {
+    return(NULL)
+  }
+  col = which(rows == min(rows, na.rm = TRUE))[[1L]]
+  c(rows[[col]], col)
+}
+
+check_label_columns = function(columns, names, name) {
+  cell = first_label_cell(lapply(columns, is.na))
+  if (!is.null(cell)) {
+    value = columns[[cell[[2L]]]][[cell[[1L]]]]
+    abort_value(name, sprintf("%s has a missing value (%s) at row %d (1-based) in label '%s'. %s",
+      name, label_value_text(value), cell[[1L]], names[[cell[[2L]]]], LABEL_FIX_MISSING))
+  }
+  kinds = vapply(columns, function(column) {
+    if (is.logical(column)) "logical" else if (is.character(column)) "text"
+    else if (is.integer(column) || is.double(column)) "number" else "other"
+  }, "")
+  other = which(kinds == "other")
+  if (length(other)) {
+    k = other[[1L]]
+    abort_type(name, sprintf(paste0("%s must hold 0/1 numbers or booleans, got a column of ",
+      "type %s in label '%s'. %s"), name, class(columns[[k]])[[1L]], names[[k]], LABEL_FIX_VALUE))
+  }
+  bad = lapply(seq_along(columns), function(k) {
+    column = columns[[k]]
+    switch(kinds[[k]], logical = rep(FALSE, length(column)), text = rep(TRUE, length(column)),
+      number = column != 0 & column != 1)
+  })
+  cell = first_label_cell(bad)
+  if (!is.null(cell)) {
+    row = cell[[1L]]
+    k = cell[[2L]]
+    value = columns[[k]][[row]]
+    if (kinds[[k]] == "text") {
+      abort_type(name, sprintf(paste0("%s must hold 0/1 numbers or booleans, got the text '%s' ",
+        "at row %d (1-based) in label '%s'. Convert the column to numbers first."), name, value,
+        row, names[[k]]))
+    }
+    abort_value(name, sprintf(paste0("%s must hold only 0 and 1 (or booleans), got %s at row %d ",
+      "(1-based) in label '%s'. %s"), name, label_value_text(value), row, names[[k]],
+      LABEL_FIX_VALUE))
+  }
+  unlist(lapply(columns, function(column) column == 1), use.names = FALSE)
+}
+
+#' Build a label matrix from each row's labels
+#'
+#' @param label_sets (`list`)\cr One entry per row: a character (or numeric,
+#'   logical, factor) vector of the row's labels; `NULL` or `character(0)` is
+#'   a row without labels; a label listed twice in a row counts once.
+#' @param labels (`character` | `NULL`)\cr The label columns, in order;
+#'   `NULL` means every label that occurs, sorted by its text (code point
+#'   order, in every locale, as Python sorts).
+#' @return A logical matrix, rows x labels, `TRUE` exactly where the row's
+#'   set holds the label; the column names are the labels as text.
+#'   `pystratum.label_matrix_from_sets()` in Python gives the same names in
+#'   the same order.
+#' @examples
+#' label_matrix_from_sets(list(c("b", "a"), NULL, "c"))
+#' @export
+label_matrix_from_sets = function(label_sets, labels = NULL) {
+  name = "label_sets"
+  if (!is.list(label_sets) || is.data.frame(label_sets)) {
+    abort_type(name, sprintf(paste0("%s must be a list with one set of labels per row, got an ",
+      "object of class %s. Pass a list, e.g. list(c(\"a\", \"b\"), character(0), \"b\")."), name,
+      class(label_sets)[[1L]]))
+  }
+  if (length(label_sets) == 0L) {
+    abort_value(name, sprintf("%s has 0 rows; pass one set of labels per data row.", name))
+  }
+  sets = vector("list", length(label_sets))
+  for (row in seq_along(label_sets)) {
+    entry = label_sets[[row]]
+    if (is.null(entry)) {
+      sets[[row]] = character(0)
+      next
+    }
+    if (!is.atomic(entry)) {
+      abort_type(name, sprintf(paste0("%s must hold one vector of labels per row, got an object ",
+        "of class %s at row %d (1-based). Pass a character vector (character(0) for a row ",
+        "without labels)."), name, class(entry)[[1L]], row))
+    }
+    text = if (is.factor(entry)) as.character(entry) else if (is.logical(entry))
+      ifelse(entry, "TRUE", "FALSE") else as.character(entry)
+    if (anyNA(entry)) {
+      missing = entry[is.na(entry)][[1L]]
+      abort_value(name, sprintf(paste0("%s has a missing label (%s) at row %d (1-based). Leave it ",
+        "out of the row's set (an empty set is a row without labels)."), name,
+        label_value_text(missing), row))
+    }
+    sets[[row]] = unique(text)
+  }
+  if (is.null(labels)) {
+    columns = sort(unique(unlist(sets, use.names = FALSE)), method = "radix")
+    if (length(columns) == 0L) {
+      abort_value(name, sprintf(paste0("%s holds no label in any of its %d rows; pass labels to ",
+        "name the label columns (each then all 0)."), name, length(sets)))
+    }
+  } else {
+    if (!is.atomic(labels) || anyNA(labels)) {
+      abort_type("labels", "labels must be a character vector of label names, without NA.")
+    }
+    columns = as.character(labels)
+    if (length(columns) == 0L) {
+      abort_value("labels", paste0("labels is empty; pass at least one label, or labels = NULL ",
+        "for every label that occurs."))
+    }
+    twice = anyDuplicated(columns)
+    if (twice > 0L) {
+      abort_value("labels", sprintf(paste0("labels holds two labels with the text '%s'; label ",
+        "names must be distinct."), columns[[twice]]))
+    }
+  }
+  out = matrix(FALSE, nrow = length(sets), ncol = length(columns),
+    dimnames = list(NULL, columns))
+  for (row in seq_along(sets)) {
+    position = match(sets[[row]], columns)
+    unknown = which(is.na(position))
+    if (length(unknown)) {
+      # The first unknown by text: a set has no order of its own (Python says the same one).
+      abort_value(name, sprintf(paste0("%s has the label '%s' at row %d (1-based), which labels ",
+        "does not list. Add it to labels, or drop it from the row."), name,
+        sort(sets[[row]][unknown], method = "radix")[[1L]], row))
+    }
+    out[row, position] = TRUE
+  }
+  out
+}
