@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import io
 import os
 from pathlib import Path
 
@@ -112,11 +111,17 @@ def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter):
         delimiter = _sniff_delimiter(text[:64 * 1024])
     if len(delimiter) != 1 or delimiter in '"\r\n':
         return None
+    # The header from its line alone (a whole-file reader costs a copy of the
+    # text); a quote left open there means a cell spanning lines: csv module.
+    first_line = text[:min((i for i in (text.find("\n"), text.find("\r")) if i >= 0),
+                           default=len(text))]
+    del text
+    if first_line.count('"') % 2:
+        return None
     try:
-        header = next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+        header = next(csv.reader([first_line], delimiter=delimiter))
     except (csv.Error, StopIteration):
         return None
-    del text
     if header and header[0].startswith("\ufeff"):
         header[0] = header[0][1:]
     # skip_rows counts lines, so a header cell spanning lines is the csv module's.
@@ -139,10 +144,17 @@ def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter):
         return None
     result = []
     for name in columns:
-        column = table.column(name)
-        if column.null_count or pc.any(pc.equal(pc.utf8_length(column), 0)).as_py():
+        # Dictionary-encoded: the empty-cell test looks at the distinct values
+        # only, and the object array holds one str per stratum, not per row.
+        encoded = pc.dictionary_encode(table.column(name)).unify_dictionaries()
+        if encoded.null_count or not encoded.num_chunks:
             return None
-        result.append(column.to_numpy(zero_copy_only=False))
+        labels = encoded.chunk(0).dictionary.to_numpy(zero_copy_only=False)
+        if (labels == "").any():
+            return None
+        codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
+                                for chunk in encoded.chunks])
+        result.append(labels[codes])
     return result
 
 
