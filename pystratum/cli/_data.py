@@ -32,9 +32,12 @@ def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delim
     CSV cells are read as text (so ``1`` and ``1.0`` are different strata, as
     written); an empty cell is refused, naming the column and line. A UTF-8
     byte-order mark (Excel's "CSV UTF-8") is not part of the first column's
-    name. Parquet and Arrow keep their column types; nulls are refused the
-    same way. ``option`` is the flag errors name; ``allow_empty`` keeps empty
-    CSV cells as ``""`` (an empty label list is a row without labels).
+    name. With pyarrow installed a UTF-8 CSV is parsed by ``pyarrow.csv``
+    (only the stratum columns); the result and every error are the ``csv``
+    module's, which reads any file pyarrow's reader does not take cleanly.
+    Parquet and Arrow keep their column types; nulls are refused the same way.
+    ``option`` is the flag errors name; ``allow_empty`` keeps empty CSV cells
+    as ``""`` (an empty label list is a row without labels).
     """
     _check_encoding(encoding)
     repeated = sorted({name for name in columns if list(columns).count(name) > 1}, key=str)
@@ -62,7 +65,104 @@ def _check_encoding(encoding) -> None:
                         f"cp1252.") from None
 
 
+def _arrow_csv():
+    """pyarrow.csv, or None without pyarrow (the tests replace this to force the fallback)."""
+    try:
+        import pyarrow.csv
+    except ImportError:
+        return None
+    return pyarrow.csv
+
+
+def _sniff_delimiter(sample: str) -> str:
+    first_line = sample.splitlines()[0]
+    return max([",", ";", "\t", "|"], key=first_line.count)
+
+
 def _read_csv(path: Path, columns, encoding, delimiter, option="--stratum", allow_empty=False):
+    arrow_csv = _arrow_csv()
+    if arrow_csv is not None:
+        # Empty cells make the arrow path step aside, so allow_empty is the csv module's.
+        values = _read_csv_arrow(arrow_csv, path, columns, encoding, delimiter)
+        if values is not None:
+            return values
+    return _read_csv_module(path, columns, encoding, delimiter, option, allow_empty)
+
+
+def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter):
+    """The stratum columns through pyarrow.csv, or None where the csv module must decide.
+
+    None for anything but a clean file: another encoding than UTF-8, bytes
+    that are not UTF-8, a ragged row, an empty cell, no rows, a repeated or
+    missing column. The csv module then reads the file and gives the result
+    or the error it always gave, so both paths agree by construction there.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
+        return None
+    try:
+        data = path.read_bytes()
+        # The csv module decodes every column, so bytes that are not UTF-8
+        # anywhere (not only in the stratum columns) are its error to report.
+        text = data.decode(encoding)
+    except (OSError, UnicodeError):
+        return None
+    if not text.strip():
+        return None
+    if delimiter is None:
+        delimiter = _sniff_delimiter(text[:64 * 1024])
+    if len(delimiter) != 1 or delimiter in '"\r\n':
+        return None
+    # The header from its line alone (a whole-file reader costs a copy of the
+    # text); a quote left open there means a cell spanning lines: csv module.
+    first_line = text[:min((i for i in (text.find("\n"), text.find("\r")) if i >= 0),
+                           default=len(text))]
+    del text
+    if first_line.count('"') % 2:
+        return None
+    try:
+        header = next(csv.reader([first_line], delimiter=delimiter))
+    except (csv.Error, StopIteration):
+        return None
+    if header and header[0].startswith("\ufeff"):
+        header[0] = header[0][1:]
+    # skip_rows counts lines, so a header cell spanning lines is the csv module's.
+    if any(header.count(name) != 1 for name in columns) or any(
+            "\n" in name or "\r" in name for name in header):
+        return None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        table = arrow_csv.read_csv(
+            pa.py_buffer(data),
+            read_options=arrow_csv.ReadOptions(column_names=header, skip_rows=1),
+            parse_options=arrow_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
+            convert_options=arrow_csv.ConvertOptions(
+                include_columns=list(columns), column_types={name: pa.string() for name in columns},
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.num_rows == 0:
+        return None
+    result = []
+    for name in columns:
+        # Dictionary-encoded: the empty-cell test looks at the distinct values
+        # only, and the object array holds one str per stratum, not per row.
+        encoded = pc.dictionary_encode(table.column(name)).unify_dictionaries()
+        if encoded.null_count or not encoded.num_chunks:
+            return None
+        labels = encoded.chunk(0).dictionary.to_numpy(zero_copy_only=False)
+        if (labels == "").any():
+            return None
+        codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
+                                for chunk in encoded.chunks])
+        result.append(labels[codes])
+    return result
+
+
+def _read_csv_module(path: Path, columns, encoding, delimiter, option="--stratum", allow_empty=False):
     try:
         with open(path, newline="", encoding=encoding) as handle:
             sample = handle.read(64 * 1024)
@@ -70,8 +170,7 @@ def _read_csv(path: Path, columns, encoding, delimiter, option="--stratum", allo
                 raise UserError(f"DATA {str(path)!r} is empty: expected a header line naming "
                                 f"the columns, then one line per row.")
             if delimiter is None:
-                first_line = sample.splitlines()[0]
-                delimiter = max([",", ";", "\t", "|"], key=first_line.count)
+                delimiter = _sniff_delimiter(sample)
             handle.seek(0)
             reader = csv.reader(handle, delimiter=delimiter)
             header = next(reader)

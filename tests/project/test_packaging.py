@@ -1,4 +1,5 @@
-"""The package as users get it: a wheel and an sdist, built offline, installed in a fresh venv.
+"""The package as users get it: a wheel and an sdist, built offline, checked by twine,
+installed in a fresh venv.
 
 Builds with the project's own setuptools (``--no-isolation``: nothing is
 downloaded), then installs the wheel with ``--no-deps --no-index`` into a new
@@ -13,6 +14,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
@@ -53,6 +55,58 @@ def built(tmp_path_factory):
     wheel = next(out.glob(f"{DIST}-*.whl"))
     sdist = next(out.glob(f"{DIST}-*.tar.gz"))
     return {"wheel": wheel, "sdist": sdist, "log": done.stdout + done.stderr}
+
+
+def _tracked_files():
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    return {name for name in listed if name and (ROOT / name).is_file()}
+
+
+def test_twine_check_passes_on_wheel_and_sdist(built):
+    # --strict: warnings (e.g. a README PyPI cannot render) fail too.
+    done = _run([sys.executable, "-m", "twine", "check", "--strict", str(built["wheel"]),
+                 str(built["sdist"])], env=subprocess_environ())
+    assert done.stdout.count("PASSED") == 2, done.stdout
+
+
+def test_sdist_holds_every_tracked_file_but_git_metadata(built):
+    """The tests, their golden vectors, the documents they run and the R package ride along."""
+    with tarfile.open(built["sdist"]) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    tracked = _tracked_files() - {".gitignore"}
+    assert not tracked - names, sorted(tracked - names)[:20]
+    vectors = {n for n in tracked if n.startswith("tests/vectors/")}
+    assert any(n.endswith(".json") for n in vectors) and vectors <= names
+    assert {n for n in tracked if n.startswith("tests/") and n.endswith(".py")} <= names
+    assert "pyproject.toml" in names and "r/DESCRIPTION" in names and ".ci/dev" in names
+
+
+def test_wheel_is_pure_with_every_subpackage_and_no_tests(built):
+    assert built["wheel"].name.endswith("-py3-none-any.whl")  # numba kernels are jit, not built
+    names = zipfile.ZipFile(built["wheel"]).namelist()
+    packages = {str(init.parent.relative_to(ROOT)) for init in
+                (ROOT / "pystratum").rglob("__init__.py") if "__pycache__" not in init.parts}
+    # The layers docs/ARCHITECTURE.md names, so a lost __init__.py cannot hide a layer.
+    layers = {"kernels", "base", "streams", "strata", "policies", "plot", "engine", "serving",
+              "torch", "tree", "negatives", "r", "integrations", "cli"}
+    assert {f"pystratum/{layer}" for layer in layers} <= packages
+    for package in sorted(packages):
+        modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / package).glob("*.py")}
+        assert modules <= set(names), (package, sorted(modules - set(names)))
+    assert not [n for n in names if n.startswith(("tests/", "test/")) or "/tests/" in n]
+    assert all(n.startswith(("pystratum/", "stratabatch-")) for n in names), names
+
+
+def test_metadata_has_urls_classifiers_and_the_packaging_tools_in_dev():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert {"Homepage", "Documentation", "Repository", "Issues"} <= set(project["urls"])
+    classifiers = project["classifiers"]
+    assert "Programming Language :: Python :: 3 :: Only" in classifiers
+    assert any(c.startswith("Development Status ::") for c in classifiers)
+    dev = {re.split(r"[<>=\[ ]", requirement)[0] for requirement in
+           project["optional-dependencies"]["dev"]}
+    assert {"build", "twine"} <= dev
 
 
 def test_build_has_no_deprecation_warnings(built):
