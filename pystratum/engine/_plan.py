@@ -181,6 +181,8 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None) -> B
     :func:`pystratum.policies._multi_label.assign_batches`; ``strict``
     turns a remaining shortfall into ``MultiLabelShortfallError``.
     """
+    if getattr(stream, "name", None) == "index":
+        label_draws(stream, 0, 0, epoch)  # the refusal, before reading the matrix
     if names is None:
         matrix, names = read_label_matrix(labels)
     else:

@@ -83,7 +83,7 @@ class MultiLabel(Policy):
     def __init__(self, batch_size=None, *, num_batches=None, min_per_label=1, strict=False):
         if (batch_size is None) == (num_batches is None):
             raise TypeError(
-                f"give exactly one of batch_size or num_batches, got batch_size="
+                f"batch_size or num_batches must be given, exactly one of them, got batch_size="
                 f"{show(batch_size)} and num_batches={show(num_batches)}. E.g. "
                 f"MultiLabel(batch_size=256) or MultiLabel(num_batches=100).")
         self._batch_size = None if batch_size is None else check_int(
@@ -130,21 +130,20 @@ def check_label_matrix(values, names=None):
 
     Accepts bool, integer or float arrays whose entries are 0 or 1; refuses
     anything else with an error naming ``labels``, the first bad entry and
-    the fix.
+    the fix (``strata``: the argument of ``plan_batches`` it came as).
     """
     array = np.asarray(values)
     if array.ndim != 2:
         raise TypeError(
-            f"labels must be a 2-D label matrix (rows x labels) of 0/1 for MultiLabel, got "
-            f"an array of shape {array.shape}. Pass one column per label (a list of label "
-            f"sets can be turned into one with a label-sets helper).")
+            f"strata must be a 2-D label matrix (rows x labels) of 0/1 for MultiLabel, got "
+            f"an array of shape {array.shape}. Pass one column per label.")
     n_rows, n_labels = array.shape
     if n_labels == 0:
-        raise ValueError(f"labels must have at least one label column, got labels of shape "
-                         f"{array.shape}. Pass one 0/1 column per label.")
+        raise ValueError(f"strata must have at least one label column, got strata of shape "
+                         f"({n_rows}, 0). Pass one 0/1 column per label.")
     if n_rows == 0:
-        raise ValueError(f"labels must have at least one row, got labels of shape "
-                         f"{array.shape}. Pass the label matrix of the data set's rows.")
+        raise ValueError(f"strata must have at least one row, got strata of shape "
+                         f"(0, {n_labels}). Pass the label matrix of the data set's rows.")
     if array.dtype == np.bool_:
         matrix = array
     elif array.dtype.kind in "iuf":
@@ -152,13 +151,13 @@ def check_label_matrix(values, names=None):
         if bad.any():
             row, column = (int(k) for k in np.argwhere(bad)[0])
             raise ValueError(
-                f"labels must hold only 0 and 1 (or True/False), got labels[{row}, {column}]="
+                f"strata must hold only 0 and 1 (or True/False), got strata[{row}, {column}]="
                 f"{show(array[row, column].item())}. Encode each label as 0/1 (missing "
                 f"labels as 0).")
         matrix = array == 1
     else:
-        raise TypeError(f"labels must hold 0/1 numbers or booleans, got dtype {array.dtype}. "
-                        f"Encode each label as 0/1.")
+        raise TypeError(f"strata must hold 0/1 numbers or booleans, got a matrix of type "
+                        f"{array.dtype}. Encode each label as 0/1.")
     if names is None:
         names = [str(k) for k in range(n_labels)]
     names = [str(name) for name in names]
