@@ -136,7 +136,6 @@ def test_each_epoch_is_a_new_shuffle_and_seeds_reproduce():
 
 
 def test_torch_stream_serves_it():
-    pytest.importorskip("torch")
     labels = correlated(200, 4, 2)
     plan = plan_batches(labels, MultiLabel(batch_size=20), seed=5, rng="torch")
     assert sorted(plan.order.tolist()) == list(range(200))
@@ -154,8 +153,11 @@ def test_the_impossible_example_reports_its_shortfall():
     assert issubclass(MultiLabelShortfallError, ValueError)
 
 
-def test_names_from_a_data_frame_and_the_count_table():
-    pandas = pytest.importorskip("pandas")
+def test_names_from_a_data_frame_the_count_table_and_the_plot():
+    import matplotlib
+    import pandas
+
+    matplotlib.use("Agg")
     frame = pandas.DataFrame(IMPOSSIBLE, columns=["a", "b", "c"])
     plan = plan_batches(frame, MultiLabel(num_batches=2), seed=1, rng="R")
     assert plan.strata == ("a", "b", "c")
@@ -163,6 +165,8 @@ def test_names_from_a_data_frame_and_the_count_table():
     text = plan.counts_table()
     assert text.splitlines()[0].split() == ["batch", "a", "b", "c", "total"]
     assert [line.split()[-1] for line in text.splitlines()[1:]] == ["2", "1"]
+    axes = plan.plot(title="positives per batch")
+    assert len(axes.patches) == 2 * 3  # one bar per batch and label
 
 
 def test_policy_round_trip_and_no_allocation():
