@@ -35,9 +35,12 @@ def correlated_labels(n_rows, n_labels=20, low=0.002, high=0.3, factors=3, seed=
 
 
 def batch_label_counts(labels, batches):
-    counts = np.zeros((len(batches), labels.shape[1]), dtype=np.int64)
+    batch = np.empty(labels.shape[0], dtype=np.int64)
     for b, rows in enumerate(batches):
-        counts[b] = labels[rows].sum(axis=0)
+        batch[rows] = b
+    counts = np.zeros((len(batches), labels.shape[1]), dtype=np.int64)
+    for column in range(labels.shape[1]):
+        counts[:, column] = np.bincount(batch[labels[:, column]], minlength=len(batches))
     return counts
 
 
@@ -67,13 +70,21 @@ def shuffled_batches(n_rows, batch_size, seed):
 
 
 def combination_batches(labels, batch_size, seed):
-    """Label combinations as strata (FixedSize over the combination codes)."""
-    from pystratum import stratified_batches
-    from pystratum.policies import FixedSize
+    """Label combinations as strata, each spread proportionally (round robin) over B batches.
 
+    pystratum's stratum policies cannot take them: with singleton combinations
+    ``MinPerStratum(1)`` makes one batch and ``FixedSize`` refuses. So the
+    classic proportional split: rows sorted by combination (random order
+    inside), row k of that order into batch k mod B.
+    """
+    n_rows = labels.shape[0]
+    n_batches = -(-n_rows // batch_size)
     weights = 1 << np.arange(labels.shape[1], dtype=np.int64)
     codes = labels.astype(np.int64) @ weights
-    return stratified_batches(codes, FixedSize(batch_size), seed=seed)
+    shuffled = np.random.default_rng(seed).permutation(n_rows)
+    ordered = shuffled[np.argsort(codes[shuffled], kind="stable")]
+    batch = np.arange(n_rows) % n_batches
+    return [ordered[batch == b] for b in range(n_batches)]
 
 
 def kfold_batches(labels, n_batches, seed):
@@ -106,7 +117,7 @@ def main():
     rows = [("MultiLabel", figures(labels, plan.counts)),
             ("plain shuffling", figures(labels, batch_label_counts(
                 labels, shuffled_batches(n_rows, batch_size, 1)))),
-            ("label combinations as strata (FixedSize)", figures(labels, batch_label_counts(
+            ("label combinations as strata (proportional)", figures(labels, batch_label_counts(
                 labels, combination_batches(labels, batch_size, 1))))]
     print("\n| batcher | batches missing a label (N_l >= B) | zero cells | largest spread |")
     print("|---|---|---|---|")

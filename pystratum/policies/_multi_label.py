@@ -180,12 +180,18 @@ class LabelAssignment:
 _CHUNK = 1 << 16
 
 
-def _pack_rows(matrix):
-    """The rows' labels as bits: uint8 ``(N, nbytes)``, label ``c`` bit ``c % 8`` of byte
-    ``c // 8``. Chunks of rows padded to whole bytes and packed flat (numpy's fast path),
-    so the temporary memory stays bounded."""
-    n_rows, n_labels = matrix.shape
+def _row_width(n_labels):
+    """Bytes per packed row: 1, 2 or 4, else a multiple of 8 (one machine word per gather)."""
     width = (n_labels + 7) // 8
+    return next((w for w in (1, 2, 4) if width <= w), -(-width // 8) * 8)
+
+
+def _pack_rows(matrix):
+    """The rows' labels as bits: uint8 ``(N, _row_width(L))``, label ``c`` bit ``c % 8`` of
+    byte ``c // 8``, zero bytes after. Chunks of rows padded to whole bytes and packed flat
+    (numpy's fast path), so the temporary memory stays bounded."""
+    n_rows, n_labels = matrix.shape
+    width = _row_width(n_labels)
     flat = matrix.view(np.uint8) if matrix.dtype == np.bool_ else matrix.astype(np.uint8)
     if n_labels == 8 * width:
         return np.packbits(flat.reshape(-1), bitorder="little").reshape(n_rows, width)
@@ -203,7 +209,7 @@ def _label_sizes(packed, n_labels):
     """Positives of every label, from byte histograms of the packed rows."""
     values = np.arange(256)
     sizes = np.zeros(n_labels, dtype=np.int64)
-    for byte in range(packed.shape[1]):
+    for byte in range((n_labels + 7) // 8):
         histogram = np.bincount(packed[:, byte], minlength=256)
         for bit in range(min(8, n_labels - 8 * byte)):
             sizes[8 * byte + bit] = int(histogram[((values >> bit) & 1) == 1].sum())
@@ -213,13 +219,8 @@ def _label_sizes(packed, n_labels):
 def _in_order(packed, permutation):
     """The packed rows in the epoch's order, gathered as one word per row."""
     width = packed.shape[1]
-    wide = next((w for w in (1, 2, 4) if width <= w), -(-width // 8) * 8)
-    if wide != width:
-        packed = np.concatenate(
-            [packed, np.zeros((packed.shape[0], wide - width), dtype=np.uint8)], axis=1)
-    dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}.get(wide, np.uint64)
-    words = np.ascontiguousarray(packed).view(dtype)
-    return words[permutation].view(np.uint8)[:, :width]
+    dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}.get(width, np.uint64)
+    return packed.view(dtype)[permutation].view(np.uint8)
 
 
 def _has(codes, column):

@@ -256,3 +256,13 @@ def test_golden_vectors(case):
     expected = zero_based(case["expected"]["batches"], HEADER["index_base"])
     assert [batch.tolist() for batch in plan.batches] == [list(b) for b in expected]
     assert plan.counts.tolist() == case["expected"]["label_counts"]
+
+
+@pytest.mark.parametrize("n_labels", [8, 9, 16, 17, 33, 64, 70])
+def test_many_labels_pack_into_wider_rows(n_labels):
+    labels = correlated(3000, n_labels, n_labels, low=0.01, high=0.3)
+    plan = plan_batches(labels, MultiLabel(batch_size=30), seed=n_labels)
+    recount = np.array([labels[batch].sum(axis=0) for batch in plan.batches])
+    assert (plan.counts == recount).all()
+    guaranteed = labels.sum(axis=0) >= plan.num_batches
+    assert (plan.counts[:, guaranteed] >= 1).all()
