@@ -2,7 +2,11 @@
 
 Run from the repository root:
     python benchmarks/bench_multi_label.py [--rows 1000000] [--kfold-rows 100000]
-Prints a Markdown section (the figures in benchmarks/results_focused.md).
+Prints a Markdown section (the figures in benchmarks/results_focused.md). The
+MultilabelStratifiedKFold row needs the ``bench`` extra (iterative-stratification);
+install it with ``pip install --target DIR iterative-stratification``, remove the
+top-level ``DIR/tests`` it ships (it would shadow this repository's tests/), and
+put DIR on PYTHONPATH.
 """
 
 from __future__ import annotations
