@@ -118,6 +118,15 @@ def main():
     multi, plan = cpu_time(lambda: plan_batches(labels, MultiLabel(batch_size), seed=1))
     print(f"- CPU time: permutation(N) {base * 1e3:.1f} ms, MultiLabel epoch "
           f"{multi * 1e3:.1f} ms: ratio {multi / base:.1f}x (target <= 5x)")
+    import tracemalloc
+
+    tracemalloc.start()
+    plan_batches(labels, MultiLabel(batch_size), seed=1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"- peak memory of the epoch beyond the label matrix ({labels.nbytes / 1e6:.0f} MB): "
+          f"{peak / 1e6:.0f} MB, {peak / n_rows:.0f} bytes per row (the plan's int64 order "
+          f"alone is 8 per row)")
     rows = [("MultiLabel", figures(labels, plan.counts)),
             ("plain shuffling", figures(labels, batch_label_counts(
                 labels, shuffled_batches(n_rows, batch_size, 1)))),
