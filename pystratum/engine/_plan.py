@@ -284,7 +284,10 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
         several columns: a DataFrame, a dict ``{name: column}``, a 2-D array
         (rows x variables) or a list of equal-length row tuples. Every distinct
         combination of values (compared with ``==``) is one stratum. A list
-        of arrays is ambiguous and refused (see docs/INPUTS.md).
+        of arrays is ambiguous and refused (see docs/INPUTS.md). With
+        :class:`pystratum.policies.MultiLabel` the input is a label matrix
+        instead (rows x labels of 0/1 or booleans: a 2-D array or a
+        DataFrame of 0/1 columns), never stratum columns.
     policy : int or pystratum.policies.Policy
         The composition. An int ``m`` means ``MinPerStratum(m)``: the fewest
         rows of each stratum a batch may hold (``min_samples_per_stratum=m``
