@@ -382,22 +382,42 @@ def _repair(codes, batch, counts, sizes, m, n_batches):
     if not (counts[:, columns] < m).any():
         return
     bits = _Bits(codes, counts.shape[1])
+    # Each batch's positions in ascending order (kept so by every swap): no O(N) scan.
+    members = _Members(batch, n_batches)
     for label in np.argsort(sizes, kind="stable").tolist():
         if not guaranteed[label]:
             continue
         for short in np.flatnonzero(counts[:, label] < m).tolist():
             while counts[short, label] < m:
-                if not _one_swap(bits, batch, counts, columns, label, short, m):
+                if not _one_swap(bits, batch, members, counts, columns, label, short, m):
                     break
 
 
-def _one_swap(bits, batch, counts, columns, label, short, m):
+class _Members:
+    """The positions of every batch, ascending, updated by swaps."""
+
+    def __init__(self, batch, n_batches):
+        self.order = np.argsort(batch, kind="stable")
+        self.bounds = np.zeros(n_batches + 1, dtype=np.int64)
+        np.cumsum(np.bincount(batch, minlength=n_batches), out=self.bounds[1:])
+
+    def __getitem__(self, b):
+        return self.order[self.bounds[b]:self.bounds[b + 1]]
+
+    def swap(self, row, donor, other, short):
+        """``row`` moved from ``donor`` to ``short``, ``other`` the other way."""
+        for segment, old, new in ((self[donor], row, other), (self[short], other, row)):
+            segment[segment == old] = new
+            segment.sort()
+
+
+def _one_swap(bits, batch, members, counts, columns, label, short, m):
     """One swap fixing a missing positive of ``label`` in batch ``short``; False if none."""
     donors = np.flatnonzero(counts[:, label] > m)
     if donors.shape[0] == 0:
         return False
     donors = donors[np.argsort(-counts[donors, label], kind="stable")]
-    in_short = np.flatnonzero(batch == short)
+    in_short = members[short].copy()
     short_bits = bits(in_short)
     lacking = ~short_bits[:, label]
     candidates, short_bits = in_short[lacking], short_bits[lacking][:, columns]
@@ -406,8 +426,8 @@ def _one_swap(bits, batch, counts, columns, label, short, m):
     locked_short = counts[short, columns] <= m
     for donor in donors.tolist():
         locked_donor = counts[donor, columns] <= m
-        members = np.flatnonzero(batch == donor)
-        member_bits = bits(members)
+        in_donor = members[donor]
+        member_bits = bits(in_donor)
         givers = np.flatnonzero(member_bits[:, label])
         for k in givers.tolist():
             mine = member_bits[k, columns]
@@ -417,8 +437,9 @@ def _one_swap(bits, batch, counts, columns, label, short, m):
             valid = short_bits[:, need_one].all(axis=1) & ~short_bits[:, need_zero].any(axis=1)
             hit = np.flatnonzero(valid)
             if hit.shape[0]:
-                row, other = int(members[k]), int(candidates[hit[0]])
+                row, other = int(in_donor[k]), int(candidates[hit[0]])
                 batch[row], batch[other] = short, donor
+                members.swap(row, donor, other, short)
                 change = member_bits[k].astype(np.int64) - \
                     bits(np.array([other], dtype=np.int64))[0].astype(np.int64)
                 counts[short] += change

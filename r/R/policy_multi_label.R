@@ -294,33 +294,36 @@ multi_label_repair = function(codes, batch, counts, sizes, m, n_batches, by_size
   if (n_batches == 1 || !any(guaranteed)) return(unchanged)
   columns = which(guaranteed)
   if (!any(counts[, columns] < m)) return(unchanged)
+  # Each batch's positions in ascending order, kept so by every swap (no scan of all rows).
+  members = unname(split(seq_along(batch), factor(batch, levels = seq_len(n_batches))))
   for (label in by_size) {
     if (!guaranteed[[label]]) next
     for (short in which(counts[, label] < m)) {
       while (counts[short, label] < m) {
-        swap = multi_label_one_swap(codes, batch, counts, columns, label, short, m)
+        swap = multi_label_one_swap(codes, batch, members, counts, columns, label, short, m)
         if (is.null(swap)) break
         batch = swap$batch
         counts = swap$counts
+        members = swap$members
       }
     }
   }
   list(batch = batch, counts = counts)
 }
 
-multi_label_one_swap = function(codes, batch, counts, columns, label, short, m) {
+multi_label_one_swap = function(codes, batch, members, counts, columns, label, short, m) {
   donors = which(counts[, label] > m)
   if (!length(donors)) return(NULL)
   donors = donors[order(-counts[donors, label])]
-  in_short = which(batch == short)
+  in_short = members[[short]]
   candidates = in_short[!codes[in_short, label]]
   if (!length(candidates)) return(NULL)
   short_bits = codes[candidates, columns, drop = FALSE]
   locked_short = counts[short, columns] <= m
   for (donor in donors) {
     locked_donor = counts[donor, columns] <= m
-    members = which(batch == donor)
-    givers = members[codes[members, label]]
+    in_donor = members[[donor]]
+    givers = in_donor[codes[in_donor, label]]
     for (row in givers) {
       mine = codes[row, columns]
       need_one = locked_donor & mine
@@ -332,10 +335,12 @@ multi_label_one_swap = function(codes, batch, counts, columns, label, short, m) 
         other = candidates[[hit[[1L]]]]
         batch[row] = short
         batch[other] = donor
+        members[[donor]] = sort(replace(in_donor, in_donor == row, other))
+        members[[short]] = sort(replace(in_short, in_short == other, row))
         change = as.double(codes[row, ]) - as.double(codes[other, ])
         counts[short, ] = counts[short, ] + change
         counts[donor, ] = counts[donor, ] - change
-        return(list(batch = batch, counts = counts))
+        return(list(batch = batch, counts = counts, members = members))
       }
     }
   }
