@@ -90,3 +90,14 @@ def test_r_strict_message_is_python_s(r_session):
         plan_batches(labels, MultiLabel(num_batches=2, strict=True), seed=1, rng="R")
     # Label names differ by convention (R numbers columns from 1, Python from 0).
     assert message.replace("'2'", "'1'") == str(error.value)
+
+
+def test_the_bindings_pass_a_label_matrix_and_the_policy(r_session):
+    import pystratum.r as pr
+
+    labels = correlated(60, 4, 0)
+    served = pr.stratified_batches(labels.astype(int), MultiLabel(batch_size=10), seed=3,
+                                   rng="R")
+    plan = plan_batches(labels, MultiLabel(batch_size=10), seed=3, rng="R")
+    assert [np.asarray(batch).tolist() for batch in served] == \
+        [batch.tolist() for batch in plan.batches]
