@@ -36,6 +36,9 @@ class BatchPlan:
     weights: None when the policy has no importance weights (every row 1),
              else float64 aligned with ``order``: the weight of each served
              row (see :class:`pystratum.policies.Downsample`).
+    label_counts: label plans (:class:`pystratum.policies.MultiLabel`) only, else
+             None: int64 ``(num_batches, n_labels)``, positives of each label
+             per batch (``strata`` are then the label names; ``cuts`` None).
     batch_strata: slot policies (:class:`pystratum.policies.ClassesPerBatch`)
              only, else None: int ``(num_batches, P)``, the stratum code of
              every slot of every batch (each slot ``K`` rows). ``cuts`` is
@@ -53,6 +56,7 @@ class BatchPlan:
     policy: Policy
     weights: np.ndarray | None = None
     batch_strata: np.ndarray | None = None
+    label_counts: np.ndarray | None = None
 
     @cached_property
     def counts(self) -> np.ndarray:
@@ -62,7 +66,11 @@ class BatchPlan:
         ``max(N, 2**20)`` entries; beyond that (10**4 classes and 10**4
         batches would be 10**8 entries) it is a ValueError pointing to
         ``batch_strata`` and :meth:`slot_counts`, the sparse views.
+        Label plans (:class:`pystratum.policies.MultiLabel`): ``label_counts``,
+        the positives of each label (``strata`` are the label names) per batch.
         """
+        if self.label_counts is not None:
+            return self.label_counts
         if self.batch_strata is None:
             return np.diff(self.cuts, axis=1).T
         n_batches, n_strata = self.num_batches, len(self.strata)
@@ -92,6 +100,14 @@ class BatchPlan:
         batch, stratum = np.nonzero(self.counts)
         return (batch.astype(np.int64), stratum.astype(np.int64),
                 self.counts[batch, stratum].astype(np.int64))
+
+    def label_spread(self) -> dict:
+        """Label plans: ``{label: (least, most)}`` positives any batch holds (else ValueError)."""
+        if self.label_counts is None:
+            raise ValueError("label_spread() is for MultiLabel plans (a label matrix); this plan "
+                             f"has policy {self.policy!r}: use plan.counts.")
+        least, most = self.label_counts.min(axis=0), self.label_counts.max(axis=0)
+        return {name: (int(lo), int(hi)) for name, lo, hi in zip(self.strata, least, most)}
 
     @property
     def min_samples_per_stratum(self):
@@ -182,7 +198,10 @@ class BatchPlan:
                 rows.append(["..."] * len(header))
                 continue
             counts = self.counts[b]
-            rows.append([str(b)] + [str(int(c)) for c in counts] + [str(int(counts.sum()))])
+            # Label plans: a row may carry several labels, so the total is the batch's rows.
+            total = int(counts.sum()) if self.label_counts is None \
+                else int(self.bounds[b + 1] - self.bounds[b])
+            rows.append([str(b)] + [str(int(c)) for c in counts] + [str(total)])
         widths = [max(len(r[k]) for r in [header] + rows) for k in range(len(header))]
         lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in [header] + rows]
         return "\n".join(lines)

@@ -9,11 +9,14 @@ import numpy as np
 from ._assemble import (assemble_batches, assemble_by_stratum, assemble_in_place,
                         assemble_slots, block_weights, in_place_kernels, pass_key, slot_draws,
                         slot_epoch_draws, slot_index_draws, stratum_draws)
+from ..strata._label_matrix import LabelMatrix, label_matrix
 from ..strata._encode import EncodedStrata, encode_strata
 from ..strata._members import members_of_codes, row_values
 from ..streams._base import RNG_CHOICES, stream_for
 from ..base._validation import check_bool, check_choice, check_epoch
 from ..policies import Policy, StratumTooSmallWarning, check_allocation
+from ..policies._multi_label import (MultiLabelShortfallError, assign_batches,
+                                     check_label_matrix, shortfall_message)
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_plan import BatchPlan
 from ._lazy import LazyPlan
@@ -37,6 +40,8 @@ def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffl
         )
     # Scalar arguments first (as the R package does), the O(N) strata last.
     stream = stream_for(rng, seed, shuffle)
+    if getattr(policy, "reads_label_matrix", False):  # MultiLabel: a 2-D input is labels
+        return label_plan(strata, policy, stream, epoch=epoch, rng=rng)
     encoded = encode_strata(strata)
     check_strata_are_groups(encoded)
     with quiet_if_refused(allow_single_batch):
@@ -147,6 +152,75 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     )
 
 
+def read_label_matrix(labels):
+    """``(matrix, names)`` of a label matrix: a numpy array (names ``"0".."L-1"``), a
+    table with ``columns`` and ``to_numpy()`` (a pandas DataFrame: its column names),
+    a :class:`~pystratum.strata._label_matrix.LabelMatrix`, or any other form
+    :func:`pystratum.label_matrix` reads (torch tensors, scipy.sparse, dicts of columns)."""
+    names = None
+    if isinstance(labels, LabelMatrix):
+        return check_label_matrix(labels.matrix, list(labels.labels))
+    if not isinstance(labels, np.ndarray) and not hasattr(labels, "columns"):
+        read = label_matrix(labels, name="strata")
+        return check_label_matrix(read.matrix, list(read.labels))
+    if hasattr(labels, "columns") and hasattr(labels, "to_numpy"):
+        names = [str(name) for name in labels.columns]
+        labels = labels.to_numpy()
+    return check_label_matrix(labels, names)
+
+
+def label_draws(stream, n_rows: int, n_batches: int, epoch: int):
+    """An epoch's two draws for MultiLabel: a permutation of the rows, then of the batches.
+
+    One group ``[(N, N), (B, B)]`` per epoch (R: ``sample.int(N)`` then
+    ``sample.int(B)``); ``stream=None`` (no shuffle): both identities.
+    """
+    if stream is None:
+        return np.arange(n_rows, dtype=np.int64), np.arange(n_batches, dtype=np.int64)
+    if getattr(stream, "name", None) == "index":
+        raise ValueError(
+            "rng='index' cannot serve MultiLabel, got rng='index': its batches depend on every "
+            "row's labels at once, so there is no per-batch closed form for a lazy plan. Use "
+            "rng='numpy', rng='R' or rng='torch'.")
+    group = [(n_rows, n_rows), (n_batches, n_batches)]
+    rows, batches = stream.epoch_draws(n_rows, group, epoch, draws_of=lambda k: group)
+    return np.asarray(rows, dtype=np.int64), np.asarray(batches, dtype=np.int64)
+
+
+def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None) -> BatchPlan:
+    """The plan of a label-reading policy (:class:`pystratum.policies.MultiLabel`).
+
+    ``labels``: a label matrix (see :func:`read_label_matrix`), or with
+    ``names`` an (N, L) bool array already checked. Draws
+    :func:`label_draws`, assigns with
+    :func:`pystratum.policies._multi_label.assign_batches`; ``strict``
+    turns a remaining shortfall into ``MultiLabelShortfallError``.
+    """
+    if getattr(stream, "name", None) == "index":
+        label_draws(stream, 0, 0, epoch)  # the refusal, before reading the matrix
+    if names is None:
+        matrix, names = read_label_matrix(labels)
+    else:
+        matrix = labels
+    n_rows = matrix.shape[0]
+    n_batches = policy.batches_for(n_rows)
+    permutation, batch_order = label_draws(stream, n_rows, n_batches, epoch)
+    assigned = assign_batches(matrix, permutation, batch_order, policy.min_per_label)
+    sizes = assigned.counts.sum(axis=0)
+    if policy.strict:
+        message = shortfall_message(names, assigned.counts, sizes, policy.min_per_label)
+        if message is not None:
+            raise MultiLabelShortfallError(message)
+    key = assigned.batch.astype(np.uint16 if n_batches <= 1 << 16 else np.int64)
+    order = permutation[np.argsort(key, kind="stable")]
+    bounds = np.zeros(n_batches + 1, dtype=np.int64)
+    np.cumsum(np.bincount(assigned.batch, minlength=n_batches), out=bounds[1:])
+    return BatchPlan(order=order, bounds=bounds, strata=tuple(names), cuts=None,
+                     seed=None if stream is None else stream.seed, rng=rng, epoch=epoch,
+                     shuffle=stream is not None, policy=policy,
+                     label_counts=assigned.counts)
+
+
 def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
     """A slot allocation's plan (ClassesPerBatch): :func:`pystratum.engine._assemble.assemble_slots`."""
     n = encoded.n_rows
@@ -226,7 +300,10 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
         several columns: a DataFrame, a dict ``{name: column}``, a 2-D array
         (rows x variables) or a list of equal-length row tuples. Every distinct
         combination of values (compared with ``==``) is one stratum. A list
-        of arrays is ambiguous and refused (see docs/INPUTS.md).
+        of arrays is ambiguous and refused (see docs/INPUTS.md). With
+        :class:`pystratum.policies.MultiLabel` the input is a label matrix
+        instead (rows x labels of 0/1 or booleans: a 2-D array or a
+        DataFrame of 0/1 columns), never stratum columns.
     policy : int or pystratum.policies.Policy
         The composition. An int ``m`` means ``MinPerStratum(m)``: the fewest
         rows of each stratum a batch may hold (``min_samples_per_stratum=m``

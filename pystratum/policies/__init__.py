@@ -20,6 +20,10 @@ torch sampler, R package) does the rest. Pass a policy wherever
   each epoch, batched by ``base``, with importance weights
   (R: ``policy_downsample()``).
 
+* :class:`MultiLabel` ``(batch_size, num_batches=, min_per_label=1, strict=False)``:
+  rows carrying several labels (a 0/1 label matrix); every label with enough
+  positives in every batch (R: ``policy_multi_label()``).
+
 New compositions subclass :class:`Policy`; see docs/ARCHITECTURE.md.
 """
 
@@ -28,6 +32,7 @@ from ._base import (Allocation, Policy, SlotPlan, check_allocation, check_slot_l
 from ._classes_per_batch import ClassesPerBatch, SlotRefills, SmallStrataWarning
 from ._downsample import Downsample
 from ._fixed_size import FixedSize
+from ._multi_label import MultiLabel, MultiLabelShortfallError
 from ._min_per_stratum import MinPerStratum, SingleBatchError, StratumTooSmallWarning, as_policy
 from ._targets import Targets
 
@@ -37,6 +42,8 @@ __all__ = [
     "Downsample",
     "FixedSize",
     "MinPerStratum",
+    "MultiLabel",
+    "MultiLabelShortfallError",
     "Policy",
     "SingleBatchError",
     "SlotPlan",

@@ -146,6 +146,10 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
       "the session's random stream. Pass seed=<whole number> to select an epoch, or leave ",
       "epoch=0."), show_value(epoch)))
   }
+  if (inherits(policy, "pystratum_policy_multi_label")) {
+    # A label matrix, not strata: policy_multi_label.R.
+    return(multi_label_batches(strata, policy, seed, rng, epoch, shuffle))
+  }
   # The scalar arguments first, the O(N) strata last: the order of the Python
   # core's checks, so inputs with several problems fail alike in both languages.
   encoded = encode_strata(strata)

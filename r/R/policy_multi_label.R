@@ -1,0 +1,364 @@
+# MultiLabel, policy_multi_label(): the twin of
+# pystratum/policies/_multi_label.py (assign_batches, _repair, _one_swap) and
+# of label_plan()/label_draws() in pystratum/engine/_plan.py. Every step after
+# the two draws (sample.int(N), then sample.int(B)) is integer arithmetic and
+# stable ordering, so rng = "R" gives Python's batches plus one.
+
+#' Every label's positives in every batch (multi-label rows)
+#'
+#' `policy_multi_label()` is the composition for rows that carry several
+#' labels at once (a 0/1 label matrix): pass the label matrix (rows x labels;
+#' a logical, integer or double matrix of 0/1, or a data.frame of such
+#' columns) as `strata` to [stratified_batches()]. With this policy a
+#' matrix or data.frame is read as labels, never as stratum columns.
+#'
+#' Give exactly one of `batch_size` (then `B = ceiling(N / batch_size)`) or
+#' `num_batches` (`B`, at most `N`). Batch `b` holds `N %/% B + (b <= N %% B)`
+#' rows; every row is in exactly one batch.
+#'
+#' @section Guarantee:
+#' Let `N_l` be label `l`'s positives, `m = min_per_label`; `l` is
+#' *guaranteed* when `N_l >= m * B`. Labels are taken rarest first (fewest
+#' positives, ties by column), each label's rows not placed yet dealt by
+#' water-filling (onto the batch with the fewest positives of that label and a
+#' free place; ties by a random batch order rotated by the rows placed so
+#' far). Sufficient condition: a guaranteed label `l` gets at least `m`
+#' positives in every batch from the construction alone when (A) at least
+#' `m * B` of its positive rows carry no label taken before `l`, and (C)
+#' `sum(N_j %/% B + 1)` over the labels `j` taken before `l` is at most
+#' `N %/% B - m`. Rows carrying one label each satisfy (A). Where it fails, a
+#' repair step swaps a positive row of a batch holding more than `m` with a
+#' row of the short batch, only when no guaranteed label falls below `m` (or
+#' further below) in either batch. A shortfall can remain (rows `{a,b}`,
+#' `{b,c}`, `{a,c}` in two batches): the result's attribute `"label_counts"`
+#' (batches x labels) reports the positives of each label per batch, and
+#' `strict = TRUE` turns a remaining shortfall into an error of class
+#' `pystratum_label_shortfall` (also a `pystratum_value_error`) naming the
+#' labels.
+#'
+#' Each epoch a new shuffle: the order rows are taken in is `sample.int(N)`,
+#' the batch order breaking ties `sample.int(B)`, both from the epoch's
+#' stream; the Python package's `pystratum.policies.MultiLabel` with
+#' `rng = "R"` gives the same batches minus one. `rng = "index"` is refused.
+#'
+#' @param batch_size (`NULL` or `integer(1)`) rows per batch.
+#' @param num_batches (`NULL` or `integer(1)`) batches per epoch.
+#' @param min_per_label (`integer(1)`) the fewest positives of each
+#'   guaranteed label a batch should hold.
+#' @param strict (`logical(1)`) `TRUE`: a remaining shortfall is an error.
+#' @return A policy object (class `pystratum_policy_multi_label`).
+#' @export
+#' @examples
+#' labels = cbind(a = rep(c(1, 0), 10), b = rep(c(0, 1, 1, 0), 5))
+#' batches = stratified_batches(labels, policy_multi_label(num_batches = 4), seed = 1)
+#' attr(batches, "label_counts")
+policy_multi_label = function(batch_size = NULL, num_batches = NULL, min_per_label = 1,
+  strict = FALSE) {
+  if (is.null(batch_size) == is.null(num_batches)) {
+    abort_type("batch_size", sprintf(paste0(
+      "batch_size or num_batches must be given, exactly one of them, got batch_size=%s and ",
+      "num_batches=%s. E.g. policy_multi_label(batch_size = 256) or ",
+      "policy_multi_label(num_batches = 100)."), show_value(batch_size),
+      show_value(num_batches)))
+  }
+  if (!is.null(batch_size)) {
+    batch_size = as.double(assert_whole_number(batch_size, "batch_size", minimum = 1,
+      fix = "It is the number of rows per batch."))
+  }
+  if (!is.null(num_batches)) {
+    num_batches = as.double(assert_whole_number(num_batches, "num_batches", minimum = 1,
+      fix = "It is the number of batches per epoch."))
+  }
+  min_per_label = as.double(assert_whole_number(min_per_label, "min_per_label", minimum = 1,
+    fix = "It is the fewest positives of each label a batch should hold."))
+  strict = assert_flag(strict, "strict")
+  new_policy("multi_label", list(batch_size = batch_size, num_batches = num_batches,
+    min_per_label = min_per_label, strict = strict))
+}
+
+#' @export
+policy_allocate.pystratum_policy_multi_label = function(policy, encoded, epoch) {
+  abort_type("policy", paste0(
+    "policy multi_label has no per-stratum allocation: it reads a label matrix (rows x ",
+    "labels of 0/1). Pass the label matrix to stratified_batches(labels, ",
+    "policy_multi_label(...))."))
+}
+
+# B for n_rows rows: ceiling(N / batch_size), or num_batches (at most N).
+multi_label_num_batches = function(policy, n_rows) {
+  params = policy$params
+  if (!is.null(params$batch_size)) {
+    return(ceiling(n_rows / params$batch_size))
+  }
+  if (params$num_batches > n_rows) {
+    abort_value("num_batches", sprintf(paste0(
+      "num_batches must be at most the number of rows (%s), got num_batches=%s: a batch ",
+      "needs a row. Pass num_batches <= %s, or batch_size=."), format(n_rows),
+      show_value(params$num_batches), format(n_rows)))
+  }
+  params$num_batches
+}
+
+# list(matrix = logical N x L, names): the label matrix checked (Python's
+# check_label_matrix()); names default to "1".."L".
+check_label_matrix = function(strata) {
+  names = NULL
+  if (is.data.frame(strata)) {
+    bad = which(!vapply(strata, function(column) {
+      (is.logical(column) || is.integer(column) || is.double(column)) && !is.object(column)
+    }, logical(1L)))
+    if (length(bad)) {
+      abort_type("strata", sprintf(paste0(
+        "strata must hold 0/1 numbers or booleans for policy_multi_label(), got column '%s' ",
+        "of type %s. Encode each label as 0/1."), names(strata)[[bad[[1L]]]],
+        type_name(strata[[bad[[1L]]]])))
+    }
+    names = names(strata)
+    strata = if (ncol(strata)) {
+      matrix(unlist(lapply(strata, as.double), use.names = FALSE), nrow = nrow(strata))
+    } else {
+      matrix(0, nrow = nrow(strata), ncol = 0L)
+    }
+  }
+  if (!is.matrix(strata) || length(dim(strata)) != 2L) {
+    abort_type("strata", sprintf(paste0(
+      "strata must be a 2-D label matrix (rows x labels) of 0/1 for policy_multi_label(), got ",
+      "an object of type %s with dim %s. Pass one column per label."), type_name(strata),
+      show_value(dim(strata))))
+  }
+  if (!(is.logical(strata) || is.integer(strata) || is.double(strata))) {
+    abort_type("strata", sprintf(paste0(
+      "strata must hold 0/1 numbers or booleans, got a matrix of type %s. Encode each ",
+      "label as 0/1."), typeof(strata)))
+  }
+  if (ncol(strata) == 0L) {
+    abort_value("strata", sprintf(paste0(
+      "strata must have at least one label column, got strata of shape (%d, 0). Pass one ",
+      "0/1 column per label."), nrow(strata)))
+  }
+  if (nrow(strata) == 0L) {
+    abort_value("strata", sprintf(paste0(
+      "strata must have at least one row, got strata of shape (0, %d). Pass the label ",
+      "matrix of the data set's rows."), ncol(strata)))
+  }
+  if (is.null(names)) names = colnames(strata)
+  if (is.null(names)) names = as.character(seq_len(ncol(strata)))
+  bad = is.na(strata) | !(strata == 0 | strata == 1)
+  bad[is.na(bad)] = TRUE
+  if (any(bad)) {
+    at = which(bad, arr.ind = TRUE)
+    at = at[order(at[, 1L], at[, 2L]), , drop = FALSE][1L, ]
+    abort_value("strata", sprintf(paste0(
+      "strata must hold only 0 and 1 (or TRUE/FALSE), got strata[%d, %d]=%s. Encode each ",
+      "label as 0/1 (missing labels as 0)."), at[[1L]], at[[2L]],
+      show_value(unname(strata[at[[1L]], at[[2L]]]))))
+  }
+  if (anyDuplicated(names)) {
+    abort_value("strata", sprintf("label names must be distinct, got names=%s.",
+      show_value(names)))
+  }
+  matrix = strata == 1
+  dimnames(matrix) = NULL
+  list(matrix = matrix, names = as.character(names))
+}
+
+# The batches of one epoch for policy_multi_label() (stratified_batches()
+# dispatches here): the checked label matrix, the epoch's two draws, the
+# assignment, the shortfall error when strict.
+multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle) {
+  if (shuffle && rng == "index") {
+    abort_value("rng", paste0(
+      "rng='index' cannot serve MultiLabel, got rng='index': its batches depend on every ",
+      "row's labels at once, so there is no per-batch closed form for a lazy plan. Use ",
+      "rng='numpy', rng='R' or rng='torch'."))
+  }
+  labels = check_label_matrix(strata)
+  n_rows = nrow(labels$matrix)
+  n_batches = multi_label_num_batches(policy, n_rows)
+  if (shuffle) {
+    group = list(sizes = c(n_rows, n_batches), takes = c(n_rows, n_batches))
+    skipped = epoch_skip_groups(epoch, rng, n_rows, function(k) group)
+    draw = permutation_stream(rng, seed)
+    for (earlier in skipped) draw_group(draw, earlier)
+    permutation = draw(n_rows)
+    batch_order = draw(n_batches)
+  } else {
+    permutation = seq_len(n_rows)
+    batch_order = seq_len(n_batches)
+  }
+  assigned = multi_label_assign(labels$matrix, permutation, batch_order,
+    policy$params$min_per_label)
+  counts = assigned$counts
+  colnames(counts) = labels$names
+  if (isTRUE(policy$params$strict)) {
+    message = multi_label_shortfall(labels$names, counts, colSums(labels$matrix),
+      policy$params$min_per_label)
+    if (!is.null(message)) {
+      stop(structure(class = c("pystratum_label_shortfall", "pystratum_value_error",
+        "pystratum_error", "error", "condition"),
+        list(message = message, call = NULL, argument = "min_per_label")))
+    }
+  }
+  batches = unname(split(as.integer(permutation),
+    factor(assigned$batch, levels = seq_len(n_batches))))
+  attr(batches, "label_counts") = counts
+  batches
+}
+
+# Python's assign_batches(): list(batch = batch of the row at each permuted
+# position (1-based batches), counts = B x L positives per batch).
+multi_label_assign = function(matrix, permutation, batch_order, min_per_label, repair = TRUE) {
+  n_rows = nrow(matrix)
+  n_labels = ncol(matrix)
+  n_batches = length(batch_order)
+  capacity = rep(n_rows %/% n_batches, n_batches)
+  extra = n_rows %% n_batches
+  capacity[seq_len(extra)] = capacity[seq_len(extra)] + 1
+  tie = integer(n_batches)
+  tie[batch_order] = seq_len(n_batches) - 1L
+  sizes = colSums(matrix)
+  by_size = order(sizes, seq_len(n_labels))
+  codes = matrix[permutation, , drop = FALSE]  # the epoch's order
+  # Each row's first label in that order (its rank, 0-based; n_labels: none).
+  first = rep(n_labels, n_rows)
+  for (step in rev(seq_len(n_labels))) first[codes[, by_size[[step]]]] = step - 1L
+  grouped = order(first, method = "radix")
+  starts = c(0, cumsum(tabulate(first + 1L, n_labels + 1L)))
+  labelled = starts[[n_labels + 1L]]
+  g_codes = codes[grouped[seq_len(labelled)], , drop = FALSE]
+  g_batch = integer(labelled)
+  fill = numeric(n_batches)
+  counts = matrix(0, n_batches, n_labels)
+  offset = 0
+  for (step in seq_len(n_labels)) {
+    column = by_size[[step]]
+    start = starts[[step]]
+    stop_at = starts[[step + 1L]]
+    before = seq_len(start)
+    placed = tabulate(g_batch[before][g_codes[before, column]], n_batches)
+    take = stop_at - start
+    if (take > 0) {
+      free = capacity - fill
+      filled = multi_label_water_fill(placed, free, take)
+      give = filled$give
+      left = take - sum(give)
+      rotated = (tie - offset) %% n_batches
+      if (left > 0) {
+        room = which(placed + give == filled$level & give < free)
+        chosen = room[order(rotated[room])[seq_len(left)]]
+        give[chosen] = give[chosen] + 1
+      }
+      g_batch[seq.int(start + 1, stop_at)] = multi_label_slots(placed, give, rotated, n_batches)
+      fill = fill + give
+      offset = (offset + take) %% n_batches
+      placed = placed + give
+    }
+    counts[, column] = placed
+  }
+  batch = integer(n_rows)
+  batch[grouped[seq_len(labelled)]] = g_batch
+  rest = grouped[seq_len(n_rows - labelled) + labelled]
+  batch[rest] = rep(seq_len(n_batches), capacity - fill)
+  if (repair) {
+    state = multi_label_repair(codes, batch, counts, sizes, min_per_label, n_batches, by_size)
+    batch = state$batch
+    counts = state$counts
+  }
+  storage.mode(counts) = "integer"
+  list(batch = batch, counts = counts)
+}
+
+# Water-filling `take` rows onto `counts`: list(give, level), Python's _water_fill().
+multi_label_water_fill = function(counts, free, take) {
+  low = 0
+  high = max(counts) + max(free) + 1
+  while (low < high) {
+    middle = (low + high + 1) %/% 2
+    if (sum(pmin(free, pmax(middle - counts, 0))) <= take) low = middle else high = middle - 1
+  }
+  list(give = pmin(free, pmax(low - counts, 0)), level = low)
+}
+
+# The batch of each dealt row in dealing order: slots by (level, rotated rank).
+multi_label_slots = function(counts, give, rotated, n_batches) {
+  total = sum(give)
+  batch = rep(seq_len(n_batches), give)
+  level = counts[batch] + (seq_len(total) - 1 - rep(cumsum(give) - give, give))
+  batch[order(level * n_batches + rotated[batch])]
+}
+
+# Python's _repair()/_one_swap(): swaps fixing missing positives of guaranteed labels.
+multi_label_repair = function(codes, batch, counts, sizes, m, n_batches, by_size) {
+  guaranteed = sizes >= m * n_batches
+  unchanged = list(batch = batch, counts = counts)
+  if (n_batches == 1 || !any(guaranteed)) return(unchanged)
+  columns = which(guaranteed)
+  if (!any(counts[, columns] < m)) return(unchanged)
+  # Each batch's positions in ascending order, kept so by every swap (no scan of all rows).
+  members = unname(split(seq_along(batch), factor(batch, levels = seq_len(n_batches))))
+  for (label in by_size) {
+    if (!guaranteed[[label]]) next
+    for (short in which(counts[, label] < m)) {
+      while (counts[short, label] < m) {
+        swap = multi_label_one_swap(codes, batch, members, counts, columns, label, short, m)
+        if (is.null(swap)) break
+        batch = swap$batch
+        counts = swap$counts
+        members = swap$members
+      }
+    }
+  }
+  list(batch = batch, counts = counts)
+}
+
+multi_label_one_swap = function(codes, batch, members, counts, columns, label, short, m) {
+  donors = which(counts[, label] > m)
+  if (!length(donors)) return(NULL)
+  donors = donors[order(-counts[donors, label])]
+  in_short = members[[short]]
+  candidates = in_short[!codes[in_short, label]]
+  if (!length(candidates)) return(NULL)
+  short_bits = codes[candidates, columns, drop = FALSE]
+  locked_short = counts[short, columns] <= m
+  for (donor in donors) {
+    locked_donor = counts[donor, columns] <= m
+    in_donor = members[[donor]]
+    givers = in_donor[codes[in_donor, label]]
+    for (row in givers) {
+      mine = codes[row, columns]
+      need_one = locked_donor & mine
+      need_zero = locked_short & !mine
+      valid = rowSums(short_bits[, need_one, drop = FALSE]) == sum(need_one) &
+        rowSums(short_bits[, need_zero, drop = FALSE]) == 0
+      hit = which(valid)
+      if (length(hit)) {
+        other = candidates[[hit[[1L]]]]
+        batch[row] = short
+        batch[other] = donor
+        members[[donor]] = sort(replace(in_donor, in_donor == row, other))
+        members[[short]] = sort(replace(in_short, in_short == other, row))
+        change = as.double(codes[row, ]) - as.double(codes[other, ])
+        counts[short, ] = counts[short, ] + change
+        counts[donor, ] = counts[donor, ] - change
+        return(list(batch = batch, counts = counts, members = members))
+      }
+    }
+  }
+  NULL
+}
+
+# The strict error's message, or NULL (Python's shortfall_message()).
+multi_label_shortfall = function(names, counts, sizes, m) {
+  n_batches = nrow(counts)
+  least = apply(counts, 2L, min)
+  short = which(sizes >= m * n_batches & least < m)
+  if (!length(short)) return(NULL)
+  listed = paste0(sprintf("'%s' (least %d of %d in %d batches)", names[short],
+    as.integer(least[short]), as.integer(sizes[short]), as.integer(n_batches)), collapse = ", ")
+  sprintf(paste0(
+    "min_per_label=%d is not met for label(s) %s even after repair: some batch holds fewer ",
+    "than %d of their positives (rows carrying several of these labels cannot be split ",
+    "otherwise). Pass strict=False to get the batches with the shortfall reported ",
+    "(plan.label_spread()), or use fewer batches, or a smaller min_per_label."),
+    as.integer(m), listed, as.integer(m))
+}

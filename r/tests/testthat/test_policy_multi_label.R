@@ -1,0 +1,103 @@
+# policy_multi_label(): the golden vectors (shared with Python), invariants, errors.
+
+impossible = matrix(c(1, 1, 0, 0, 1, 1, 1, 0, 1), 3, 3, byrow = TRUE,
+  dimnames = list(NULL, c("a", "b", "c")))
+
+test_that("the golden vectors give the same batches and label counts", {
+  vectors = read_vectors("multi_label.json")
+  for (case in vectors$cases) {
+    given = case$input
+    labels = do.call(rbind, lapply(given$labels, function(row) as.integer(unlist(row))))
+    colnames(labels) = unlist(given$names)
+    policy = pystratum:::policy_from_params("multi_label", given$policy$params)
+    run = function() stratified_batches(labels, policy, seed = given$seed, rng = given$rng,
+      epoch = given$epoch, shuffle = given$shuffle)
+    if (!is.null(case$expected_error)) {
+      error = tryCatch(run(), pystratum_error = function(e) e)
+      expect_s3_class(error, paste0("pystratum_", case$expected_error$class))
+      expect_identical(error$argument, case$expected_error$argument, info = case$id)
+      next
+    }
+    batches = run()
+    expect_identical(lapply(unclass(batches), as.integer),
+      lapply(case$expected$batches, function(b) as.integer(unlist(b))), info = case$id)
+    counts = do.call(rbind, lapply(case$expected$label_counts, function(r) as.integer(unlist(r))))
+    expect_identical(unname(attr(batches, "label_counts")), counts, info = case$id)
+  }
+})
+
+test_that("every row once, sizes floor/ceiling, counts true, guaranteed labels in every batch", {
+  set.seed(1)
+  for (trial in 1:20) {
+    n = sample(20:200, 1)
+    labels = matrix(rbinom(n * 5, 1, c(0.05, 0.1, 0.2, 0.4, 0.6)), n, 5, byrow = TRUE)
+    b = sample(2:10, 1)
+    batches = stratified_batches(labels, policy_multi_label(num_batches = b), seed = trial)
+    expect_identical(sort(unlist(batches)), seq_len(n))
+    expect_true(all(lengths(batches) %in% c(n %/% b, ceiling(n / b))))
+    counts = t(vapply(batches, function(rows) as.integer(colSums(labels[rows, , drop = FALSE])),
+      integer(5)))
+    expect_identical(unname(attr(batches, "label_counts")), counts)
+    guaranteed = colSums(labels) >= b
+    expect_true(all(counts[, guaranteed] >= 1))
+  }
+})
+
+test_that("a data.frame of 0/1 or logical columns is read as labels, with its names", {
+  frame = data.frame(a = c(TRUE, FALSE, TRUE), b = c(1L, 1L, 0L), c = c(0, 1, 1))
+  batches = stratified_batches(frame, policy_multi_label(num_batches = 2), seed = 1)
+  expect_identical(colnames(attr(batches, "label_counts")), c("a", "b", "c"))
+  # Other policies keep reading it as stratum columns.
+  expect_length(stratified_batches(frame, 1, seed = 1), 1L)
+})
+
+test_that("the impossible example reports its shortfall and strict names the label", {
+  batches = stratified_batches(impossible, policy_multi_label(num_batches = 2), seed = 1)
+  expect_identical(min(attr(batches, "label_counts")), 0L)
+  error = tryCatch(stratified_batches(impossible,
+    policy_multi_label(num_batches = 2, strict = TRUE), seed = 1), pystratum_error = function(e) e)
+  expect_s3_class(error, "pystratum_label_shortfall")
+  expect_s3_class(error, "pystratum_value_error")
+  expect_identical(error$argument, "min_per_label")
+  expect_match(conditionMessage(error), "^min_per_label=1 is not met for label\\(s\\) 'b'")
+})
+
+test_that("hostile parameters and label matrices are errors naming the argument", {
+  blame = function(expr) tryCatch(expr, pystratum_error = function(e) e$argument)
+  expect_identical(blame(policy_multi_label()), "batch_size")
+  expect_identical(blame(policy_multi_label(4, num_batches = 2)), "batch_size")
+  expect_identical(blame(policy_multi_label(0)), "batch_size")
+  expect_identical(blame(policy_multi_label(num_batches = 2.5)), "num_batches")
+  expect_identical(blame(policy_multi_label(4, min_per_label = 0)), "min_per_label")
+  expect_identical(blame(policy_multi_label(4, strict = NA)), "strict")
+  p = policy_multi_label(num_batches = 2)
+  expect_identical(blame(stratified_batches(matrix(c(0, 2, 1, 0), 2), p, seed = 1)), "strata")
+  expect_identical(blame(stratified_batches(matrix(c(0, NA, 1, 0), 2), p, seed = 1)), "strata")
+  expect_identical(blame(stratified_batches(matrix(0, 3, 0), p, seed = 1)), "strata")
+  expect_identical(blame(stratified_batches(matrix(0, 0, 3), p, seed = 1)), "strata")
+  expect_identical(blame(stratified_batches(c(0, 1, 1), p, seed = 1)), "strata")
+  expect_identical(blame(stratified_batches(data.frame(a = c("x", "y")), p, seed = 1)), "strata")
+  expect_identical(blame(stratified_batches(impossible, policy_multi_label(num_batches = 4),
+    seed = 1)), "num_batches")
+  expect_identical(blame(stratified_batches(impossible, p, seed = 1, rng = "index")), "rng")
+  message = tryCatch(stratified_batches(matrix(c(0, 2, 1, 0), 2), p, seed = 1),
+    pystratum_error = conditionMessage)
+  expect_match(message, "^strata must hold only 0 and 1 \\(or TRUE/FALSE\\), got strata\\[2, 1\\]=2")
+})
+
+test_that("the policy is known, rebuilt from its parameters, and refuses an allocation", {
+  expect_true("multi_label" %in% names(pystratum:::known_policies()))
+  p = policy_multi_label(num_batches = 3, min_per_label = 2)
+  expect_identical(pystratum:::policy_from_params("multi_label", p$params), p)
+  expect_error(pystratum:::policy_allocate(p, NULL, 0), class = "pystratum_type_error")
+})
+
+test_that("each epoch is a new shuffle, the same seed the same batches", {
+  set.seed(3)
+  labels = matrix(rbinom(400, 1, 0.3), 100, 4)
+  p = policy_multi_label(batch_size = 10)
+  e0 = stratified_batches(labels, p, seed = 5, epoch = 0)
+  e1 = stratified_batches(labels, p, seed = 5, epoch = 1)
+  expect_false(identical(unclass(e0), unclass(e1)))
+  expect_identical(e1, stratified_batches(labels, p, seed = 5, epoch = 1))
+})

@@ -1,0 +1,103 @@
+"""MultiLabel in R (live, through rpy2): the same batches and label counts as the core."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
+from pystratum import plan_batches
+from pystratum.policies import MultiLabel, MultiLabelShortfallError
+
+R_CALL = """function(values, n_rows, batch_size, num_batches, m, strict, seed, epoch, shuffle) {
+  labels = matrix(as.integer(values), nrow = n_rows, byrow = TRUE)
+  if (batch_size == 0) batch_size = NULL
+  if (num_batches == 0) num_batches = NULL
+  policy = pystratum::policy_multi_label(batch_size, num_batches, min_per_label = m,
+    strict = strict)
+  out = tryCatch(pystratum::stratified_batches(labels, policy,
+    seed = if (shuffle) seed else NULL, epoch = epoch, shuffle = shuffle),
+    pystratum_error = function(e) list(error = class(e)[[1L]], argument = e$argument))
+  if (!is.null(out$error)) return(out)
+  list(batches = lapply(out, as.integer), counts = as.integer(t(attr(out, "label_counts"))))
+}"""
+
+
+def r_plan(session, labels, batch_size, num_batches, m, strict, seed, epoch, shuffle):
+    call = r_function(session, R_CALL)
+    with session.calling():
+        out = call(session.ro.IntVector(labels.astype(int).ravel().tolist()), labels.shape[0],
+                   batch_size or 0, num_batches or 0, m, strict, seed, epoch, shuffle)
+        names = list(out.names)
+        if "error" in names:
+            return {"error": out.rx2("error")[0], "argument": out.rx2("argument")[0]}
+        return {"batches": [list(batch) for batch in out.rx2("batches")],
+                "counts": list(out.rx2("counts"))}
+
+
+def correlated(n_rows, n_labels, seed):
+    rng = np.random.default_rng(seed)
+    latent = rng.standard_normal((n_rows, 2))
+    shares = rng.uniform(0.02, 0.5, n_labels)
+    score = latent @ rng.standard_normal((2, n_labels)) + rng.standard_normal(
+        (n_rows, n_labels)) * 0.7
+    cuts = np.array([np.quantile(score[:, k], 1 - shares[k]) for k in range(n_labels)])
+    return score > cuts
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_rows=st.integers(1, 120), n_labels=st.integers(1, 7), data_seed=st.integers(0, 999),
+       size=st.integers(1, 40), by_count=st.booleans(), m=st.integers(1, 3),
+       strict=st.booleans(), seed=st.integers(-2**31 + 1, 2**31 - 1), epoch=st.integers(0, 3),
+       shuffle=st.booleans())
+def test_r_gives_the_core_batches_plus_one(r_session, n_rows, n_labels, data_seed, size,
+                                           by_count, m, strict, seed, epoch, shuffle):
+    labels = correlated(n_rows, n_labels, data_seed)
+    batch_size, num_batches = (None, size) if by_count else (size, None)
+    if not shuffle:
+        epoch = 0
+    expected = r_plan(r_session, labels, batch_size, num_batches, m, strict, seed, epoch,
+                      shuffle)
+    policy = MultiLabel(batch_size, num_batches=num_batches, min_per_label=m, strict=strict)
+    try:
+        plan = plan_batches(labels, policy, seed=seed if shuffle else None, rng="R",
+                            epoch=epoch, shuffle=shuffle)
+    except MultiLabelShortfallError as error:
+        assert expected == {"error": "pystratum_label_shortfall", "argument": "min_per_label"}
+        assert str(error).startswith("min_per_label=")
+        return
+    except ValueError as error:
+        assert expected["error"] == "pystratum_value_error"
+        assert str(error).startswith(expected["argument"])
+        return
+    assert "error" not in expected, expected
+    assert expected["batches"] == [(batch + 1).tolist() for batch in plan.batches]
+    assert expected["counts"] == plan.counts.ravel().tolist()
+
+
+def test_r_strict_message_is_python_s(r_session):
+    labels = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]])
+    call = r_function(r_session, """function(values) {
+      labels = matrix(as.integer(values), 3, byrow = TRUE)
+      tryCatch(pystratum::stratified_batches(labels,
+        pystratum::policy_multi_label(num_batches = 2, strict = TRUE), seed = 1),
+        pystratum_error = conditionMessage)
+    }""")
+    with r_session.calling():
+        message = call(r_session.ro.IntVector(labels.ravel().tolist()))[0]
+    with pytest.raises(MultiLabelShortfallError) as error:
+        plan_batches(labels, MultiLabel(num_batches=2, strict=True), seed=1, rng="R")
+    # Label names differ by convention (R numbers columns from 1, Python from 0).
+    assert message.replace("'2'", "'1'") == str(error.value)
+
+
+def test_the_bindings_pass_a_label_matrix_and_the_policy(r_session):
+    import pystratum.r as pr
+
+    labels = correlated(60, 4, 0)
+    served = pr.stratified_batches(labels.astype(int), MultiLabel(batch_size=10), seed=3,
+                                   rng="R")
+    plan = plan_batches(labels, MultiLabel(batch_size=10), seed=3, rng="R")
+    assert [np.asarray(batch).tolist() for batch in served] == \
+        [batch.tolist() for batch in plan.batches]
