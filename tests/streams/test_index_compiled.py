@@ -147,7 +147,7 @@ def test_lazy_plans_are_the_same_with_and_without_the_compiled_path(paths, case,
     results = []
     for compiled in (True, False):
         paths(compiled)
-        plan = lazy_plan(codes, policy, seed=seed, epoch=epoch)
+        plan = lazy_plan(codes, policy, seed=seed, epoch=epoch, allow_single_batch=True)
         order, bounds = _epoch(plan)
         single = [plan[b] for b in range(min(3, plan.num_batches))]
         results.append((order, bounds, single, plan.members.rows))
@@ -225,7 +225,7 @@ def test_the_compiled_path_is_used_for_large_calls_only(monkeypatch):
     plan = lazy_plan(np.arange(kernel_gate.MIN_ROWS) % 3, FixedSize(3000), seed=1)
     assert plan._kernels(kernel_gate.MIN_CALL_ROWS) is kernels
     assert plan._kernels(kernel_gate.MIN_CALL_ROWS - 1) is None  # one batch: numpy's path
-    small = lazy_plan(np.arange(1000) % 3, FixedSize(3000), seed=1)
+    small = lazy_plan(np.arange(1000) % 3, FixedSize(3000), seed=1, allow_single_batch=True)
     assert small._kernels(10**6) is None  # a small plan never imports numba
     monkeypatch.setenv("PYSTRATUM_NUMBA", "0")
     monkeypatch.delitem(kernel_gate._LOADED, "index", raising=False)
