@@ -47,8 +47,10 @@ test_that("a data.frame of 0/1 or logical columns is read as labels, with its na
   frame = data.frame(a = c(TRUE, FALSE, TRUE), b = c(1L, 1L, 0L), c = c(0, 1, 1))
   batches = stratified_batches(frame, policy_multi_label(num_batches = 2), seed = 1)
   expect_identical(colnames(attr(batches, "label_counts")), c("a", "b", "c"))
-  # Other policies keep reading it as stratum columns.
-  expect_length(stratified_batches(frame, 1, seed = 1), 1L)
+  # Other policies keep reading it as stratum columns: here every combination is one row,
+  # so the plan is a single batch, refused with the pointer to the multi-label policy.
+  expect_error(stratified_batches(frame, 1, seed = 1), "policy_multi_label", class = "pystratum_single_batch")
+  expect_length(stratified_batches(frame, 1, seed = 1, allow_single_batch = TRUE), 1L)
 })
 
 test_that("the impossible example reports its shortfall and strict names the label", {
