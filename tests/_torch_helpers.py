@@ -321,6 +321,41 @@ def ddp_fixed_size_worker(config):
         dist.destroy_process_group()
 
 
+def multi_label_matrix(n_rows: int, n_labels: int, seed: int) -> np.ndarray:
+    """An (N, L) 0/1 label matrix, label j positive with probability 0.05 * (j + 1)."""
+    rates = 0.05 * (np.arange(n_labels) + 1)
+    return (np.random.default_rng(seed).random((n_rows, n_labels)) < rates).astype(np.int64)
+
+
+def ddp_multi_label_worker(config):
+    """Plain DDP (gloo) with a MultiLabel policy on a dataset's 2-D .targets; set_epoch each epoch."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from pystratum.policies import MultiLabel
+    from pystratum.torch import StratifiedBatchSampler
+
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    try:
+        matrix = multi_label_matrix(config["n_rows"], config["n_labels"], config["data_seed"])
+        dataset = TensorDataset(torch.arange(len(matrix)))
+        dataset.targets = torch.as_tensor(matrix)
+        sampler = StratifiedBatchSampler(dataset, MultiLabel(batch_size=config["batch_size"]),
+                                         seed=config["seed"], rng=config["rng"])
+        loader = DataLoader(dataset, batch_sampler=sampler)
+        epochs = []
+        for epoch in range(config["epochs"]):
+            sampler.set_epoch(epoch)
+            epochs.append([index.tolist() for (index,) in loader])
+        dist.barrier()
+        return {"rank": dist.get_rank(), "epochs": epochs, "len": len(sampler)}
+    finally:
+        dist.destroy_process_group()
+
+
 def lightning_worker(config):
     """Lightning DDP (use_distributed_sampler=False), processes launched externally.
 

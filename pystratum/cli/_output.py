@@ -79,11 +79,29 @@ def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
     lines = [plan.counts_table(max_rows=max_rows if max_rows > 0 else plan.num_batches + 1),
              "",
              f"{plan.num_batches} batches (numbered from 0) of {sizes.min()}-{sizes.max()} rows; "
-             f"{len(plan.strata)} strata; smallest count of a stratum in a batch: "
-             f"{int(plan.counts.min())}",
+             + (_label_summary(plan) if plan.label_counts is not None else
+                f"{len(plan.strata)} strata; smallest count of a stratum in a batch: "
+                f"{int(plan.counts.min())}"),
              f"policy {plan.policy!r}, rng={plan.rng!r}, seed={plan.seed!r}, epoch={plan.epoch}"
              + ("" if plan.shuffle else ", no shuffle")]
     return "\n".join(lines) + "\n"
+
+
+# How many labels the summary line names (the rarest per batch first).
+_LABELS_SHOWN = 8
+
+
+def _label_summary(plan: BatchPlan) -> str:
+    """A label plan's (MultiLabel) summary: labels, and each label's least-most positives
+    in a batch (:meth:`BatchPlan.label_spread`), the least served labels first."""
+    spread = plan.label_spread()
+    names = sorted(spread, key=lambda name: spread[name])  # stable: ties keep label order
+    shown = ", ".join(f"{label_text(name)!r} {spread[name][0]}-{spread[name][1]}"
+                      for name in names[:_LABELS_SHOWN])
+    more = "" if len(names) <= _LABELS_SHOWN else f", ... ({len(names) - _LABELS_SHOWN} more)"
+    least = min(lo for lo, _ in spread.values()) if spread else 0
+    return (f"{len(names)} labels; positives of a label in a batch (least-most): {shown}{more}; "
+            f"fewest of any label in a batch: {least}")
 
 
 def _slot_table(plan: BatchPlan, max_rows: int) -> str:

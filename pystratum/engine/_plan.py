@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from ..policies._multi_label import (MultiLabelShortfallError, assign_batches,
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_plan import BatchPlan
 from ._lazy import LazyPlan
-from ._single_batch import check_several_batches, quiet_if_refused
+from ._single_batch import check_several_batches, check_several_label_batches, quiet_if_refused
 
 __all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream",
            "resolve_policy", "check_strata_are_groups"]
@@ -41,7 +42,8 @@ def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffl
     # Scalar arguments first (as the R package does), the O(N) strata last.
     stream = stream_for(rng, seed, shuffle)
     if getattr(policy, "reads_label_matrix", False):  # MultiLabel: a 2-D input is labels
-        return label_plan(strata, policy, stream, epoch=epoch, rng=rng)
+        return label_plan(strata, policy, stream, epoch=epoch, rng=rng,
+                          allow_single_batch=allow_single_batch)
     encoded = encode_strata(strata)
     check_strata_are_groups(encoded)
     with quiet_if_refused(allow_single_batch):
@@ -187,7 +189,8 @@ def label_draws(stream, n_rows: int, n_batches: int, epoch: int):
     return np.asarray(rows, dtype=np.int64), np.asarray(batches, dtype=np.int64)
 
 
-def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None) -> BatchPlan:
+def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
+               allow_single_batch: bool = True) -> BatchPlan:
     """The plan of a label-reading policy (:class:`pystratum.policies.MultiLabel`).
 
     ``labels``: a label matrix (see :func:`read_label_matrix`), or with
@@ -195,6 +198,9 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None) -> B
     :func:`label_draws`, assigns with
     :func:`pystratum.policies._multi_label.assign_batches`; ``strict``
     turns a remaining shortfall into ``MultiLabelShortfallError``.
+    ``allow_single_batch=False``: a one-batch plan is refused
+    (:func:`pystratum.engine._single_batch.check_several_label_batches`),
+    before any draw.
     """
     if getattr(stream, "name", None) == "index":
         label_draws(stream, 0, 0, epoch)  # the refusal, before reading the matrix
@@ -204,6 +210,10 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None) -> B
         matrix = labels
     n_rows = matrix.shape[0]
     n_batches = policy.batches_for(n_rows)
+    if not allow_single_batch and n_batches < 2:
+        check_several_label_batches(
+            SimpleNamespace(n_rows=n_rows, labels=names, sizes=matrix.sum(axis=0, dtype=np.int64)),
+            policy, n_batches, allow_single_batch)
     permutation, batch_order = label_draws(stream, n_rows, n_batches, epoch)
     assigned = assign_batches(matrix, permutation, batch_order, policy.min_per_label)
     sizes = assigned.counts.sum(axis=0)

@@ -27,7 +27,7 @@ import numpy as np
 from ..policies import (ClassesPerBatch, FixedSize, MinPerStratum, SingleBatchError,
                         StratumTooSmallWarning)
 
-__all__ = ["check_several_batches", "quiet_if_refused", "indicator_columns",
+__all__ = ["check_several_batches", "check_several_label_batches", "quiet_if_refused", "indicator_columns",
            "single_batch_error", "MULTI_LABEL_FIX"]
 
 # What a multi-label user should do: the one place naming the multi-label
@@ -130,4 +130,40 @@ def single_batch_error(strata, policy) -> SingleBatchError:
         f"stratified batching (and a whole-dataset batch usually exhausts GPU memory). The "
         f"smallest strata{more}: {shown}. Fix: {_policy_fix(policy, n_rows, int(sizes.min()))}; "
         f"{allow}."
+    )
+
+
+def check_several_label_batches(rows, policy, num_batches: int,
+                                allow_single_batch: bool) -> None:
+    """The guard for a label-matrix plan (``MultiLabel``): SingleBatchError for one batch.
+
+    ``rows``: anything with ``n_rows``, ``labels`` (the label names) and
+    ``sizes`` (each label's positive rows), e.g.
+    :class:`pystratum.serving.LabelRows`.
+    """
+    if allow_single_batch or int(num_batches) >= 2:
+        return
+    raise single_label_batch_error(rows, policy)
+
+
+def single_label_batch_error(rows, policy) -> SingleBatchError:
+    """The error for a label-matrix plan of one batch (R's twin: check_several_label_batches)."""
+    sizes = np.asarray(rows.sizes)
+    names = list(rows.labels)
+    n_rows = int(rows.n_rows)
+    rarest = np.argsort(sizes, kind="stable")[:_SHOWN]
+    shown = ", ".join(f"'{names[j]}' in {int(sizes[j])} row{'' if sizes[j] == 1 else 's'}"
+                      for j in rarest)
+    more = "" if len(sizes) <= _SHOWN else f" of {len(sizes)}"
+    if n_rows >= 2:
+        fix = (f"pass batch_size below {n_rows} or num_batches from 2 to {n_rows} (each label's "
+               f"positives are then spread over the batches)")
+    else:
+        fix = "pass a label matrix of 2 rows or more (one row fits one batch only)"
+    return SingleBatchError(
+        f"policy={policy!r} gives a single batch holding all {n_rows} rows of the label matrix "
+        f"({len(sizes)} label{'' if len(sizes) == 1 else 's'}), which is not stratified "
+        f"batching (and a whole-dataset batch usually exhausts GPU memory). The rarest "
+        f"labels{more}: {shown}. Fix: {fix}; or pass allow_single_batch=True if one batch per "
+        f"epoch is really meant."
     )

@@ -24,6 +24,7 @@ A sampler is "check arguments, build a batch source"; the rest is here, once:
   with a TypeError/ValueError naming the key and never reseeding.
 
 Sources: :class:`PlanSource` (materialised plans: numpy, R, torch streams),
+:class:`LabelPlanSource` (label-matrix plans: ``MultiLabel``),
 :class:`LazyPlanSource` (``rng="index"``), the negative pairs
 (``pystratum.negatives``) and the tree (``pystratum.tree._source``).
 """
@@ -35,12 +36,12 @@ from typing import Protocol
 import numpy as np
 
 from ._pass import CHUNK_ROWS, EpochPass
-from ._plans import LazyPlanSource, PlanSource
+from ._plans import LabelPlanSource, LabelRows, LazyPlanSource, PlanSource
 from ._progress import EpochProgress, EpochServed
 from ._state import Resume, check_format, read_resume, read_seed, read_stream
 
 __all__ = ["BatchSource", "CHUNK_ROWS", "EpochPass", "EpochProgress", "EpochServed",
-           "LazyPlanSource", "OpenedEpoch", "PlanSource", "Resume", "check_format",
+           "LabelPlanSource", "LabelRows", "LazyPlanSource", "OpenedEpoch", "PlanSource", "Resume", "check_format",
            "read_resume", "read_seed", "read_stream"]
 
 

@@ -11,10 +11,11 @@ import warnings
 import numpy as np
 
 from ..engine._lazy import LazyPlan
-from ..engine._plan import advance_stream, plan_from_stream
+from ..engine._plan import advance_stream, label_plan, plan_from_stream
 from ..policies import StratumTooSmallWarning
 
-__all__ = ["LazyPlanSource", "PlanSource", "plan_batches", "split_rows"]
+__all__ = ["LabelPlanSource", "LabelRows", "LazyPlanSource", "PlanSource", "plan_batches",
+           "split_rows"]
 
 
 def split_rows(order: np.ndarray, bounds: np.ndarray) -> list:
@@ -88,8 +89,53 @@ class PlanSource:
         return _PlanEpoch(self, epoch, self.stream.state_dict())
 
 
+class LabelRows:
+    """A checked label matrix (N x L bools) and its label names, as a sampler holds it.
+
+    ``sizes`` are the positives of each label (what the messages name),
+    ``n_strata`` the number of labels.
+    """
+
+    def __init__(self, matrix: np.ndarray, names):
+        self.matrix = matrix
+        self.labels = tuple(names)
+        self.n_rows = int(matrix.shape[0])
+        self.n_strata = int(matrix.shape[1])
+        self.sizes = matrix.sum(axis=0, dtype=np.int64)
+
+
+class LabelPlanSource:
+    """The epochs of a label-reading policy's plan (:func:`pystratum.engine._plan.label_plan`,
+    the core's batches for the same seed), as a source.
+
+    Each epoch draws one group ``[(N, N), (B, B)]`` (rows, then batches), so
+    ``open(epoch)`` moves a sequential stream (R, torch) over the skipped
+    epochs' groups; the plan is computed at the first ``batches()`` call.
+    """
+
+    def __init__(self, rows: LabelRows, policy, stream, rng: str, num_batches: int):
+        self.rows = rows
+        self.policy = policy
+        self.stream = stream
+        self.rng = rng
+        self.num_batches = num_batches
+        self.rows_per_batch = max(1, rows.n_rows // max(1, num_batches))
+
+    def plan(self, epoch: int, with_weights: bool = True):
+        """The whole :class:`~pystratum.BatchPlan` of ``epoch`` (label plans carry no weights)."""
+        return label_plan(self.rows.matrix, self.policy, self.stream, epoch=epoch, rng=self.rng,
+                          names=self.rows.labels)
+
+    def open(self, epoch: int) -> "_PlanEpoch":
+        if self.stream is None:
+            return _PlanEpoch(self, epoch, {})
+        group = [(self.rows.n_rows, self.rows.n_rows), (self.num_batches, self.num_batches)]
+        self.stream.advance_to(self.rows.n_rows, epoch, lambda k: group)
+        return _PlanEpoch(self, epoch, self.stream.state_dict())
+
+
 class _PlanEpoch:
-    """One opened epoch of a :class:`PlanSource`: random access to its batches by index."""
+    """One opened epoch of a :class:`PlanSource` (or :class:`LabelPlanSource`): random access to its batches by index."""
 
     def __init__(self, source: PlanSource, epoch: int, stream_state: dict):
         self._source = source

@@ -22,10 +22,11 @@ __all__ = ["check_dataset_length", "check_iterating_caller"]
 
 
 def check_dataset_length(dataset, n_rows: int, where: str = "the dataset",
-                         members: bool = False) -> None:
+                         members: bool = False, label_matrix: bool = False) -> None:
     """ValueError unless ``len(dataset) == n_rows`` (datasets without a length pass).
 
-    ``members``: the strata are member lists (``StratumMembers``), not labels.
+    ``members``: the strata are member lists (``StratumMembers``), not labels;
+    ``label_matrix``: a label matrix (``MultiLabel``), one row per dataset row.
     """
     try:
         n_data = len(dataset)
@@ -36,6 +37,11 @@ def check_dataset_length(dataset, n_rows: int, where: str = "the dataset",
             f"strata (member lists) cover {n_rows} rows but {where} has {n_data} rows: build "
             f"the member lists from the same rows as the dataset, in its order (parquet_strata "
             f"numbers rows in the order of the files listed, else sorted by path)."
+        )
+    if n_data != n_rows and label_matrix:
+        raise ValueError(
+            f"strata (a label matrix) has {n_rows} rows but {where} has {n_data} rows: pass "
+            f"one row of labels per row of the dataset, in the dataset's order."
         )
     if n_data != n_rows:
         raise ValueError(

@@ -20,11 +20,13 @@ from typing import Iterator
 import numpy as np
 from torch.utils.data import Sampler
 
-from ..engine._plan import BatchPlan, check_strata_are_groups, resolve_policy
-from ..engine._single_batch import check_several_batches
+from ..engine._plan import (BatchPlan, check_strata_are_groups, label_draws, read_label_matrix,
+                            resolve_policy)
+from ..engine._single_batch import check_several_batches, check_several_label_batches
 from ..strata._members import StratumMembers, members_digest, members_of_codes, members_of_labels
 from ..serving._sharding import kept_batches, rank_batch_count
-from ..serving import EpochPass, EpochProgress, EpochServed, LazyPlanSource, PlanSource
+from ..serving import (EpochPass, EpochProgress, EpochServed, LabelPlanSource, LabelRows,
+                       LazyPlanSource, PlanSource)
 from ..strata._encode import encode_strata, first_rows_of_codes
 from ..streams._base import RNG_CHOICES, make_stream, stream_for
 from ..base._validation import check_bool, check_choice, check_epoch, check_int, show
@@ -33,7 +35,7 @@ from ..policies import (FixedSize, MinPerStratum, StratumTooSmallWarning, check_
 from ._distributed import resolve_replicas, resolve_seed
 from ._epoch import EpochSetter
 from ._guards import check_dataset_length, check_iterating_caller
-from ._labels import labels_from
+from ._labels import label_input, labels_from
 from ._state import SamplerState, check_resumable, parse_state, same_seed
 
 __all__ = ["StratifiedBatchSampler"]
@@ -79,7 +81,12 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         :func:`pystratum.parquet_strata` or :func:`pystratum.grouped_strata`):
         then no per-row label or code array is ever built, which is what
         lets a rank start on 10^9 rows kept in Parquet. Small-integer label
-        arrays with ``rng="index"`` are grouped chunk by chunk too.
+        arrays with ``rng="index"`` are grouped chunk by chunk too. With
+        :class:`pystratum.policies.MultiLabel` a label matrix instead (rows
+        x labels of 0/1: a 2-D array or tensor, a DataFrame, scipy.sparse,
+        or a dataset whose ``.targets`` is 2-D); its batches are
+        ``plan_batches(labels, policy, seed=, rng=, epoch=k)``'s, served,
+        sharded and resumed as every policy's (``rng="index"`` is refused).
     policy : int or pystratum.policies.Policy
         The composition of every batch. An int ``m`` means
         ``MinPerStratum(m)``: at least ``m`` rows of every stratum per batch,
@@ -145,7 +152,9 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         construction, naming the smallest strata and the fix, unless this is
         True (a whole-dataset batch usually exhausts GPU memory). The count
         is the plan's batches before sharding: 2 batches on 2 ranks (one
-        each) are fine; 1 batch is refused whatever ``num_replicas``.
+        each) are fine; 1 batch is refused whatever ``num_replicas``. For
+        ``MultiLabel`` (batch_size at least the rows, or ``num_batches=1``)
+        the error names the rows and the rarest labels.
 
     Guarantees
     ----------
@@ -194,6 +203,11 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         # labels are grouped chunk by chunk; no per-row code array is kept.
         lazy = self.rng == "index" and self.shuffle
         self._members = None
+        # A label-reading policy (MultiLabel) gets a label matrix and its own source.
+        self._label_rows = None
+        if getattr(self.policy, "reads_label_matrix", False):
+            self._init_label_plan(strata, dataset, lazy)
+            return
         # Errors about the data's length speak of member lists, not labels.
         self._from_members = isinstance(strata, StratumMembers)
         if self._from_members:
@@ -259,6 +273,39 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
                 f"batch_size), fewer replicas, or drop_last=False (ranks then reuse whole "
                 f"batches)."
             )
+        self._digest = None
+        self._progress = EpochProgress(type(self).__name__, self.num_replicas, self.rank)
+
+    def _init_label_plan(self, strata, dataset, lazy) -> None:
+        """``__init__`` for a label-reading policy: the label matrix, its batch count, the
+        single-batch guard and ``drop_last``'s check; served by :class:`LabelPlanSource`."""
+        if lazy:
+            label_draws(self._stream, 0, 0, 0)  # rng="index": the core's refusal
+        if isinstance(strata, StratumMembers):
+            raise TypeError(
+                f"strata is a StratumMembers (member lists), but policy={self.policy!r} reads a "
+                f"label matrix (rows x labels of 0/1); pass the label matrix (a 2-D array or "
+                f"tensor, a DataFrame, or a dataset whose .targets is 2-D).")
+        self._from_members = False
+        labels, known_dataset = labels_from(strata)
+        matrix, names = read_label_matrix(label_input(self.policy, labels))
+        del labels
+        self._strata = self._label_rows = LabelRows(matrix, names)
+        n_rows = self._strata.n_rows
+        for data in (known_dataset, dataset):
+            if data is not None:
+                check_dataset_length(data, n_rows, label_matrix=True)
+        self.num_batches = int(self.policy.batches_for(n_rows))
+        check_several_label_batches(self._strata, self.policy, self.num_batches,
+                                    self.allow_single_batch)
+        self._short_last = False  # batch sizes follow the labels: no remainder batch
+        if self.drop_last and self.num_batches < self.num_replicas:
+            raise ValueError(
+                f"drop_last=True leaves no batch for any rank: the plan has "
+                f"{self.num_batches} batch(es) per epoch ({self.policy!r}, {n_rows} rows) but "
+                f"num_replicas={self.num_replicas}. Use a smaller batch_size (or more "
+                f"num_batches), fewer replicas, or drop_last=False (ranks then reuse whole "
+                f"batches).")
         self._digest = None
         self._progress = EpochProgress(type(self).__name__, self.num_replicas, self.rank)
 
@@ -382,6 +429,9 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
 
     def _source(self):
         """This sampler's epochs as a batch source (built per pass: a resume may swap the stream)."""
+        if self._label_rows is not None:
+            return LabelPlanSource(self._label_rows, self.policy, self._stream, self.rng,
+                                   self.num_batches)
         if self._members is not None:
             return LazyPlanSource(self._members, self.policy, self._stream, self.num_batches)
         return PlanSource(self._strata, self.policy, self._stream, self.rng, self.num_batches)
@@ -392,6 +442,12 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         Saved in the state so that resuming with other data fails loudly
         instead of serving the old epoch's row numbers for new rows.
         """
+        if self._digest is None and self._label_rows is not None:
+            # The label matrix, bit-packed, with its shape: other labels fail to resume.
+            matrix = self._label_rows.matrix
+            self._digest = hashlib.blake2b(
+                np.asarray(matrix.shape, np.int64).tobytes()
+                + np.packbits(matrix, axis=1).tobytes(), digest_size=16).hexdigest()
         if self._digest is None and self._members is not None:
             self._digest = members_digest(self._members)
         if self._digest is None:

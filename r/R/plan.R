@@ -148,7 +148,7 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
   }
   if (inherits(policy, "pystratum_policy_multi_label")) {
     # A label matrix, not strata: policy_multi_label.R.
-    return(multi_label_batches(strata, policy, seed, rng, epoch, shuffle))
+    return(multi_label_batches(strata, policy, seed, rng, epoch, shuffle, allow_single_batch))
   }
   # The scalar arguments first, the O(N) strata last: the order of the Python
   # core's checks, so inputs with several problems fail alike in both languages.

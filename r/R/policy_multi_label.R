@@ -163,9 +163,10 @@ check_label_matrix = function(strata) {
 }
 
 # The batches of one epoch for policy_multi_label() (stratified_batches()
-# dispatches here): the checked label matrix, the epoch's two draws, the
-# assignment, the shortfall error when strict.
-multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle) {
+# dispatches here): the checked label matrix, the single-batch guard, the
+# epoch's two draws, the assignment, the shortfall error when strict.
+multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle,
+  allow_single_batch = FALSE) {
   if (shuffle && rng == "index") {
     abort_value("rng", paste0(
       "rng='index' cannot serve MultiLabel, got rng='index': its batches depend on every ",
@@ -175,6 +176,8 @@ multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle) {
   labels = check_label_matrix(strata)
   n_rows = nrow(labels$matrix)
   n_batches = multi_label_num_batches(policy, n_rows)
+  check_several_label_batches(labels$names, colSums(labels$matrix), n_rows, policy, n_batches,
+    allow_single_batch)
   if (shuffle) {
     group = list(sizes = c(n_rows, n_batches), takes = c(n_rows, n_batches))
     skipped = epoch_skip_groups(epoch, rng, n_rows, function(k) group)

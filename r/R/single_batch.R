@@ -108,3 +108,33 @@ policy_fix = function(policy, n_rows, n_min) {
   paste0("use a policy giving more batches (a smaller batch_size, or ",
     "policy_fixed_size(batch_size))")
 }
+
+# The guard for a label-matrix plan (policy_multi_label(); Python's twin:
+# check_several_label_batches in pystratum/engine/_single_batch.py): a
+# pystratum_single_batch error naming the rows and the rarest labels unless
+# allow_single_batch. `names`: the label names; `sizes`: each label's
+# positive rows.
+check_several_label_batches = function(names, sizes, n_rows, policy, n_batches,
+  allow_single_batch) {
+  if (allow_single_batch || n_batches >= 2L) {
+    return(invisible(NULL))
+  }
+  rarest = order(sizes)[seq_len(min(single_batch_shown, length(sizes)))]
+  shown = paste(vapply(rarest, function(j) sprintf("'%s' in %s row%s", names[[j]],
+    format(sizes[[j]], scientific = FALSE), if (sizes[[j]] == 1) "" else "s"), ""),
+    collapse = ", ")
+  more = if (length(sizes) <= single_batch_shown) "" else sprintf(" of %d", length(sizes))
+  n = format(n_rows, scientific = FALSE)
+  fix = if (n_rows >= 2) {
+    sprintf(paste0("pass batch_size below %s or num_batches from 2 to %s (each label's ",
+      "positives are then spread over the batches)"), n, n)
+  } else {
+    "pass a label matrix of 2 rows or more (one row fits one batch only)"
+  }
+  abort_single_batch("policy", sprintf(paste0(
+    "policy=%s gives a single batch holding all %s rows of the label matrix (%d label%s), ",
+    "which is not stratified batching (and a whole-dataset batch usually exhausts GPU ",
+    "memory). The rarest labels%s: %s. Fix: %s; or pass allow_single_batch = TRUE if one ",
+    "batch per epoch is really meant."), paste0("policy_", policy_call_text(policy)), n,
+    length(sizes), if (length(sizes) == 1L) "" else "s", more, shown, fix))
+}

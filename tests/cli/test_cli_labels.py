@@ -156,3 +156,27 @@ def test_command_line_errors_are_one_line(files):
     done = run("plan", files / "m.csv", "--label", "a", "--label-list", "tags", "--policy",
                "multi_label", "--batch-size", "2", check_code=None)
     assert done.returncode in (2, EXIT_MISSING) and "pystratum: error:" in done.stderr
+
+
+def test_the_summary_of_a_label_plan_speaks_of_labels_and_their_spread(files):
+    from pystratum import plan_batches
+
+    done = run("plan", files / "m.csv", "--label", "a", "--label", "b", "--label", "c",
+               "--policy", "multi_label", "--batch-size", "2", "--seed", "4", check_code=0)
+    plan = plan_batches(EXPECTED, policies.MultiLabel(batch_size=2), seed=4)
+    spread = plan.label_spread()
+    assert "strata" not in done.stdout
+    names = sorted(range(3), key=lambda j: spread[str(j)])
+    shown = ", ".join(f"'{LABELS[j]}' {spread[str(j)][0]}-{spread[str(j)][1]}" for j in names)
+    least = min(lo for lo, _ in spread.values())
+    assert (f"3 batches (numbered from 0) of 2-2 rows; 3 labels; positives of a label in a batch "
+            f"(least-most): {shown}; fewest of any label in a batch: {least}") in done.stdout
+    # One batch holding every row is refused, naming the rows and the labels.
+    done = run("plan", files / "m.csv", "--label", "a", "--label", "b", "--label", "c",
+               "--policy", "multi_label", "--batch-size", "6", "--seed", "4")
+    assert done.returncode != 0
+    assert "single batch holding all 6 rows of the label matrix (3 labels)" in done.stderr
+    done = run("plan", files / "m.csv", "--label", "a", "--label", "b", "--label", "c",
+               "--policy", "multi_label", "--batch-size", "6", "--seed", "4",
+               "--allow-single-batch", check_code=0)
+    assert "1 batches (numbered from 0) of 6-6 rows; 3 labels" in done.stdout

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from _vectors import load_cases, zero_based
 from pystratum import plan_batches, stratified_batches
-from pystratum.policies import (FixedSize, MultiLabel, MultiLabelShortfallError,
+from pystratum.policies import (FixedSize, MultiLabel, MultiLabelShortfallError, SingleBatchError,
                                 policy_from_params)
 from pystratum.policies._multi_label import assign_batches
 
@@ -54,8 +54,9 @@ def test_rows_once_sizes_counts_and_the_guarantee(rows, batches, m, seed, rng):
     labels = np.array(rows, dtype=bool)
     n_rows = labels.shape[0]
     batches = min(batches, n_rows)
+    # batches=1 is a plan too (allowed): one batch holding every row.
     plan = plan_batches(labels, MultiLabel(num_batches=batches, min_per_label=m), seed=seed,
-                        rng=rng)
+                        rng=rng, allow_single_batch=True)
     assert sorted(plan.order.tolist()) == list(range(n_rows))
     sizes = np.diff(plan.bounds)
     assert set(sizes.tolist()) <= {n_rows // batches, -(-n_rows // batches)}
@@ -64,7 +65,7 @@ def test_rows_once_sizes_counts_and_the_guarantee(rows, batches, m, seed, rng):
     assert (plan.counts == recount).all()
     # Rows keep the epoch's order inside a batch: same draws, same batches.
     again = plan_batches(labels, MultiLabel(num_batches=batches, min_per_label=m), seed=seed,
-                         rng=rng)
+                         rng=rng, allow_single_batch=True)
     assert (again.order == plan.order).all()
     # The guarantee of the construction alone (no repair) where the condition holds.
     permutation = np.random.default_rng(seed).permutation(n_rows)
@@ -87,7 +88,8 @@ def test_single_label_rows_meet_the_guarantee_when_capacity_allows(sizes, empty,
     if labels.shape[0] == 0:
         return
     batches = min(batches, labels.shape[0])
-    plan = plan_batches(labels, MultiLabel(num_batches=batches), seed=seed)
+    plan = plan_batches(labels, MultiLabel(num_batches=batches), seed=seed,
+                        allow_single_batch=True)
     for label, holds in condition_holds(labels, batches, 1).items():
         if holds:
             assert plan.counts[:, label].min() >= 1
@@ -228,7 +230,7 @@ def test_edge_shapes_work():
     nothing = np.zeros((5, 2), dtype=bool)  # no row has a label: still every row once
     plan = plan_batches(nothing, MultiLabel(num_batches=2), seed=2)
     assert sorted(plan.order.tolist()) == list(range(5)) and plan.counts.sum() == 0
-    plan = plan_batches(IMPOSSIBLE, MultiLabel(batch_size=100), seed=2)
+    plan = plan_batches(IMPOSSIBLE, MultiLabel(batch_size=100), seed=2, allow_single_batch=True)
     assert plan.num_batches == 1
     assert plan_batches(IMPOSSIBLE, MultiLabel(num_batches=3), shuffle=False).batches[0].tolist() \
         == [0]
@@ -244,11 +246,12 @@ def test_golden_vectors(case):
     params = given["policy"]["params"]
     policy = policy_from_params("multi_label", params)
     call = dict(seed=given["seed"], rng=given["rng"], epoch=given["epoch"],
-                shuffle=given["shuffle"])
+                shuffle=given["shuffle"], allow_single_batch=given["allow_single_batch"])
     if "expected_error" in case:
         expected = case["expected_error"]
         kind = {"value_error": ValueError, "type_error": TypeError,
-                "label_shortfall": MultiLabelShortfallError}[expected["class"]]
+                "label_shortfall": MultiLabelShortfallError,
+                "single_batch": SingleBatchError}[expected["class"]]
         with pytest.raises(kind, match=f"^{expected['argument']}"):
             plan_batches(labels, policy, **call)
         return
@@ -266,3 +269,21 @@ def test_many_labels_pack_into_wider_rows(n_labels):
     assert (plan.counts == recount).all()
     guaranteed = labels.sum(axis=0) >= plan.num_batches
     assert (plan.counts[:, guaranteed] >= 1).all()
+
+
+@pytest.mark.parametrize("policy", [MultiLabel(num_batches=1), MultiLabel(batch_size=3),
+                                    MultiLabel(batch_size=100)])
+def test_a_single_batch_is_refused_naming_rows_labels_and_the_fix(policy):
+    for call in (plan_batches, stratified_batches):
+        with pytest.raises(SingleBatchError) as caught:
+            call(IMPOSSIBLE, policy, seed=2)
+        assert str(caught.value) == (
+            f"policy={policy!r} gives a single batch holding all 3 rows of the label matrix "
+            f"(3 labels), which is not stratified batching (and a whole-dataset batch usually "
+            f"exhausts GPU memory). The rarest labels: '0' in 2 rows, '1' in 2 rows, '2' in 2 "
+            f"rows. Fix: pass batch_size below 3 or num_batches from 2 to 3 (each label's "
+            f"positives are then spread over the batches); or pass allow_single_batch=True if "
+            f"one batch per epoch is really meant.")
+    assert len(stratified_batches(IMPOSSIBLE, policy, seed=2, allow_single_batch=True)) == 1
+    # Two batches are not refused.
+    assert plan_batches(IMPOSSIBLE, MultiLabel(batch_size=2), seed=2).num_batches == 2

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
 from pystratum import plan_batches
-from pystratum.policies import MultiLabel, MultiLabelShortfallError
+from pystratum.policies import MultiLabel, MultiLabelShortfallError, SingleBatchError
 
 R_CALL = """function(values, n_rows, batch_size, num_batches, m, strict, seed, epoch, shuffle) {
   labels = matrix(as.integer(values), nrow = n_rows, byrow = TRUE)
@@ -63,6 +63,10 @@ def test_r_gives_the_core_batches_plus_one(r_session, n_rows, n_labels, data_see
     try:
         plan = plan_batches(labels, policy, seed=seed if shuffle else None, rng="R",
                             epoch=epoch, shuffle=shuffle)
+    except SingleBatchError as error:  # both languages refuse a one-batch plan alike
+        assert expected == {"error": "pystratum_single_batch", "argument": "policy"}
+        assert str(error).startswith("policy=")
+        return
     except MultiLabelShortfallError as error:
         assert expected == {"error": "pystratum_label_shortfall", "argument": "min_per_label"}
         assert str(error).startswith("min_per_label=")
@@ -101,3 +105,31 @@ def test_the_bindings_pass_a_label_matrix_and_the_policy(r_session):
     plan = plan_batches(labels, MultiLabel(batch_size=10), seed=3, rng="R")
     assert [np.asarray(batch).tolist() for batch in served] == \
         [batch.tolist() for batch in plan.batches]
+
+
+@pytest.mark.parametrize("params, r_policy", [
+    ({"num_batches": 1}, "policy_multi_label(batch_size = NULL, num_batches = 1, "
+                         "min_per_label = 1, strict = FALSE)"),
+    ({"batch_size": 40}, "policy_multi_label(batch_size = 40, num_batches = NULL, "
+                         "min_per_label = 1, strict = FALSE)"),
+])
+def test_r_refuses_a_single_batch_with_python_s_message(r_session, params, r_policy):
+    import pandas as pd
+
+    import pystratum.r as pr
+
+    labels = pd.DataFrame(correlated(30, 4, 1).astype(int), columns=["a", "b", "c", "d"])
+    policy = MultiLabel(**params)
+    with pytest.raises(SingleBatchError) as in_python:
+        plan_batches(labels, policy, seed=1, rng="R")
+    with pytest.raises(SingleBatchError) as in_r:
+        pr.stratified_batches(labels, policy, seed=1, rng="R")
+    assert "pystratum_single_batch" in in_r.value.r_classes
+    expected = str(in_python.value).replace(repr(policy), r_policy).replace(
+        "allow_single_batch=True", "allow_single_batch = TRUE")
+    assert str(in_r.value) == expected
+    assert "30 rows of the label matrix (4 labels)" in expected
+    # Allowed, both languages give the same single batch.
+    mine = plan_batches(labels, policy, seed=1, rng="R", allow_single_batch=True).batches
+    theirs = pr.stratified_batches(labels, policy, seed=1, rng="R", allow_single_batch=True)
+    assert [np.asarray(b).tolist() for b in theirs] == [b.tolist() for b in mine]

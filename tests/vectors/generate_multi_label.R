@@ -6,7 +6,7 @@
 #     rewrites tests/vectors/multi_label.json from the cases below.
 #
 # Each case: a 0/1 label matrix (rows as lists), the policy's parameters,
-# seed, epoch, shuffle; expected the batches (1-based row positions) and the
+# seed, epoch, shuffle, allow_single_batch; expected the batches (1-based row positions) and the
 # per-label counts (batches x labels), or the error's class and argument.
 
 if (!requireNamespace("jsonlite", quietly = TRUE)) {
@@ -31,14 +31,16 @@ correlated = function(n, prevalence, seed) {
 }
 
 run_case = function(id, comment, labels, params, seed = NULL, epoch = 0L, shuffle = TRUE,
-  rng = "R") {
+  rng = "R", allow_single_batch = FALSE) {
   policy = do.call(policy_multi_label, params)
   result = tryCatch(stratified_batches(labels, policy, seed = seed, rng = rng, epoch = epoch,
-    shuffle = shuffle), pystratum_error = function(e) e)
+    shuffle = shuffle, allow_single_batch = allow_single_batch),
+    pystratum_error = function(e) e)
   case = list(id = id, comment = comment,
     input = list(labels = lapply(seq_len(nrow(labels)), function(i) I(unname(labels[i, ]))),
       names = I(colnames(labels)), policy = list(name = "multi_label", params = params),
-      seed = seed, rng = rng, epoch = epoch, shuffle = shuffle))
+      seed = seed, rng = rng, epoch = epoch, shuffle = shuffle,
+      allow_single_batch = allow_single_batch))
   if (inherits(result, "pystratum_error")) {
     case$expected_error = list(class = sub("^pystratum_", "", class(result)[[1L]]),
       argument = result$argument)
@@ -77,8 +79,12 @@ cases = list(
     list(batch_size = 32), seed = 2024L),
   run_case("rare_500_many_batches", "500 rows into 125 batches of 4 (repair at work).", rare,
     list(num_batches = 125), seed = 9L),
-  run_case("one_batch", "batch_size larger than N: one batch.", wide[1:20, ],
-    list(batch_size = 64), seed = 1L),
+  run_case("one_batch", "batch_size larger than N: one batch, allowed.", wide[1:20, ],
+    list(batch_size = 64), seed = 1L, allow_single_batch = TRUE),
+  run_case("one_batch_refused", "The same without allow_single_batch: the single_batch error.",
+    wide[1:20, ], list(batch_size = 64), seed = 1L),
+  run_case("num_batches_one_refused", "num_batches = 1: the single_batch error.", impossible,
+    list(num_batches = 1), seed = 1L),
   run_case("batches_over_rows", "num_batches > N: a value error naming num_batches.",
     impossible, list(num_batches = 4), seed = 1L),
   run_case("index_refused", "rng = 'index' is refused for this policy.", impossible,
@@ -88,7 +94,7 @@ cases = list(
 document = list(
   description = paste(
     "Golden vectors of policy_multi_label() / pystratum.policies.MultiLabel: stratified_batches(",
-    "labels, policy, seed, rng, epoch, shuffle) with a 0/1 label matrix; batches 1-based,",
+    "labels, policy, seed, rng, epoch, shuffle, allow_single_batch) with a 0/1 label matrix; batches 1-based,",
     "label_counts batches x labels."),
   generator = "tests/vectors/generate_multi_label.R (the R package + jsonlite)",
   r_version = R.version.string,

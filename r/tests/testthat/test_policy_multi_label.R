@@ -11,7 +11,8 @@ test_that("the golden vectors give the same batches and label counts", {
     colnames(labels) = unlist(given$names)
     policy = pystratum:::policy_from_params("multi_label", given$policy$params)
     run = function() stratified_batches(labels, policy, seed = given$seed, rng = given$rng,
-      epoch = given$epoch, shuffle = given$shuffle)
+      epoch = given$epoch, shuffle = given$shuffle,
+      allow_single_batch = given$allow_single_batch)
     if (!is.null(case$expected_error)) {
       error = tryCatch(run(), pystratum_error = function(e) e)
       expect_s3_class(error, paste0("pystratum_", case$expected_error$class))
@@ -102,4 +103,20 @@ test_that("each epoch is a new shuffle, the same seed the same batches", {
   e1 = stratified_batches(labels, p, seed = 5, epoch = 1)
   expect_false(identical(unclass(e0), unclass(e1)))
   expect_identical(e1, stratified_batches(labels, p, seed = 5, epoch = 1))
+})
+
+test_that("a single batch (num_batches = 1, batch_size >= rows) is refused unless allowed", {
+  for (policy in list(policy_multi_label(num_batches = 1), policy_multi_label(batch_size = 3))) {
+    error = tryCatch(stratified_batches(impossible, policy, seed = 2),
+      pystratum_error = function(e) e)
+    expect_s3_class(error, "pystratum_single_batch")
+    expect_identical(error$argument, "policy")
+    expect_match(conditionMessage(error), paste0("single batch holding all 3 rows of the ",
+      "label matrix (3 labels)"), fixed = TRUE)
+    expect_match(conditionMessage(error), paste0("The rarest labels: 'a' in 2 rows, 'b' in 2 ",
+      "rows, 'c' in 2 rows. Fix: pass batch_size below 3 or num_batches from 2 to 3"),
+      fixed = TRUE)
+    expect_match(conditionMessage(error), "allow_single_batch = TRUE", fixed = TRUE)
+    expect_length(stratified_batches(impossible, policy, seed = 2, allow_single_batch = TRUE), 1L)
+  }
 })
