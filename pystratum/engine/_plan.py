@@ -6,9 +6,10 @@ import warnings
 
 import numpy as np
 
-from ._assemble import (assemble_batches, assemble_by_stratum, assemble_in_place,
+from ._assemble import (BatchOrder, assemble_batches, assemble_by_stratum, assemble_in_place,
                         assemble_slots, block_weights, in_place_kernels, pass_key, slot_draws,
                         slot_epoch_draws, slot_index_draws, stratum_draws)
+from ._batch_order import reorder_split_safe
 from ..strata._encode import EncodedStrata, encode_strata
 from ..strata._members import members_of_codes, row_values
 from ..streams._base import RNG_CHOICES, stream_for
@@ -84,6 +85,7 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
 
         members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
         return LazyPlan(members, policy, stream, epoch).materialise()
+    split_safe = policy.split_safe()
     n = encoded.n_rows
     allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
                                   num_batches=num_batches)
@@ -103,7 +105,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
             draws = stream.epoch_orders(n, sizes, epoch, sources,
                                         draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
         del sources
-        batches = assemble_by_stratum(draws, allocation, planned, encoded.first_rows)
+        batches = assemble_by_stratum(draws, allocation, planned, encoded.first_rows,
+                                      split_safe=split_safe)
         del draws
         by_stratum = True
     else:
@@ -118,11 +121,15 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
             batches = assemble_batches(encoded.codes, draws, allocation.cuts,
                                        sizes=encoded.sizes)
             del draws
+        if split_safe:
+            batches = BatchOrder(reorder_split_safe(batches.order, batches.bounds, encoded.codes,
+                                                    encoded.first_rows), batches.bounds)
         by_stratum = False
     weights = None
     if allocation.row_weights is not None and with_weights:
         if by_stratum:
-            weights = block_weights(allocation.row_weights, allocation.cuts, encoded.first_rows)
+            weights = block_weights(allocation.row_weights, allocation.cuts, encoded.first_rows,
+                                    split_safe=split_safe)
         else:
             weights = np.asarray(allocation.row_weights,
                                  dtype=np.float64)[encoded.codes[batches.order]]
