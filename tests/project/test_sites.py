@@ -117,17 +117,26 @@ def _errors(browser):
     return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
 
 
-def _wait_for(browser, css, text=None):
+def _wait_for(browser, css, text=None, attribute=None):
+    """The first visible element matching ``css`` (and holding ``text``), or its ``attribute``.
+
+    Search boxes re-render their results on every key, so an element found a
+    moment ago may be gone: such a stale element is looked for again, not an
+    error. Ask for ``attribute`` (e.g. a result's href) to read it in the same
+    look-up, before the list can change again.
+    """
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     def found(driver):
         for element in driver.find_elements(By.CSS_SELECTOR, css):
             if element.is_displayed() and (text is None or text in element.text):
-                return element
+                return element if attribute is None else element.get_attribute(attribute)
         return False
 
-    return WebDriverWait(browser, WAIT).until(found, f"no visible {css!r} containing {text!r}")
+    return WebDriverWait(browser, WAIT, ignored_exceptions=(StaleElementReferenceException,)).until(
+        found, f"no visible {css!r} containing {text!r}")
 
 
 def test_python_home_page_renders_the_readme_and_lists_every_vignette(browser, server):
@@ -171,14 +180,12 @@ def test_python_cli_and_policies_pages(browser, server):
 
 
 def test_python_search_finds_a_function(browser, server):
-    from selenium.webdriver.common.by import By
-
     _open(browser, server + "index.html")
     box = _wait_for(browser, "input.md-search__input")  # the header's search box
     box.click()
     box.send_keys("plan_batches")
-    hit = _wait_for(browser, ".md-search-result__item", "plan_batches")
-    assert hit.find_element(By.TAG_NAME, "a").get_attribute("href").startswith(server)
+    target = _wait_for(browser, ".md-search-result__item a", "plan_batches", attribute="href")
+    assert target.startswith(server), target
     assert _errors(browser) == []
 
 
@@ -237,7 +244,9 @@ def test_r_vignette_news_and_search(browser, server):
     assert "pystratum 0.1.0" in _wait_for(browser, "main").text
     box = browser.find_element(By.ID, "search-input")
     box.send_keys("negative_pair")
-    hit = _wait_for(browser, "#search-results a", "negative_pair_batches")
-    hit.click()
+    # The result's link, read as it is found (the list re-renders as keys arrive), then followed.
+    target = _wait_for(browser, "#search-results a", "negative_pair_batches", attribute="href")
+    assert "reference/negative_pair_batches.html" in target, target
+    browser.get(target)
     assert "negative_pair_batches(" in _wait_for(browser, "div:has(> #ref-usage)").text
     assert _errors(browser) == []
