@@ -171,6 +171,11 @@ def read_label_matrix(labels):
     return check_label_matrix(labels, names)
 
 
+def label_draw_group(n_rows: int, n_batches: int) -> list:
+    """The one group of draws a MultiLabel epoch takes: rows, then batches (R: the same)."""
+    return [(n_rows, n_rows), (n_batches, n_batches)]
+
+
 def label_draws(stream, n_rows: int, n_batches: int, epoch: int):
     """An epoch's two draws for MultiLabel: a permutation of the rows, then of the batches.
 
@@ -184,7 +189,7 @@ def label_draws(stream, n_rows: int, n_batches: int, epoch: int):
             "rng='index' cannot serve MultiLabel, got rng='index': its batches depend on every "
             "row's labels at once, so there is no per-batch closed form for a lazy plan. Use "
             "rng='numpy', rng='R' or rng='torch'.")
-    group = [(n_rows, n_rows), (n_batches, n_batches)]
+    group = label_draw_group(n_rows, n_batches)
     rows, batches = stream.epoch_draws(n_rows, group, epoch, draws_of=lambda k: group)
     return np.asarray(rows, dtype=np.int64), np.asarray(batches, dtype=np.int64)
 

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from ..engine._lazy import LazyPlan
-from ..engine._plan import advance_stream, label_plan, plan_from_stream
+from ..engine._plan import advance_stream, label_draw_group, label_plan, plan_from_stream
 from ..policies import StratumTooSmallWarning
 
 __all__ = ["LabelPlanSource", "LabelRows", "LazyPlanSource", "PlanSource", "plan_batches",
@@ -85,8 +85,11 @@ class PlanSource:
         if self.stream is None:
             return _PlanEpoch(self, epoch, {})
         # The stream position before this epoch: a resume costs one permutation, not epoch + 1.
-        advance_stream(self.stream, self.strata, self.policy, epoch)
+        self._advance(epoch)
         return _PlanEpoch(self, epoch, self.stream.state_dict())
+
+    def _advance(self, epoch: int) -> None:
+        advance_stream(self.stream, self.strata, self.policy, epoch)
 
 
 class LabelRows:
@@ -104,34 +107,25 @@ class LabelRows:
         self.sizes = matrix.sum(axis=0, dtype=np.int64)
 
 
-class LabelPlanSource:
+class LabelPlanSource(PlanSource):
     """The epochs of a label-reading policy's plan (:func:`pystratum.engine._plan.label_plan`,
-    the core's batches for the same seed), as a source.
+    the core's batches for the same seed), as a source: a :class:`PlanSource` whose
+    ``strata`` are :class:`LabelRows`.
 
-    Each epoch draws one group ``[(N, N), (B, B)]`` (rows, then batches), so
-    ``open(epoch)`` moves a sequential stream (R, torch) over the skipped
-    epochs' groups; the plan is computed at the first ``batches()`` call.
+    Each epoch draws one group (:func:`~pystratum.engine._plan.label_draw_group`:
+    rows, then batches), so ``open(epoch)`` moves a sequential stream (R, torch)
+    over the skipped epochs' groups; the plan is computed at the first
+    ``batches()`` call.
     """
-
-    def __init__(self, rows: LabelRows, policy, stream, rng: str, num_batches: int):
-        self.rows = rows
-        self.policy = policy
-        self.stream = stream
-        self.rng = rng
-        self.num_batches = num_batches
-        self.rows_per_batch = max(1, rows.n_rows // max(1, num_batches))
 
     def plan(self, epoch: int, with_weights: bool = True):
         """The whole :class:`~pystratum.BatchPlan` of ``epoch`` (label plans carry no weights)."""
-        return label_plan(self.rows.matrix, self.policy, self.stream, epoch=epoch, rng=self.rng,
-                          names=self.rows.labels)
+        return label_plan(self.strata.matrix, self.policy, self.stream, epoch=epoch, rng=self.rng,
+                          names=self.strata.labels)
 
-    def open(self, epoch: int) -> "_PlanEpoch":
-        if self.stream is None:
-            return _PlanEpoch(self, epoch, {})
-        group = [(self.rows.n_rows, self.rows.n_rows), (self.num_batches, self.num_batches)]
-        self.stream.advance_to(self.rows.n_rows, epoch, lambda k: group)
-        return _PlanEpoch(self, epoch, self.stream.state_dict())
+    def _advance(self, epoch: int) -> None:
+        group = label_draw_group(self.strata.n_rows, self.num_batches)
+        self.stream.advance_to(self.strata.n_rows, epoch, lambda k: group)
 
 
 class _PlanEpoch:
