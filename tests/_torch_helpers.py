@@ -310,15 +310,21 @@ def ddp_fixed_size_worker(config):
         dataset = TensorDataset(torch.arange(len(labels)))
         sampler = StratifiedBatchSampler(labels, FixedSize(config["batch_size"]),
                                          seed=config["seed"])
-        loader = DataLoader(dataset, batch_sampler=sampler)
-        epochs = []
-        for epoch in range(config["epochs"]):
-            sampler.set_epoch(epoch)
-            epochs.append([index.tolist() for (index,) in loader])
+        epochs = _epochs_served(sampler, DataLoader(dataset, batch_sampler=sampler),
+                                config["epochs"])
         dist.barrier()
         return {"rank": dist.get_rank(), "epochs": epochs}
     finally:
         dist.destroy_process_group()
+
+
+def _epochs_served(sampler, loader, count):
+    """The row indices ``loader`` yields in epochs ``0 .. count - 1`` (set_epoch before each)."""
+    epochs = []
+    for epoch in range(count):
+        sampler.set_epoch(epoch)
+        epochs.append([index.tolist() for (index,) in loader])
+    return epochs
 
 
 def multi_label_matrix(n_rows: int, n_labels: int, seed: int) -> np.ndarray:
@@ -345,11 +351,8 @@ def ddp_multi_label_worker(config):
         dataset.targets = torch.as_tensor(matrix)
         sampler = StratifiedBatchSampler(dataset, MultiLabel(batch_size=config["batch_size"]),
                                          seed=config["seed"], rng=config["rng"])
-        loader = DataLoader(dataset, batch_sampler=sampler)
-        epochs = []
-        for epoch in range(config["epochs"]):
-            sampler.set_epoch(epoch)
-            epochs.append([index.tolist() for (index,) in loader])
+        epochs = _epochs_served(sampler, DataLoader(dataset, batch_sampler=sampler),
+                                config["epochs"])
         dist.barrier()
         return {"rank": dist.get_rank(), "epochs": epochs, "len": len(sampler)}
     finally:
