@@ -498,7 +498,7 @@ def _check_slots(allocation, strata, policy, where, num_batches) -> Allocation:
         fail("comes with cuts, pool_sizes or row_weights, or is no SlotPlan; a slot "
              "allocation is Allocation(None, slots=SlotPlan(...)) alone")
     n_slots = _check_slot_layout(plan, strata, where)
-    width, per_batch, batches = plan.width, plan.per_batch, plan.num_batches
+    width, batches = plan.width, plan.num_batches
     strata_, sizes_, takes = (np.asarray(a) for a in (plan.refill_strata, plan.refill_sizes,
                                                       plan.refill_takes))
     if not (strata_.shape == sizes_.shape == takes.shape and strata_.ndim == 1):
