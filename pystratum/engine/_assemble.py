@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import kernels as kernel_gate
 from ..strata._encode import smallest_code_dtype
+from ._batch_order import BatchPatterns
 
 __all__ = ["BatchOrder", "assemble_batches", "assemble_in_place", "assemble_by_stratum",
            "block_weights", "in_place_kernels", "stratum_draws"]
@@ -399,7 +400,8 @@ def stratum_draws(allocation, sizes, first_rows) -> list:
     return draws
 
 
-def assemble_by_stratum(stream_draws, allocation, draws, first_rows) -> BatchOrder:
+def assemble_by_stratum(stream_draws, allocation, draws, first_rows,
+                        split_safe: bool = False) -> BatchOrder:
     """Batches of a sampling policy's epoch (pools, recycling), each batch stratum by stratum.
 
     ``draws`` says what each of ``stream_draws`` is (:func:`stratum_draws`):
@@ -415,6 +417,12 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows) -> BatchOrd
     rank past ``cuts[s, b]``), so the cost is linear in the rows served;
     rows outside a pool are never touched. R's ``assemble_epoch()`` builds
     the same order.
+
+    ``split_safe=True``: every row goes straight to its place in the
+    split-safe order instead (:mod:`pystratum.engine._batch_order`; one
+    pattern per distinct count vector of the batches, looked up as rows are
+    placed, so there is no second pass); within a stratum the rows keep the
+    order above.
     """
     cuts = np.asarray(allocation.cuts, dtype=np.int64)
     n_strata, n_batches = cuts.shape[0], cuts.shape[1] - 1
@@ -428,6 +436,7 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows) -> BatchOrd
     offset = np.empty_like(counts)
     offset[turn] = np.cumsum(in_turn, axis=0) - in_turn
     start = bounds[None, :-1] + offset - cuts[:, :-1]
+    remap = _SplitSafeRemap(counts[turn], bounds) if split_safe else None
     orders_of = [[] for _ in range(n_strata)]
     for (s, _, _), drawn in zip(draws, stream_draws):
         orders_of[s].append(drawn)
@@ -443,6 +452,8 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows) -> BatchOrd
         rows, *passes = orders_of[s]
         pool_size = rows.shape[0]
         even = _even_layout(start[s], counts[s])
+        if even is not None and remap is not None:
+            even = remap.even(even, int(offset[s, 0]))
         if even is not None:
             # Each piece of the epoch sequence goes straight to its place.
             _place_run(order, even, 0, rows)
@@ -459,19 +470,44 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows) -> BatchOrd
         if small:
             scattered.append((s, sequence))
         else:
-            _scatter_blocks(order, sequence, start[s], cuts[s])
+            _scatter_blocks(order, sequence, start[s], cuts[s], remap)
     if scattered:
         strata = [s for s, _ in scattered]
         blocks = counts[strata].ravel()  # stratum by stratum, batches in order: ranks 0, 1, ...
         ranks = np.arange(blocks.sum(), dtype=np.int64)
         ranks -= np.repeat(np.cumsum(used[strata]) - used[strata], used[strata])
-        order[np.repeat(start[strata].ravel(), blocks) + ranks] = np.concatenate(
-            [sequence for _, sequence in scattered])
+        destination = np.repeat(start[strata].ravel(), blocks) + ranks
+        if remap is not None:
+            batch = np.tile(np.arange(n_batches, dtype=np.int64), len(strata))
+            destination = remap.places(destination, np.repeat(batch, blocks))
+        order[destination] = np.concatenate([sequence for _, sequence in scattered])
     return BatchOrder(order=order, bounds=bounds)
 
 
 # Epochs up to this many rows served are placed by one scatter (assemble_by_stratum).
 _SMALL_EPOCH_ROWS = 1 << 15
+
+
+class _SplitSafeRemap:
+    """By-stratum output positions -> split-safe ones (:class:`BatchPatterns` of the batches)."""
+
+    def __init__(self, counts_in_turn, bounds):
+        self.patterns = BatchPatterns(counts_in_turn)
+        self.bounds = bounds
+        # Position d of batch b in by-stratum order is entry d + shift[b] of the patterns.
+        self.shift = self.patterns.start - bounds[:-1]
+
+    def places(self, destination, batch):
+        """Split-safe positions of by-stratum positions ``destination`` in batches ``batch``."""
+        return self.bounds[batch] + self.patterns.flat[destination + self.shift[batch]]
+
+    def even(self, even, offset):
+        """An evenly spaced stratum's layout as columns of its places (one shared pattern)."""
+        if self.patterns.unique.shape[0] != 1:
+            return None
+        first, stride, width = even
+        columns = self.patterns.flat[offset:offset + width]
+        return first - offset, stride, width, columns
 
 
 def _even_layout(start, counts):
@@ -495,6 +531,9 @@ def _even_layout(start, counts):
 
 def _place_run(order, even, rank, values):
     """Ranks ``rank .. rank + len(values) - 1`` of an evenly spaced stratum into ``order``."""
+    if len(even) == 4:
+        _place_run_columns(order, even, rank, values)
+        return
     first, stride, width = even
     count = values.shape[0]
     batch, column = divmod(rank, width)
@@ -524,7 +563,34 @@ def _place_run(order, even, rank, values):
         order[at:at + count - done] = values[done:]
 
 
-def _scatter_blocks(order, sequence, start, cuts):
+def _place_run_columns(order, even, rank, values):
+    """:func:`_place_run` where the stratum's places in a batch are ``columns`` (split-safe)."""
+    first, stride, width, columns = even
+    count = values.shape[0]
+    batch, column = divmod(rank, width)
+    done = 0
+    if column:
+        done = min(width - column, count)
+        order[first + batch * stride + columns[column:column + done]] = values[:done]
+        batch += 1
+    whole = (count - done) // width
+    if whole:
+        at = first + batch * stride
+        # Whole batches: a (whole, stride) view, except the last (its stride may run past the end).
+        body = whole - 1
+        if body:
+            view = order[at:at + body * stride].reshape(body, stride)
+            view[:, columns] = values[done:done + body * width].reshape(body, width)
+        at += body * stride
+        done += body * width
+        order[at + columns] = values[done:done + width]
+        done += width
+        batch += whole
+    if done < count:
+        order[first + batch * stride + columns[:count - done]] = values[done:]
+
+
+def _scatter_blocks(order, sequence, start, cuts, remap=None):
     """``order[start[b] + r] = sequence[r]`` for the ranks ``r`` of every batch ``b``.
 
     A group of batches at a time, about ``_CHUNK_ROWS`` ranks each, so the
@@ -543,14 +609,23 @@ def _scatter_blocks(order, sequence, start, cuts):
             continue
         destination = np.repeat(start[first:stop], counts[first:stop])
         destination += np.arange(low, high, dtype=np.int64)
+        if remap is not None:
+            batch = np.repeat(np.arange(first, stop, dtype=np.int64), counts[first:stop])
+            destination = remap.places(destination, batch)
         order[destination] = sequence[low:high]
 
 
-def block_weights(row_weights, cuts, first_rows) -> np.ndarray:
+def block_weights(row_weights, cuts, first_rows, split_safe: bool = False) -> np.ndarray:
     """Weights aligned with :func:`assemble_by_stratum`'s order (a stratum's rows share one)."""
     turn = np.argsort(first_rows, kind="stable")
     counts = np.diff(np.asarray(cuts, dtype=np.int64), axis=1)[turn]
     weights = np.asarray(row_weights, dtype=np.float64)[turn]
+    if split_safe:
+        patterns = BatchPatterns(counts)
+        sizes = counts.sum(axis=0)
+        within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes,
+                                                                          sizes)
+        return weights[patterns.labels[np.repeat(patterns.start, sizes) + within]]
     return np.repeat(np.tile(weights, counts.shape[1]), counts.T.ravel())
 
 

@@ -9,11 +9,12 @@ stratum's turn) to a member number, and looks the row up in the member
 lists (``pystratum.strata._members``). So batch ``b`` costs O(|batch| + S) time
 and the plan O(S) memory beyond the member lists.
 
-Within a batch the rows come stratum by stratum, strata in order of first
-appearance in the data, each stratum's rows in rank order (a pseudo-random
-sample of that stratum). The materialised plans keep the epoch
-permutation's order inside a batch instead; no single permutation exists
-here. Models that care about order inside a batch can shuffle it.
+Within a batch the rows come in the split-safe order
+(:mod:`pystratum.engine._batch_order`, every policy's default here; a
+policy's ``batch_order="assembled"`` keeps stratum by stratum, strata in
+order of first appearance in the data), each stratum's rows in rank order
+(a pseudo-random sample of that stratum). No single permutation exists
+here, so there is no permutation order to keep.
 
 Policies that pool or recycle strata (``Targets``, ``Downsample``) work
 too: rank ``r`` of a stratum with pool ``P`` is its pool member ``r % P`` of
@@ -47,6 +48,7 @@ from ..policies import Policy, check_allocation
 from ..strata._encode import encode_strata
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_plan import BatchPlan
+from ._batch_order import BatchPatterns, place_split_safe
 from ._lazy_slots import LazySlots
 from ._single_batch import check_several_batches, quiet_if_refused
 
@@ -72,8 +74,9 @@ class LazyPlan:
     the same as the policy's materialised plan (every row in exactly one
     batch unless the policy leaves it out; per-batch counts equal the
     policy's cuts), the same batches for the same (members, policy, seed,
-    epoch) in Python and R; rows inside a batch come stratum by stratum (see
-    the module docstring).
+    epoch) in Python and R; rows inside a batch come in the split-safe order
+    unless the policy says ``batch_order="assembled"`` (stratum by stratum;
+    see the module docstring).
     """
 
     def __init__(self, members: StratumMembers, policy, seed, epoch: int,
@@ -119,6 +122,7 @@ class LazyPlan:
             if allocation.pool_sizes is not None or (self._table[:, -1] > pools).any():
                 self._pools = pools
         self._small = _small_domain_table(members.sizes, self.keys)
+        self.split_safe = policy.split_safe(index=True)
 
     @property
     def seed(self) -> int:
@@ -177,6 +181,14 @@ class LazyPlan:
 
     def _batches_of_cuts(self, lo, hi):
         """:meth:`batches_of` for the batches whose rank ranges are ``lo, hi`` (rows x S)."""
+        order, bounds = self._by_stratum(lo, hi)
+        if self.split_safe:
+            counts = (hi - lo)[:, self.turn_order].T
+            order = place_split_safe(order, bounds, counts)
+        return order, bounds
+
+    def _by_stratum(self, lo, hi):
+        """The batches stratum by stratum, strata in turn order: ``(order, bounds)``."""
         n_batches = lo.shape[0]
         lo = lo[:, self.turn_order]
         counts = hi[:, self.turn_order] - lo
@@ -259,7 +271,16 @@ class LazyPlan:
         counts = (hi - lo)[0, self.turn_order]
         if self.row_weights is None:
             return np.ones(int(counts.sum()), dtype=np.float64)
-        return np.repeat(self.row_weights[self.turn_order], counts)
+        return self._weights_of(counts[None, :])
+
+    def _weights_of(self, counts):
+        """Row weights of batches with ``counts`` (batches x S, turn order), in output order."""
+        in_turn = self.row_weights[self.turn_order]
+        if self.split_safe:
+            bounds = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+            np.cumsum(counts.sum(axis=1), out=bounds[1:])
+            return in_turn[BatchPatterns(counts.T).stratum_at(bounds)]
+        return np.repeat(np.tile(in_turn, counts.shape[0]), counts.ravel())
 
     def _rows_of_stratum(self, stratum: int, ranks):
         if self._pools is not None:
@@ -322,8 +343,7 @@ class LazyPlan:
         order, bounds = self._batches_of_cuts(lo, hi)
         weights = None
         if self.row_weights is not None:
-            per_segment = np.tile(self.row_weights[self.turn_order], self.num_batches)
-            weights = np.repeat(per_segment, (hi - lo)[:, self.turn_order].ravel())
+            weights = self._weights_of((hi - lo)[:, self.turn_order])
         cuts = np.concatenate([lo, hi[-1:]]).T  # (S, B + 1): its differences are hi - lo
         return BatchPlan(order=order, bounds=bounds, strata=self.members.labels,
                          cuts=cuts, seed=self.seed, rng="index", epoch=self.epoch,

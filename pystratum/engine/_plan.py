@@ -7,9 +7,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ._assemble import (assemble_batches, assemble_by_stratum, assemble_in_place,
+from ._assemble import (BatchOrder, assemble_batches, assemble_by_stratum, assemble_in_place,
                         assemble_slots, block_weights, in_place_kernels, pass_key, slot_draws,
                         slot_epoch_draws, slot_index_draws, stratum_draws)
+from ._batch_order import reorder_split_safe
 from ..strata._label_matrix import LabelMatrix, label_matrix
 from ..strata._encode import EncodedStrata, encode_strata
 from ..strata._members import members_of_codes, row_values
@@ -95,6 +96,7 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
         lazy = LazyPlan(members, policy, stream, epoch)
         check_several_batches(encoded, policy, lazy.num_batches, allow_single_batch)
         return lazy.materialise()
+    split_safe = policy.split_safe()
     allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch,
                                   num_batches=num_batches)
     check_several_batches(encoded, policy, allocation.num_batches, allow_single_batch)
@@ -117,7 +119,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
             draws = stream.epoch_orders(n, sizes, epoch, sources,
                                         draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
         del sources
-        batches = assemble_by_stratum(draws, allocation, planned, encoded.first_rows)
+        batches = assemble_by_stratum(draws, allocation, planned, encoded.first_rows,
+                                      split_safe=split_safe)
         del draws
         by_stratum = True
     else:
@@ -132,11 +135,15 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
             batches = assemble_batches(encoded.codes, draws, allocation.cuts,
                                        sizes=encoded.sizes)
             del draws
+        if split_safe:
+            batches = BatchOrder(reorder_split_safe(batches.order, batches.bounds, encoded.codes,
+                                                    encoded.first_rows), batches.bounds)
         by_stratum = False
     weights = None
     if allocation.row_weights is not None and with_weights:
         if by_stratum:
-            weights = block_weights(allocation.row_weights, allocation.cuts, encoded.first_rows)
+            weights = block_weights(allocation.row_weights, allocation.cuts, encoded.first_rows,
+                                    split_safe=split_safe)
         else:
             weights = np.asarray(allocation.row_weights,
                                  dtype=np.float64)[encoded.codes[batches.order]]

@@ -182,6 +182,32 @@ class Policy(abc.ABC):
     # the CLI's --label), never the class, so a 2-D input stays stratum
     # columns for every other policy.
     reads_label_matrix: ClassVar[bool] = False
+    # Whether batch_order=None means "split_safe" for every rng: the policies
+    # whose assembly lists a batch stratum by stratum (docs/BATCH_ORDER.md).
+    split_safe_by_default: ClassVar[bool] = False
+    #: ``"split_safe"``, ``"assembled"`` or None (the policy's default; see
+    #: :meth:`split_safe`). Set by the constructors' ``batch_order`` argument.
+    batch_order = None
+
+    def split_safe(self, index: bool = False) -> bool:
+        """Whether this policy's batches come in the split-safe order.
+
+        ``batch_order="split_safe"``/``"assembled"`` decide; None (the
+        default) means split-safe where the assembly would list a batch
+        stratum by stratum: ``Targets``, ``Downsample``, ``ClassesPerBatch``
+        and every ``rng="index"`` plan (``index=True``); ``MinPerStratum``
+        and ``FixedSize`` otherwise keep the epoch permutation's order (the
+        R mlr3torch workflows' batches).
+        """
+        if self.batch_order is None:
+            return self.split_safe_by_default or index
+        return self.batch_order == "split_safe"
+
+    def _with_batch_order(self, params: dict) -> dict:
+        """``params`` plus ``batch_order`` when it was given (None is not recorded)."""
+        if self.batch_order is not None:
+            params["batch_order"] = self.batch_order
+        return params
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -554,6 +580,20 @@ def _is_abstract(cls) -> bool:
 def registered_policies() -> dict:
     """``{name: class}`` of every policy defined so far."""
     return dict(_REGISTRY)
+
+
+#: The values of every policy's ``batch_order`` argument (None: the policy's default).
+BATCH_ORDERS = ("split_safe", "assembled")
+
+
+def check_batch_order(value):
+    """``batch_order`` checked: None, ``"split_safe"`` or ``"assembled"``; the error names it."""
+    if value is not None and (not isinstance(value, str) or value not in BATCH_ORDERS):
+        raise ValueError(f"batch_order must be 'split_safe', 'assembled' or None, got "
+                         f"batch_order={_show(value)}. Pass 'split_safe' (chunks of a split batch "
+                         f"keep every stratum's share), 'assembled' (the assembly's order) or "
+                         f"None (the policy's default).")
+    return value
 
 
 def policy_from_params(name, params) -> Policy:

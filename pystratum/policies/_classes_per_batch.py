@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..base._validation import SIZE_MAX, check_choice, check_int, check_served_size
-from ._base import Allocation, Policy, SlotPlan, slot_step
+from ._base import Allocation, Policy, SlotPlan, check_batch_order, slot_step
 
 __all__ = ["ClassesPerBatch", "SlotRefills", "SmallStrataWarning"]
 
@@ -161,8 +161,12 @@ class ClassesPerBatch(Policy):
     name = "classes_per_batch"
     allocates_slots = True
 
+    split_safe_by_default = True
+
     def __init__(self, classes_per_batch, per_class, *, classes="proportional", small="error",
-                 num_batches=None):
+                 num_batches=None, batch_order=None):
+        # Slots of K rows already give whole classes to every chunk (see the docstring).
+        self.batch_order = check_batch_order(batch_order)
         fix = "It is a whole number of strata (classes) per batch."
         self.classes_per_batch = check_int(classes_per_batch, "classes_per_batch", minimum=1,
                                            maximum=SIZE_MAX, fix=fix)
@@ -186,7 +190,7 @@ class ClassesPerBatch(Policy):
                   "classes": self.classes, "small": self.small}
         if self.epoch_batches is not None:
             params["num_batches"] = self.epoch_batches
-        return params
+        return self._with_batch_order(params)
 
     def may_recycle(self) -> bool:
         return True

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..base._validation import _show
-from ._base import Allocation, Policy, policy_from_params
+from ._base import Allocation, Policy, check_batch_order, policy_from_params
 from ._min_per_stratum import as_policy
 from ._shares import StrataCache, labelled_numbers, match_keys
 
@@ -59,7 +59,10 @@ class Downsample(Policy):
 
     name = "downsample"
 
-    def __init__(self, keep, base):
+    split_safe_by_default = True
+
+    def __init__(self, keep, base, *, batch_order=None):
+        self.batch_order = check_batch_order(batch_order)
         self.keep = _check_keep(keep)
         if isinstance(base, Mapping):
             if set(base) != {"name", "params"}:
@@ -77,7 +80,7 @@ class Downsample(Policy):
         self._cached_kept = StrataCache()
 
     def params(self) -> dict:
-        return {"keep": dict(self.keep), "base": self.base.to_dict()}
+        return self._with_batch_order({"keep": dict(self.keep), "base": self.base.to_dict()})
 
     def may_recycle(self) -> bool:
         return self.base.may_recycle()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base._validation import check_choice, check_int
-from ._base import Allocation, Policy, small_cuts
+from ._base import Allocation, Policy, check_batch_order, small_cuts
 
 __all__ = ["FixedSize", "fixed_size_num_batches", "fixed_size_smallest_batch_size"]
 
@@ -187,7 +187,8 @@ class FixedSize(Policy):
 
     name = "fixed_size"
 
-    def __init__(self, batch_size, min_per_stratum=1, sizes="exact"):
+    def __init__(self, batch_size, min_per_stratum=1, sizes="exact", *, batch_order=None):
+        self.batch_order = check_batch_order(batch_order)
         self._batch_size = check_int(batch_size, "batch_size", minimum=1)
         self._min_per_stratum = check_int(min_per_stratum, "min_per_stratum", minimum=1)
         self._sizes = check_choice(sizes, "sizes", SIZES)
@@ -208,8 +209,9 @@ class FixedSize(Policy):
         return self._sizes
 
     def params(self) -> dict:
-        return {"batch_size": self.batch_size, "min_per_stratum": self.min_per_stratum,
-                "sizes": self.sizes}
+        return self._with_batch_order({"batch_size": self.batch_size,
+                                       "min_per_stratum": self.min_per_stratum,
+                                       "sizes": self.sizes})
 
     def num_batches(self, strata) -> int:
         sizes = strata.sizes

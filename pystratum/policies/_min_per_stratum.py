@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from ..base._validation import check_int
-from ._base import Allocation, Policy, small_cuts
+from ._base import Allocation, Policy, check_batch_order, small_cuts
 
 __all__ = ["MinPerStratum", "SingleBatchError", "StratumTooSmallWarning", "as_policy"]
 
@@ -44,7 +44,8 @@ class MinPerStratum(Policy):
 
     name = "min_per_stratum"
 
-    def __init__(self, m):
+    def __init__(self, m, *, batch_order=None):
+        self.batch_order = check_batch_order(batch_order)
         self._m = check_int(m, "min_samples_per_stratum", minimum=1)
 
     @property
@@ -53,7 +54,7 @@ class MinPerStratum(Policy):
         return self._m
 
     def params(self) -> dict:
-        return {"m": self.m}
+        return self._with_batch_order({"m": self.m})
 
     def num_batches(self, strata) -> int:
         return self._num_batches(strata, stacklevel=5)

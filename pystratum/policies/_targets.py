@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..base._validation import SIZE_MAX, check_int, check_served_size
-from ._base import Allocation, Policy, small_cuts
+from ._base import Allocation, Policy, check_batch_order, small_cuts
 from ._shares import (SHARE_SCALE, SHARE_TOLERANCE, extras_of_batches, labelled_numbers,
                       StrataCache, match_keys, share_weights, weyl_step, window_hits)
 
@@ -88,7 +88,10 @@ class Targets(Policy):
 
     name = "targets"
 
-    def __init__(self, shares, batch_size, epoch="largest"):
+    split_safe_by_default = True
+
+    def __init__(self, shares, batch_size, epoch="largest", *, batch_order=None):
+        self.batch_order = check_batch_order(batch_order)
         self.batch_size = check_int(batch_size, "batch_size", minimum=1, maximum=SIZE_MAX,
                                     fix="Sizes are whole numbers R holds exactly (up to 2**53); "
                                         "an epoch may serve at most max(16 N, 2**24) rows.")
@@ -108,7 +111,8 @@ class Targets(Policy):
 
     def params(self) -> dict:
         shares = self.shares if self.shares == "balanced" else dict(self.shares)
-        return {"shares": shares, "batch_size": self.batch_size, "epoch": self.epoch}
+        return self._with_batch_order({"shares": shares, "batch_size": self.batch_size,
+                                       "epoch": self.epoch})
 
     def may_recycle(self) -> bool:
         return True

@@ -87,7 +87,7 @@ stratum_draws = function(allocation, encoded) {
 # stratum s giving ranks cuts[s, b] + 1 .. cuts[s, b + 1] of its sequence.
 # Mirrors pystratum.engine._assemble.assemble_by_stratum.
 # With row_weights, the result carries attr(, "weights") (with_row_weights()).
-assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE) {
+assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE, split_safe = FALSE) {
   codes = encoded$codes
   batches = if (by_stratum) {
     assemble_by_stratum(encoded, allocation, draws)
@@ -100,6 +100,8 @@ assemble_epoch = function(encoded, allocation, draws, by_stratum = FALSE) {
       all_batches[-length(all_batches)]
     }
   }
+  # batch_order = "split_safe" (split_safe_batches()); weights follow the rows.
+  if (split_safe) batches = split_safe_batches(batches, encoded)
   with_row_weights(batches, allocation, codes)
 }
 

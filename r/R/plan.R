@@ -249,7 +249,8 @@ plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_see
     return(batches)
   }
   if (!is.null(index_seed)) {
-    return(index_batches(encoded, allocation, index_seed, epoch))
+    return(index_batches(encoded, allocation, index_seed, epoch,
+      split_safe = policy_split_safe(policy, index = TRUE)))
   }
   by_stratum = assembles_by_stratum(policy, allocation)
   group = epoch_draw_group(allocation, encoded, by_stratum)
@@ -260,7 +261,7 @@ plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_see
   } else {
     list(NULL)
   }
-  assemble_epoch(encoded, allocation, draws, by_stratum)
+  assemble_epoch(encoded, allocation, draws, by_stratum, split_safe = policy_split_safe(policy))
 }
 
 # A fresh stream standing at epoch `epoch` of `policy`: the groups of draws of

@@ -50,7 +50,7 @@
 #' @return A policy object for [stratified_batches()].
 #' @export
 policy_classes_per_batch = function(classes_per_batch, per_class, classes = "proportional",
-  small = "error", num_batches = NULL) {
+  small = "error", num_batches = NULL, batch_order = NULL) {
   classes_per_batch = assert_whole_number(classes_per_batch, "classes_per_batch", minimum = 1,
     fix = "It is a whole number of strata (classes) per batch.")
   per_class = assert_whole_number(per_class, "per_class", minimum = 1,
@@ -71,7 +71,7 @@ policy_classes_per_batch = function(classes_per_batch, per_class, classes = "pro
     }
     params$num_batches = num_batches
   }
-  new_policy("classes_per_batch", params)
+  new_policy("classes_per_batch", with_batch_order(params, batch_order))
 }
 
 # A slot allocation, list(slots = ), as Python's Allocation(None, slots = ).

@@ -5,7 +5,7 @@
 
 #' @rdname sampling_policies
 #' @export
-policy_downsample = function(keep, base) {
+policy_downsample = function(keep, base, batch_order = NULL) {
   keep = check_keep(keep)
   if (is.list(base) && !inherits(base, "pystratum_policy") &&
     setequal(names(base), c("name", "params"))) {
@@ -21,7 +21,8 @@ policy_downsample = function(keep, base) {
       show_value(base), type_name(base), conditionMessage(e)))
   })
   # Recorded as a plain list(name, params), as the golden vectors and Python store it.
-  new_policy("downsample", list(keep = keep, base = list(name = base$name, params = base$params)))
+  new_policy("downsample", with_batch_order(list(keep = keep, base = list(name = base$name,
+    params = base$params)), batch_order))
 }
 
 check_keep = function(keep) {

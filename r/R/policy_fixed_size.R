@@ -5,12 +5,13 @@
 
 #' @rdname policies
 #' @export
-policy_fixed_size = function(batch_size, min_per_stratum = 1, sizes = "exact") {
+policy_fixed_size = function(batch_size, min_per_stratum = 1, sizes = "exact",
+  batch_order = NULL) {
   batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1)
   min_per_stratum = assert_whole_number(min_per_stratum, "min_per_stratum", minimum = 1)
   sizes = assert_choice(sizes, "sizes", c("exact", "balanced"))
-  new_policy("fixed_size", list(batch_size = as.double(batch_size),
-    min_per_stratum = as.double(min_per_stratum), sizes = sizes))
+  new_policy("fixed_size", with_batch_order(list(batch_size = as.double(batch_size),
+    min_per_stratum = as.double(min_per_stratum), sizes = sizes), batch_order))
 }
 
 #' @export

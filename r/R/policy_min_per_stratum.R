@@ -14,7 +14,7 @@
 
 #' @rdname policies
 #' @export
-policy_min_per_stratum = function(m) {
+policy_min_per_stratum = function(m, batch_order = NULL) {
   fix = if (is.function(m)) {
     "That is a function: call it, e.g. policy_fixed_size(batch_size = 64)."
   } else {
@@ -23,7 +23,7 @@ policy_min_per_stratum = function(m) {
   }
   m = assert_whole_number(m, "min_samples_per_stratum", minimum = 1, fix = fix)
   # Parameters are stored as doubles: 5L and 5 give identical() policies.
-  new_policy("min_per_stratum", list(m = as.double(m)))
+  new_policy("min_per_stratum", with_batch_order(list(m = as.double(m)), batch_order))
 }
 
 #' @export

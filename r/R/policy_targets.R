@@ -92,7 +92,7 @@ NULL
 
 #' @rdname sampling_policies
 #' @export
-policy_targets = function(shares, batch_size, epoch = "largest") {
+policy_targets = function(shares, batch_size, epoch = "largest", batch_order = NULL) {
   batch_size = assert_whole_number(batch_size, "batch_size", minimum = 1, maximum = SIZE_MAX,
     fix = paste0("Sizes are whole numbers doubles hold exactly (up to 2^53); an epoch may ",
       "serve at most max(16 N, 2**24) rows."))
@@ -109,7 +109,8 @@ policy_targets = function(shares, batch_size, epoch = "largest") {
   if (!identical(shares, "balanced")) {
     check_targets_batch_size(batch_size, sum(unlist(shares) > 0))
   }
-  new_policy("targets", list(shares = shares, batch_size = batch_size, epoch = epoch))
+  new_policy("targets", with_batch_order(list(shares = shares, batch_size = batch_size,
+    epoch = epoch), batch_order))
 }
 
 check_shares = function(shares) {

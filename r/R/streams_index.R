@@ -109,7 +109,7 @@ assert_index_seed = function(seed) {
 # strata (Targets, Downsample): rank r is pool rank r %% pool of pass
 # r %/% pool, pass p >= 1 a further bijection of the pool (stream turn + S p).
 # Row weights as assemble_epoch() attaches them.
-index_batches = function(encoded, allocation, seed, epoch) {
+index_batches = function(encoded, allocation, seed, epoch, split_safe = TRUE) {
   cuts = allocation$cuts
   sizes = as.double(encoded$sizes)
   n_strata = length(sizes)
@@ -136,5 +136,6 @@ index_batches = function(encoded, allocation, seed, epoch) {
       if (hi > lo) rows_of(s, seq(lo, hi - 1)) else integer(0)
     }), use.names = FALSE)
   })
+  if (split_safe) batches = split_safe_batches(batches, encoded)
   with_row_weights(batches, allocation, encoded$codes)
 }

@@ -33,6 +33,7 @@ import pystratum.kernels._assemble as kernels
 from pystratum.strata._encode import encode_strata
 from pystratum.policies import Downsample, FixedSize, Targets
 
+from _split_safe import reference_reorder
 from _r_helpers import r_session  # noqa: F401 (fixture)
 
 # ---------------------------------------------------------------------------
@@ -152,11 +153,12 @@ def _draw_plan(encoded, allocation):
     return out
 
 
-def _reference_batches(encoded, allocation, draws):
+def _reference_batches(encoded, allocation, draws, split_safe=True):
     """Batches from one epoch's draws (``draws[i]`` for ``_draw_plan(...)[i]``): each
     stratum's sequence is its pool (its rows, increasing, picked by its first draw), then
     the pool reordered by each further draw, cut at its last rank; batch b lists the strata
-    in order of first appearance, ranks cuts[s, b]..cuts[s, b + 1] - 1 of each."""
+    in order of first appearance, ranks cuts[s, b]..cuts[s, b + 1] - 1 of each; then (the
+    default batch_order of these policies) the split-safe order of tests/_split_safe.py."""
     cuts = np.asarray(allocation.cuts, dtype=np.int64)
     sequences = {}
     for (s, _, _), drawn in zip(_draw_plan(encoded, allocation), draws):
@@ -172,6 +174,10 @@ def _reference_batches(encoded, allocation, draws):
         batches.append(np.concatenate(
             [flat[s][cuts[s, b]:cuts[s, b + 1]] for s in turn if s in flat] or
             [np.empty(0, np.int64)]).astype(np.int64))
+    if split_safe:
+        turn_of_code = np.empty(len(turn), dtype=np.int64)
+        turn_of_code[turn] = np.arange(len(turn))
+        batches = [reference_reorder(b, encoded.codes, turn_of_code) for b in batches]
     return batches
 
 

@@ -1,0 +1,162 @@
+"""The split-safe order inside a batch (``batch_order="split_safe"``).
+
+A batch's rows are interleaved by stratum so that cutting it into ``g``
+equal contiguous chunks (``nn.DataParallel``, accelerate's
+``split_batches=True``, micro-batches, gradient accumulation) gives every
+chunk ``floor`` or ``ceil`` of ``c_s / g`` rows of each stratum ``s`` (``c_s``:
+its rows in the batch).
+
+Construction, for a batch of ``n`` rows: the *chain* is ``n``'s prime
+factors, the 2s first, then the others in increasing order
+(``n = 24``: 2, 2, 2, 3). The batch is cut into ``p1`` parts of equal size,
+each stratum giving ``c_s // p1`` rows to every part; the remainders
+(``c_s mod p1`` rows per stratum) are laid out one after the other, strata in
+batch order, and remainder unit ``u`` goes to part ``u mod p1`` (no stratum
+gives a part two of them, every part gets the same number). Each part is
+cut the same way by ``p2``, and so on. Inside a leaf the strata come in
+batch order. Guarantee: every ``g`` in ``p1, p1 p2, p1 p2 p3, ..., n`` (for
+``n = 24``: 2, 4, 8, 24) gives every chunk ``floor``/``ceil`` of ``c_s / g``
+rows of every stratum (floor of floor and ceil of ceil of nested divisions
+are the floor and ceil of the product). Other divisors of ``n`` (``n = 24,
+g = 3``) get this construction as a best effort, without a guarantee:
+"every prefix balanced" orders are not enough either (counts (4, 3, 3),
+``n = 10``, ``g = 5`` has no such order from prefixes alone).
+
+The order depends only on the batch's counts (strata in batch order), not
+on the rows: a stratum's ``k``-th row in the assembled order takes the
+stratum's ``k``-th place, so within a stratum rows keep the (random, from the
+seed) order the assembly gives them and no random number is drawn. R's
+``split_safe_places()`` (``r/R/batch_order.R``) computes the same places.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["place_split_safe", "reorder_split_safe", "split_chain", "split_safe_labels",
+           "split_safe_places", "BatchPatterns"]
+
+def split_chain(n: int) -> list:
+    """The prime factors of ``n``, the 2s first, then the others increasing (``[]`` for 1)."""
+    chain, rest, p = [], int(n), 2
+    while rest > 1 and p * p <= rest:
+        while rest % p == 0:
+            chain.append(p)
+            rest //= p
+        p += 1 if p == 2 else 2
+    if rest > 1:
+        chain.append(rest)
+    return chain
+
+
+def split_safe_labels(counts) -> np.ndarray:
+    """The stratum (index into ``counts``) at every place of a batch with these counts.
+
+    ``counts``: rows of each stratum in the batch, strata in batch order.
+    See the module docstring for the construction and its guarantee.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    n = int(counts.sum())
+    # Entries (part, stratum, count) with count > 0, sorted by part then stratum.
+    stratum = np.flatnonzero(counts)
+    count = counts[stratum]
+    part = np.zeros(stratum.shape[0], dtype=np.int64)
+    for p in split_chain(n):
+        quotient, remainder = np.divmod(count, p)
+        # Each entry's first remainder unit, counted within its part.
+        new_part = np.r_[True, part[1:] != part[:-1]]
+        running = np.cumsum(remainder) - remainder
+        unit = running - np.maximum.accumulate(np.where(new_part, running, 0))
+        child = np.arange(p, dtype=np.int64)
+        extra = ((child[None, :] - unit[:, None]) % p) < remainder[:, None]
+        child_count = (quotient[:, None] + extra).reshape(-1)
+        child_part = (part[:, None] * p + child[None, :]).reshape(-1)
+        child_stratum = np.repeat(stratum, p)
+        keep = child_count > 0
+        order = np.argsort(child_part[keep], kind="stable")  # stable: strata stay in order
+        part = child_part[keep][order]
+        stratum = child_stratum[keep][order]
+        count = child_count[keep][order]
+    return np.repeat(stratum, count)
+
+
+def split_safe_places(counts) -> np.ndarray:
+    """Place in the batch of each row of the by-stratum order (strata in batch order).
+
+    Row ``offset_s + k`` (the ``k``-th row of stratum ``s``) goes to the
+    ``k``-th place holding ``s`` in :func:`split_safe_labels`.
+    """
+    labels = split_safe_labels(counts)
+    return np.argsort(labels, kind="stable").astype(np.int64, copy=False)
+
+
+class BatchPatterns:
+    """The split-safe places of every batch of an epoch, one pattern per distinct count vector.
+
+    ``counts``: ``(S, B)`` rows of each stratum in each batch, strata in batch
+    order (rows of the table). ``flat[start[b] + j]`` is the place in batch
+    ``b`` of its ``j``-th row in by-stratum order; ``labels`` the same for the
+    stratum at each place.
+    """
+
+    def __init__(self, counts):
+        counts = np.asarray(counts, dtype=np.int64)
+        n_batches = counts.shape[1]
+        if n_batches == 0:
+            self.flat = self.labels = np.zeros(0, dtype=np.int64)
+            self.start = np.zeros(0, dtype=np.int64)
+            self.unique = np.zeros((0, counts.shape[0]), dtype=np.int64)
+            self.which = np.zeros(0, dtype=np.int64)
+            return
+        unique, which = np.unique(counts.T, axis=0, return_inverse=True)
+        places = [split_safe_places(row) for row in unique]
+        labels = [split_safe_labels(row) for row in unique]
+        lengths = np.array([p.shape[0] for p in places], dtype=np.int64)
+        pattern_start = np.cumsum(lengths) - lengths
+        self.unique = unique
+        self.which = np.asarray(which, dtype=np.int64).reshape(-1)
+        self.flat = np.concatenate(places) if places else np.zeros(0, dtype=np.int64)
+        self.labels = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int64)
+        self.start = pattern_start[self.which]
+
+    def positions(self, bounds) -> np.ndarray:
+        """Output position of every row of the by-stratum order (batches one after the other)."""
+        sizes = np.diff(bounds)
+        within = np.arange(int(bounds[-1] - bounds[0]), dtype=np.int64)
+        within -= np.repeat(bounds[:-1] - bounds[0], sizes)
+        return np.repeat(bounds[:-1], sizes) + self.flat[np.repeat(self.start, sizes) + within]
+
+    def stratum_at(self, bounds) -> np.ndarray:
+        """The stratum (row of ``counts``) at every output position."""
+        sizes = np.diff(bounds)
+        within = np.arange(int(bounds[-1] - bounds[0]), dtype=np.int64)
+        within -= np.repeat(bounds[:-1] - bounds[0], sizes)
+        return self.labels[np.repeat(self.start, sizes) + within]
+
+
+def place_split_safe(order, bounds, counts) -> np.ndarray:
+    """``order`` (batches stratum by stratum, ``counts`` ``(S, B)``) in the split-safe order."""
+    out = np.empty_like(order)
+    out[BatchPatterns(counts).positions(bounds)] = order
+    return out
+
+
+def reorder_split_safe(order, bounds, codes, first_rows) -> np.ndarray:
+    """Batches in any order inside a batch -> the split-safe order (a pass over the rows).
+
+    For policies whose assembly keeps the permutation's order
+    (``MinPerStratum``/``FixedSize`` with ``batch_order="split_safe"``): a
+    stable sort by (batch, stratum's turn of first appearance) groups each
+    batch by stratum, rows of a stratum in the order they had, then
+    :func:`place_split_safe`.
+    """
+    first_rows = np.asarray(first_rows)
+    n_strata = first_rows.shape[0]
+    turn = np.empty(n_strata, dtype=np.int64)
+    turn[np.argsort(first_rows, kind="stable")] = np.arange(n_strata)
+    sizes = np.diff(bounds)
+    batch = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+    key = batch * n_strata + turn[np.asarray(codes)[order]]
+    by_stratum = np.argsort(key, kind="stable")
+    counts = np.bincount(key, minlength=n_strata * sizes.shape[0]).reshape(-1, n_strata).T
+    return place_split_safe(order[by_stratum], bounds, counts)
