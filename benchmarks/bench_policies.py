@@ -149,6 +149,9 @@ def main():
                         help="largest N for MPerClassSampler (pure Python, slow)")
     parser.add_argument("--dual-max", type=float, default=1e6,
                         help="largest N for the DualSampler restatement")
+    parser.add_argument("--batch-order", action="store_true",
+                        help="only Targets' epoch with batch_order='split_safe' (the default) vs "
+                             "'assembled' (by stratum), rng numpy and index")
     parser.add_argument("--fixed-size", action="store_true",
                         help="only FixedSize's core plans (exact and balanced) vs permutation(N)")
     args = parser.parse_args()
@@ -156,6 +159,17 @@ def main():
           f"torch {torch.__version__}")
     print("| N | what | ours (s) | baseline (s) | ratio |")
     print("|---|---|---|---|---|")
+    if args.batch_order:
+        for n in (int(s) for s in args.sizes):
+            y = labels_for(n)
+            for rng in ("numpy", "index"):
+                split = Targets("balanced", 99)
+                plain = Targets("balanced", 99, batch_order="assembled")
+                ours = best(lambda: plan_batches(y, split, seed=1, rng=rng), args.repeats)
+                base = best(lambda: plan_batches(y, plain, seed=1, rng=rng), args.repeats)
+                print(f"| {n:.0e} | Targets('balanced', 99) split_safe vs assembled, "
+                      f"rng={rng!r} | {ours:.3f} | {base:.3f} | {ours / base:.2f} |", flush=True)
+        return
     if args.fixed_size:
         for n in (int(s) for s in args.sizes):
             y = labels_for(n)

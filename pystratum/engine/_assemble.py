@@ -507,7 +507,28 @@ class _SplitSafeRemap:
             return None
         first, stride, width = even
         columns = self.patterns.flat[offset:offset + width]
-        return first - offset, stride, width, columns
+        return first - offset, stride, width, _column_runs(columns)
+
+
+def _column_runs(columns):
+    """``columns`` as ``(column, count, step, first)`` arithmetic runs, greedily.
+
+    Run ``(c, k, d, i)``: places ``c, c + d, .. c + (k - 1) d`` take ranks
+    ``i .. i + k - 1`` of a batch, so a run is one strided 2-D assignment.
+    """
+    columns = [int(c) for c in columns]
+    runs, i = [], 0
+    while i < len(columns):
+        if i + 1 == len(columns):
+            runs.append((columns[i], 1, 1, i))
+            break
+        step = columns[i + 1] - columns[i]
+        j = i + 1
+        while j + 1 < len(columns) and columns[j + 1] - columns[j] == step:
+            j += 1
+        runs.append((columns[i], j - i + 1, step, i))
+        i = j + 1
+    return runs
 
 
 def _even_layout(start, counts):
@@ -565,7 +586,8 @@ def _place_run(order, even, rank, values):
 
 def _place_run_columns(order, even, rank, values):
     """:func:`_place_run` where the stratum's places in a batch are ``columns`` (split-safe)."""
-    first, stride, width, columns = even
+    first, stride, width, runs = even
+    columns = np.array([c + k * d for c, n, d, _ in runs for k in range(n)], dtype=np.int64)
     count = values.shape[0]
     batch, column = divmod(rank, width)
     done = 0
@@ -580,7 +602,9 @@ def _place_run_columns(order, even, rank, values):
         body = whole - 1
         if body:
             view = order[at:at + body * stride].reshape(body, stride)
-            view[:, columns] = values[done:done + body * width].reshape(body, width)
+            block = values[done:done + body * width].reshape(body, width)
+            for column, n, step, rank in runs:
+                view[:, column:column + (n - 1) * step + 1:step] = block[:, rank:rank + n]
         at += body * stride
         done += body * width
         order[at + columns] = values[done:done + width]
@@ -622,6 +646,8 @@ def block_weights(row_weights, cuts, first_rows, split_safe: bool = False) -> np
     weights = np.asarray(row_weights, dtype=np.float64)[turn]
     if split_safe:
         patterns = BatchPatterns(counts)
+        if patterns.unique.shape[0] == 1:
+            return np.tile(weights[patterns.labels], counts.shape[1])
         sizes = counts.sum(axis=0)
         within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes,
                                                                           sizes)

@@ -108,7 +108,7 @@ class BatchPatterns:
             self.unique = np.zeros((0, counts.shape[0]), dtype=np.int64)
             self.which = np.zeros(0, dtype=np.int64)
             return
-        unique, which = np.unique(counts.T, axis=0, return_inverse=True)
+        unique, which = _distinct_rows(counts.T)
         places = [split_safe_places(row) for row in unique]
         labels = [split_safe_labels(row) for row in unique]
         lengths = np.array([p.shape[0] for p in places], dtype=np.int64)
@@ -132,6 +132,31 @@ class BatchPatterns:
         within = np.arange(int(bounds[-1] - bounds[0]), dtype=np.int64)
         within -= np.repeat(bounds[:-1] - bounds[0], sizes)
         return self.labels[np.repeat(self.start, sizes) + within]
+
+
+def _distinct_rows(rows):
+    """``(unique, which)`` as ``np.unique(rows, axis=0, return_inverse=True)``, fast when few.
+
+    Batches of one epoch mostly share one or two count vectors: those are
+    found by comparing with the first row still unmatched; beyond a few,
+    ``np.unique`` takes the rest.
+    """
+    which = np.full(rows.shape[0], -1, dtype=np.int64)
+    found = []
+    for _ in range(4):
+        left = np.flatnonzero(which < 0)
+        if left.shape[0] == 0:
+            break
+        row = rows[left[0]]
+        hit = left[(rows[left] == row).all(axis=1)]
+        which[hit] = len(found)
+        found.append(row)
+    left = np.flatnonzero(which < 0)
+    if left.shape[0]:
+        rest, inverse = np.unique(rows[left], axis=0, return_inverse=True)
+        which[left] = len(found) + np.asarray(inverse).reshape(-1)
+        found.extend(rest)
+    return np.array(found, dtype=np.int64).reshape(len(found), rows.shape[1]), which
 
 
 def place_split_safe(order, bounds, counts) -> np.ndarray:
