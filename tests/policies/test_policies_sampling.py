@@ -385,6 +385,7 @@ def _batches_by_rule(y, plan, stream_draws):
     rows in row order picked by its first draw (its pool, in pass 0's order), then the pool
     reordered by each further draw of the stratum (its extra passes); per batch the strata in
     order of first appearance, each giving its ranks cuts[s, b]..cuts[s, b+1]."""
+    from _split_safe import reference_reorder
     from pystratum.strata._encode import encode_strata
 
     encoded = encode_strata(y)
@@ -404,8 +405,15 @@ def _batches_by_rule(y, plan, stream_draws):
             sequence += [pool[int(k)] for k in draws.pop(0)]
         sequences[s] = sequence[:int(cuts[s, -1])]
     assert draws == []
-    return [[r for s in turn for r in sequences[s][cuts[s, b]:cuts[s, b + 1]]]
-            for b in range(cuts.shape[1] - 1)]
+    batches = [[r for s in turn for r in sequences[s][cuts[s, b]:cuts[s, b + 1]]]
+               for b in range(cuts.shape[1] - 1)]
+    if not plan.policy.split_safe():
+        return batches
+    # The default batch_order of these policies: the split-safe order of each batch.
+    turn_of = np.empty(len(turn), dtype=np.int64)
+    turn_of[turn] = np.arange(len(turn))
+    return [reference_reorder(np.asarray(b, dtype=np.int64), encoded.codes, turn_of).tolist()
+            for b in batches]
 
 
 @settings(max_examples=40, deadline=None)
