@@ -327,6 +327,7 @@ def test_epochs_are_reached_directly_or_in_sequence_alike(rng):
 def test_downsample_epochs_are_groups_of_r_sample_int_draws_stratum_by_stratum():
     """rng='R': epoch k is the (k+1)-th group of draws, here sample.int(30, 15) picking the
     kept rows of stratum 0 (first in the data), then sample.int(9) ordering stratum 1."""
+    from _split_safe import reference_reorder
     from pystratum import RStream
 
     y = np.array([0] * 30 + [1] * 9)
@@ -337,7 +338,10 @@ def test_downsample_epochs_are_groups_of_r_sample_int_draws_stratum_by_stratum()
         ordered = 30 + stream.sample(9) - 1
     assert sorted(with_pool.order.tolist()) == sorted(kept.tolist() + ordered.tolist())
     c0, c1 = (int(c) for c in with_pool.counts[0])
-    assert with_pool.batches[0].tolist() == kept[:c0].tolist() + ordered[:c1].tolist()
+    by_stratum = np.concatenate([kept[:c0], ordered[:c1]])
+    # The default batch_order is split-safe: the same rows, interleaved by the shared rule.
+    expected = reference_reorder(by_stratum, y, np.array([0, 1]))
+    assert with_pool.batches[0].tolist() == expected.tolist()
 
 
 # ------------------------------------------------------------------ bad input
@@ -553,118 +557,3 @@ def test_sampling_epochs_draw_only_the_rows_they_serve(policy):
              else generator.choice(size, take, replace=False) for _, size, take in planned]
     plan = plan_batches(y, policy, seed=8, epoch=1)
     assert [b.tolist() for b in plan.batches] == _batches_by_rule(y, plan, draws)
-    if plan.weights is not None:
-        sizes_arr = np.bincount(y)
-        kept = max(1, math.floor(keep[0] * sizes_arr[0] + 0.5))
-        ones = np.ones(len(sizes_arr))
-        for b, rows in enumerate(plan.batches):
-            if kind == "targets":  # Targets' own weights: (N_s / N) / (1 / S)
-                expected_w = targets_weights(sizes_arr, ones)[y[rows]]
-            else:
-                expected_w = np.where(y[rows] == 0, sizes_arr[0] / kept, 1.0)
-                if kind == "downsample-targets":
-                    expected_w = expected_w * targets_weights(
-                        [kept, *sizes_arr[1:]], ones)[y[rows]]
-            np.testing.assert_allclose(plan.batch_weights(b), expected_w, rtol=1e-15)
-
-
-@pytest.mark.parametrize("policy", [
-    Targets("balanced", 6),                      # every stratum 2 per batch: strided copies
-    Targets({0: 0.5, 1: 0.25, 2: 0.25}, 10),     # 5 per batch first, 2/3 rotating after it
-    Targets({0: 0.5, 1: 0.5, 2: 0.0}, 4),        # a stratum left out
-    Targets("balanced", 9, epoch="smallest"),
-    Downsample({0: 0.02}, Targets("balanced", 6)),
-    Downsample({0: 0.3, 2: 0.5}, FixedSize(12)),
-], ids=repr)
-@pytest.mark.parametrize("small_epoch_rows", [0, 1 << 15], ids=["per-stratum", "one-scatter"])
-def test_evenly_spaced_and_prefix_placements_follow_the_rule(policy, small_epoch_rows,
-                                                            monkeypatch):
-    """The assembly's placements (a strided copy when a stratum's blocks are evenly spaced,
-    a scatter per stratum, or one scatter for a small epoch) give the rule's order."""
-    import pystratum.engine._assemble as assemble
-    from pystratum.engine._plan import epoch_draw_sizes
-    from pystratum.streams._base import NumpyStream
-    from pystratum.strata._encode import encode_strata
-
-    monkeypatch.setattr(assemble, "_SMALL_EPOCH_ROWS", small_epoch_rows)
-    y = labels_of([700, 45, 130], seed=3)
-    for epoch in (0, 2):
-        plan = plan_batches(y, policy, seed=4, epoch=epoch)
-        draws = NumpyStream(4).epoch_draws(
-            len(y), epoch_draw_sizes(encode_strata(y), policy, epoch), epoch)
-        assert [b.tolist() for b in plan.batches] == _batches_by_rule(y, plan, draws)
-
-
-@settings(max_examples=60, deadline=None)
-@given(width=st.integers(1, 5), gap=st.integers(0, 4), n_batches=st.integers(2, 12),
-       first=st.integers(0, 4), data=st.data())
-def test_evenly_spaced_pieces_land_where_the_formula_says(width, gap, n_batches, first, data):
-    from pystratum.engine._assemble import _even_layout, _place_run
-
-    stride = width + gap
-    start = first + np.arange(n_batches, dtype=np.int64) * gap  # start[b] + rank = position
-    even = _even_layout(start, np.full(n_batches, width, dtype=np.int64))
-    assert even == (first, stride, width)
-    total = n_batches * width
-    cuts = sorted(set(data.draw(st.lists(st.integers(1, total - 1), max_size=6))))
-    order = np.full(first + (n_batches - 1) * stride + width, -1, dtype=np.int64)
-    values = np.arange(total, dtype=np.int64) + 100
-    for low, high in zip([0] + cuts, cuts + [total]):  # the sequence in arbitrary pieces
-        _place_run(order, even, low, values[low:high])
-    expected = np.full_like(order, -1)
-    ranks = np.arange(total)
-    expected[first + ranks // width * stride + ranks % width] = values
-    np.testing.assert_array_equal(order, expected)
-
-
-def _draws_by_loop(y, policy, epoch):
-    """(stratum, size, take) of every draw of a sampling policy's epoch, by a plain loop."""
-    from pystratum.strata._encode import encode_strata
-
-    encoded = encode_strata(y)
-    allocation = policy.allocate(encoded, epoch)
-    pool = encoded.sizes if allocation.pool_sizes is None else allocation.pool_sizes
-    draws = []
-    for s in sorted(range(len(encoded.sizes)), key=lambda s: encoded.first_rows[s]):
-        used, size = int(allocation.cuts[s, -1]), int(pool[s])
-        if used == 0:
-            continue
-        draws.append((s, int(encoded.sizes[s]), min(size, used)))  # pass 0 picks the pool
-        served = size
-        while served < used:
-            draws.append((s, size, min(size, used - served)))
-            served += size
-    return draws
-
-
-@pytest.mark.parametrize("policy", [
-    Targets("balanced", 9),                      # 700 rows need 78 batches of 3: 2 short passes
-    Targets({0: 0.5, 1: 0.3, 2: 0.2}, 10, epoch=40),
-    Targets("balanced", 9, epoch="smallest"),    # pass 0 of the 700 and 130 rows is short
-    Downsample({0: 0.05}, Targets("balanced", 12)),
-    Downsample({0: 0.3, 2: 0.5}, FixedSize(12)),
-], ids=repr)
-def test_sampling_epochs_draw_only_the_rows_they_serve(policy):
-    """Stream contract of sampling policies: stratum by stratum, a draw picking the pool, then
-    one per extra pass; whole ones are numpy permutations, short ones
-    Generator.choice(size, take, replace=False) (R: sample.int(size, take)), all from the
-    epoch's generator, so an epoch costs O(rows served) draws, not O(N)."""
-    from pystratum.streams._base import NumpyStream
-
-    y = labels_of([700, 45, 130], seed=3)
-    planned = _draws_by_loop(y, policy, 1)
-    assert any(take < size for _, size, take in planned)  # the case this test is about
-    generator = NumpyStream(8).generator_for_epoch(1)
-    draws = [generator.permutation(size) if take == size
-             else generator.choice(size, take, replace=False) for _, size, take in planned]
-    plan = plan_batches(y, policy, seed=8, epoch=1)
-    # The rule lists strata one after the other; the default batch_order is split-safe.
-    from pystratum.strata._encode import encode_strata
-    from _split_safe import reference_reorder
-
-    encoded = encode_strata(y)
-    turn = np.empty(encoded.n_strata, dtype=np.int64)
-    turn[np.argsort(encoded.first_rows, kind="stable")] = np.arange(encoded.n_strata)
-    expected = [reference_reorder(np.asarray(b, dtype=np.int64), encoded.codes, turn).tolist()
-                for b in _batches_by_rule(y, plan, draws)]
-    assert [b.tolist() for b in plan.batches] == expected
