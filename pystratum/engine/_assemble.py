@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import kernels as kernel_gate
 from ..strata._encode import smallest_code_dtype
-from ._batch_order import BatchPatterns
+from ._batch_order import BatchPatterns, permute_columns
 
 __all__ = ["BatchOrder", "assemble_batches", "assemble_in_place", "assemble_by_stratum",
            "block_weights", "in_place_kernels", "stratum_draws"]
@@ -418,11 +418,14 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows,
     rows outside a pool are never touched. R's ``assemble_epoch()`` builds
     the same order.
 
-    ``split_safe=True``: every row goes straight to its place in the
-    split-safe order instead (:mod:`pystratum.engine._batch_order`; one
-    pattern per distinct count vector of the batches, looked up as rows are
-    placed, so there is no second pass); within a stratum the rows keep the
-    order above.
+    ``split_safe=True``: the split-safe order instead
+    (:mod:`pystratum.engine._batch_order`); within a stratum the rows keep
+    the order above. When every batch has the same counts (the usual
+    ``Targets`` epoch) the batches are built by stratum, then each batch's
+    rows are permuted to their places, a cache-sized block of batches at a
+    time (:func:`permute_columns`: about one more pass over the rows);
+    otherwise every row goes straight to its place (one pattern per distinct
+    count vector, looked up as rows are placed).
     """
     cuts = np.asarray(allocation.cuts, dtype=np.int64)
     n_strata, n_batches = cuts.shape[0], cuts.shape[1] - 1
@@ -437,6 +440,12 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows,
     offset[turn] = np.cumsum(in_turn, axis=0) - in_turn
     start = bounds[None, :-1] + offset - cuts[:, :-1]
     remap = _SplitSafeRemap(counts[turn], bounds) if split_safe else None
+    if remap is not None and remap.patterns.unique.shape[0] == 1:
+        # Every batch has the same counts: by stratum first (contiguous runs), then one
+        # permutation of each batch's places, a cache-sized block of batches at a time.
+        places, remap = remap.patterns.flat, None
+    else:
+        places = None
     orders_of = [[] for _ in range(n_strata)]
     for (s, _, _), drawn in zip(draws, stream_draws):
         orders_of[s].append(drawn)
@@ -453,7 +462,7 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows,
         pool_size = rows.shape[0]
         even = _even_layout(start[s], counts[s])
         if even is not None and remap is not None:
-            even = remap.even(even, int(offset[s, 0]))
+            even = None  # several count vectors: the places differ between batches
         if even is not None:
             # Each piece of the epoch sequence goes straight to its place.
             _place_run(order, even, 0, rows)
@@ -481,6 +490,8 @@ def assemble_by_stratum(stream_draws, allocation, draws, first_rows,
             batch = np.tile(np.arange(n_batches, dtype=np.int64), len(strata))
             destination = remap.places(destination, np.repeat(batch, blocks))
         order[destination] = np.concatenate([sequence for _, sequence in scattered])
+    if places is not None:
+        permute_columns(order, places)
     return BatchOrder(order=order, bounds=bounds)
 
 
@@ -500,35 +511,6 @@ class _SplitSafeRemap:
     def places(self, destination, batch):
         """Split-safe positions of by-stratum positions ``destination`` in batches ``batch``."""
         return self.bounds[batch] + self.patterns.flat[destination + self.shift[batch]]
-
-    def even(self, even, offset):
-        """An evenly spaced stratum's layout as columns of its places (one shared pattern)."""
-        if self.patterns.unique.shape[0] != 1:
-            return None
-        first, stride, width = even
-        columns = self.patterns.flat[offset:offset + width]
-        return first - offset, stride, width, _column_runs(columns)
-
-
-def _column_runs(columns):
-    """``columns`` as ``(column, count, step, first)`` arithmetic runs, greedily.
-
-    Run ``(c, k, d, i)``: places ``c, c + d, .. c + (k - 1) d`` take ranks
-    ``i .. i + k - 1`` of a batch, so a run is one strided 2-D assignment.
-    """
-    columns = [int(c) for c in columns]
-    runs, i = [], 0
-    while i < len(columns):
-        if i + 1 == len(columns):
-            runs.append((columns[i], 1, 1, i))
-            break
-        step = columns[i + 1] - columns[i]
-        j = i + 1
-        while j + 1 < len(columns) and columns[j + 1] - columns[j] == step:
-            j += 1
-        runs.append((columns[i], j - i + 1, step, i))
-        i = j + 1
-    return runs
 
 
 def _even_layout(start, counts):
@@ -552,9 +534,6 @@ def _even_layout(start, counts):
 
 def _place_run(order, even, rank, values):
     """Ranks ``rank .. rank + len(values) - 1`` of an evenly spaced stratum into ``order``."""
-    if len(even) == 4:
-        _place_run_columns(order, even, rank, values)
-        return
     first, stride, width = even
     count = values.shape[0]
     batch, column = divmod(rank, width)
@@ -582,36 +561,6 @@ def _place_run(order, even, rank, values):
     if done < count:
         at = first + batch * stride
         order[at:at + count - done] = values[done:]
-
-
-def _place_run_columns(order, even, rank, values):
-    """:func:`_place_run` where the stratum's places in a batch are ``columns`` (split-safe)."""
-    first, stride, width, runs = even
-    columns = np.array([c + k * d for c, n, d, _ in runs for k in range(n)], dtype=np.int64)
-    count = values.shape[0]
-    batch, column = divmod(rank, width)
-    done = 0
-    if column:
-        done = min(width - column, count)
-        order[first + batch * stride + columns[column:column + done]] = values[:done]
-        batch += 1
-    whole = (count - done) // width
-    if whole:
-        at = first + batch * stride
-        # Whole batches: a (whole, stride) view, except the last (its stride may run past the end).
-        body = whole - 1
-        if body:
-            view = order[at:at + body * stride].reshape(body, stride)
-            block = values[done:done + body * width].reshape(body, width)
-            for column, n, step, rank in runs:
-                view[:, column:column + (n - 1) * step + 1:step] = block[:, rank:rank + n]
-        at += body * stride
-        done += body * width
-        order[at + columns] = values[done:done + width]
-        done += width
-        batch += whole
-    if done < count:
-        order[first + batch * stride + columns[:count - done]] = values[done:]
 
 
 def _scatter_blocks(order, sequence, start, cuts, remap=None):

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["place_split_safe", "reorder_split_safe", "split_chain", "split_safe_labels",
-           "split_safe_places", "BatchPatterns"]
+__all__ = ["permute_columns", "place_split_safe", "reorder_split_safe", "split_chain",
+           "split_safe_labels", "split_safe_places", "BatchPatterns"]
 
 def split_chain(n: int) -> list:
     """The prime factors of ``n``, the 2s first, then the others increasing (``[]`` for 1)."""
@@ -128,6 +128,8 @@ class BatchPatterns:
 
     def stratum_at(self, bounds) -> np.ndarray:
         """The stratum (row of ``counts``) at every output position."""
+        if self.unique.shape[0] == 1:
+            return np.tile(self.labels, self.which.shape[0])
         sizes = np.diff(bounds)
         within = np.arange(int(bounds[-1] - bounds[0]), dtype=np.int64)
         within -= np.repeat(bounds[:-1] - bounds[0], sizes)
@@ -160,10 +162,45 @@ def _distinct_rows(rows):
 
 
 def place_split_safe(order, bounds, counts) -> np.ndarray:
-    """``order`` (batches stratum by stratum, ``counts`` ``(S, B)``) in the split-safe order."""
+    """``order`` (batches stratum by stratum, ``counts`` ``(S, B)``) in the split-safe order.
+
+    ``order`` is consumed: when every batch has the same counts the result
+    is ``order`` itself, permuted in place (:func:`permute_columns`).
+    """
+    patterns = BatchPatterns(counts)
+    if patterns.unique.shape[0] == 1:
+        permute_columns(order, patterns.flat)
+        return order
     out = np.empty_like(order)
-    out[BatchPatterns(counts).positions(bounds)] = order
+    out[patterns.positions(bounds)] = order
     return out
+
+
+# Batches permuted per step of :func:`permute_columns`: about this many rows,
+# so the step's rows stay in cache between the gather and the copy back.
+_PERMUTE_ROWS = 1 << 14
+
+
+def permute_columns(order, places) -> None:
+    """``order`` seen as batches of ``len(places)`` rows: row ``j`` of each moves to ``places[j]``.
+
+    In place, a few batches at a time (one gather into a cache-sized buffer
+    and a copy back): the split-safe order of an epoch whose batches share
+    one count vector, at the cost of about one pass over the rows.
+    """
+    width = int(places.shape[0])
+    if width == 0 or order.shape[0] == 0:
+        return
+    inverse = np.empty(width, dtype=np.intp)
+    inverse[places] = np.arange(width, dtype=np.intp)
+    table = order.reshape(-1, width)
+    step = max(1, _PERMUTE_ROWS // width)
+    buffer = np.empty((min(step, table.shape[0]), width), dtype=order.dtype)
+    for first in range(0, table.shape[0], step):
+        part = table[first:first + step]
+        held = buffer[:part.shape[0]]
+        np.take(part, inverse, axis=1, out=held)
+        part[...] = held
 
 
 def reorder_split_safe(order, bounds, codes, first_rows) -> np.ndarray:
