@@ -269,10 +269,18 @@ def test_sampling_policies_serve_their_counts_table(case, rng, epoch, shuffled, 
     composition = np.bincount(batch_of * n_strata + served_codes,
                               minlength=(bounds.shape[0] - 1) * n_strata)
     np.testing.assert_array_equal(composition.reshape(-1, n_strata), plan.counts)
-    if not isinstance(policy, FixedSize):
+    turn = np.empty(n_strata, dtype=np.int64)
+    turn[np.argsort(first_rows, kind="stable")] = np.arange(n_strata)
+    if policy.split_safe(index=rng == "index"):
+        # The split-safe order: each batch's strata (in turn order) at the places of the rule.
+        from _split_safe import reference_labels
+
+        for b in range(bounds.shape[0] - 1):
+            at = turn[served_codes[bounds[b]:bounds[b + 1]]]
+            in_turn = np.bincount(at, minlength=n_strata)
+            np.testing.assert_array_equal(at, reference_labels(in_turn))
+    elif not isinstance(policy, FixedSize):
         # Stratum by stratum inside a batch, strata in order of first appearance.
-        turn = np.empty(n_strata, dtype=np.int64)
-        turn[np.argsort(first_rows, kind="stable")] = np.arange(n_strata)
         steps = np.diff(turn[served_codes])
         new_batch = np.diff(batch_of) != 0
         assert (steps[~new_batch] >= 0).all()
