@@ -139,10 +139,12 @@ class BatchPatterns:
 def _distinct_rows(rows):
     """``(unique, which)`` as ``np.unique(rows, axis=0, return_inverse=True)``, fast when few.
 
-    Batches of one epoch mostly share one or two count vectors: those are
-    found by comparing with the first row still unmatched; beyond a few,
-    ``np.unique`` takes the rest.
+    Batches of one epoch mostly share one or two count vectors: one is
+    checked at once, a few are found by comparing with the first row still
+    unmatched; beyond a few, ``np.unique`` takes the rest.
     """
+    if rows.shape[0] and (rows == rows[:1]).all():
+        return np.array(rows[:1], dtype=np.int64), np.zeros(rows.shape[0], dtype=np.int64)
     which = np.full(rows.shape[0], -1, dtype=np.int64)
     found = []
     for _ in range(4):
@@ -193,14 +195,20 @@ def permute_columns(order, places) -> None:
         return
     inverse = np.empty(width, dtype=np.intp)
     inverse[places] = np.arange(width, dtype=np.intp)
-    table = order.reshape(-1, width)
-    step = max(1, _PERMUTE_ROWS // width)
-    buffer = np.empty((min(step, table.shape[0]), width), dtype=order.dtype)
-    for first in range(0, table.shape[0], step):
-        part = table[first:first + step]
-        held = buffer[:part.shape[0]]
-        np.take(part, inverse, axis=1, out=held)
-        part[...] = held
+    n_batches = order.shape[0] // width
+    step = min(max(1, _PERMUTE_ROWS // width), n_batches)
+    # One flat gather per step (a 1-D take is faster than a take along axis 1).
+    index = (np.arange(step, dtype=np.intp)[:, None] * width + inverse[None, :]).reshape(-1)
+    buffer = np.empty(index.shape[0], dtype=order.dtype)
+    block = step * width
+    whole = n_batches // step * block
+    for first in range(0, whole, block):
+        part = order[first:first + block]
+        np.take(part, index, out=buffer)
+        part[...] = buffer
+    if whole < order.shape[0]:
+        part = order[whole:]
+        part[...] = part[index[:part.shape[0]]]
 
 
 def reorder_split_safe(order, bounds, codes, first_rows) -> np.ndarray:

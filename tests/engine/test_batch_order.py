@@ -152,6 +152,32 @@ def test_patterns_are_shared_by_batches_with_one_count_vector():
     assert patterns.unique.shape[0] == 2 and patterns.start[0] == patterns.start[1]
 
 
+@given(counts=st.lists(st.integers(0, 6), min_size=1, max_size=4).filter(any),
+       n_batches=st.integers(1, 40), step_rows=st.sampled_from([1, 7, 64, 1 << 14]))
+def test_one_shared_count_vector_is_permuted_in_place_as_the_places_say(counts, n_batches,
+                                                                      step_rows):
+    """permute_columns (blocks of batches, a remainder block) and place_split_safe's
+    one-pattern path put row j of every batch at its place, as a plain scatter does."""
+    import pystratum.engine._batch_order as batch_order
+
+    places = split_safe_places(counts)
+    width = places.shape[0]
+    order = np.random.default_rng(n_batches).permutation(n_batches * width).astype(np.int64)
+    expected = np.empty_like(order)
+    expected[(np.arange(n_batches)[:, None] * width + places[None, :]).reshape(-1)] = order
+    saved = batch_order._PERMUTE_ROWS
+    batch_order._PERMUTE_ROWS = step_rows
+    try:
+        got = order.copy()
+        batch_order.permute_columns(got, places)
+        placed = batch_order.place_split_safe(order.copy(), np.arange(n_batches + 1) * width,
+                                              np.repeat(np.array(counts)[:, None], n_batches, 1))
+    finally:
+        batch_order._PERMUTE_ROWS = saved
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(placed, expected)
+
+
 def test_reorder_of_any_batch_order_equals_the_reference():
     from _split_safe import reference_reorder
 
