@@ -165,8 +165,9 @@ def main():
             for rng in ("numpy", "index"):
                 split = Targets("balanced", 99)
                 plain = Targets("balanced", 99, batch_order="assembled")
-                ours = best(lambda: plan_batches(y, split, seed=1, rng=rng), args.repeats)
-                base = best(lambda: plan_batches(y, plain, seed=1, rng=rng), args.repeats)
+                ours, base = best_pair(lambda: plan_batches(y, split, seed=1, rng=rng),
+                                       lambda: plan_batches(y, plain, seed=1, rng=rng),
+                                       args.repeats)
                 print(f"| {n:.0e} | Targets('balanced', 99) split_safe vs assembled, "
                       f"rng={rng!r} | {ours:.3f} | {base:.3f} | {ours / base:.2f} |", flush=True)
         return
