@@ -25,7 +25,8 @@ try:
 except VectorFileMissing as error:
     HEADER, CASES, LOAD_ERROR = None, [], str(error)
 
-ERROR_CLASSES = {"type_error": TypeError, "value_error": ValueError}
+ERROR_CLASSES = {"type_error": TypeError, "value_error": ValueError,
+                 "single_batch": pystratum.SingleBatchError}
 
 
 def test_vector_file_is_present_and_not_empty():

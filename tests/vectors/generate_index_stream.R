@@ -18,6 +18,10 @@ json_vector = function(x) {
   structure(paste0("[", paste(json_number(x), collapse = ","), "]"), class = "json")
 }
 json_scalar = function(x) structure(json_number(x), class = "json")
+# Weights are fractions (30/17): 17 significant digits read back as the same double.
+json_doubles = function(x) {
+  structure(paste0("[", paste(sprintf("%.17g", x), collapse = ","), "]"), class = "json")
+}
 
 permutation_case = function(id, n, seed, epoch, stream, ranks = NULL, comment = "") {
   values = pystratum:::index_permutation(n, seed, epoch, stream, ranks)
@@ -41,7 +45,7 @@ batches_case = function(id, strata, policy, seed, epoch, comment = "") {
     seed = json_scalar(seed), epoch = json_scalar(epoch),
     expected = lapply(batches, json_vector))
   weights = attr(batches, "weights")
-  if (!is.null(weights)) case$expected_weights = weights
+  if (!is.null(weights)) case$expected_weights = lapply(weights, json_doubles)
   case
 }
 
