@@ -226,8 +226,8 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
         check_several_label_batches(
             SimpleNamespace(n_rows=n_rows, labels=names, sizes=matrix.sum(axis=0, dtype=np.int64)),
             policy, n_batches, allow_single_batch)
-    permutation, batch_order = label_draws(stream, n_rows, n_batches, epoch)
-    assigned = assign_batches(matrix, permutation, batch_order, policy.min_per_label)
+    permutation, batch_ties = label_draws(stream, n_rows, n_batches, epoch)
+    assigned = assign_batches(matrix, permutation, batch_ties, policy.min_per_label)
     sizes = assigned.counts.sum(axis=0)
     if policy.strict:
         message = shortfall_message(names, assigned.counts, sizes, policy.min_per_label)

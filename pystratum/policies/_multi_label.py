@@ -279,11 +279,11 @@ def _slot_batches(counts, give, tie_rank, n_batches):
     return batch[np.argsort(level * n_batches + tie_rank[batch], kind="stable")]
 
 
-def assign_batches(matrix, permutation, batch_order, min_per_label=1, repair=True):
+def assign_batches(matrix, permutation, batch_ties, min_per_label=1, repair=True):
     """Each row's batch for one epoch; deterministic given the two draws.
 
     ``matrix``: (N, L) bool; ``permutation``: the epoch's order of the N
-    rows (0-based); ``batch_order``: a permutation of the B batches (tie
+    rows (0-based); ``batch_ties``: a permutation of the B batches (tie
     order). Returns a :class:`LabelAssignment` whose ``batch[i]`` is the
     batch of row ``permutation[i]``. The R twin follows this step by step
     (``multi_label_assign()``); see :class:`MultiLabel` for the guarantee.
@@ -293,7 +293,7 @@ def assign_batches(matrix, permutation, batch_order, min_per_label=1, repair=Tru
     that order is ``l``, in the epoch's order, one at a time onto the batch
     with the fewest positives of ``l`` so far and a free place, ties by the
     *rotated tie rank* ``(tie[b] - offset) mod B`` (``tie[b]``: position of
-    ``b`` in ``batch_order``; ``offset``: rows placed so far, mod B) -- done
+    ``b`` in ``batch_ties``; ``offset``: rows placed so far, mod B) -- done
     at once by water-filling (a level found by bisection, then slots sorted
     by (level, rotated rank)). Rows without a label then fill the free
     places, batches in index order, and :func:`_repair` runs. A later step
@@ -301,11 +301,11 @@ def assign_batches(matrix, permutation, batch_order, min_per_label=1, repair=Tru
     final after its step.
     """
     n_rows, n_labels = matrix.shape
-    n_batches = int(batch_order.shape[0])
+    n_batches = int(batch_ties.shape[0])
     capacity = np.full(n_batches, n_rows // n_batches, dtype=np.int64)
     capacity[: n_rows % n_batches] += 1
     tie = np.empty(n_batches, dtype=np.int64)
-    tie[batch_order] = np.arange(n_batches, dtype=np.int64)
+    tie[batch_ties] = np.arange(n_batches, dtype=np.int64)
     packed = _pack_rows(matrix)
     sizes = _label_sizes(packed, n_labels)
     by_size = np.argsort(sizes, kind="stable")

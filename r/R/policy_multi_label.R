@@ -184,12 +184,12 @@ multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle,
     draw = permutation_stream(rng, seed)
     for (earlier in skipped) draw_group(draw, earlier)
     permutation = draw(n_rows)
-    batch_order = draw(n_batches)
+    batch_ties = draw(n_batches)
   } else {
     permutation = seq_len(n_rows)
-    batch_order = seq_len(n_batches)
+    batch_ties = seq_len(n_batches)
   }
-  assigned = multi_label_assign(labels$matrix, permutation, batch_order,
+  assigned = multi_label_assign(labels$matrix, permutation, batch_ties,
     policy$params$min_per_label)
   counts = assigned$counts
   colnames(counts) = labels$names
@@ -210,15 +210,15 @@ multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle,
 
 # Python's assign_batches(): list(batch = batch of the row at each permuted
 # position (1-based batches), counts = B x L positives per batch).
-multi_label_assign = function(matrix, permutation, batch_order, min_per_label, repair = TRUE) {
+multi_label_assign = function(matrix, permutation, batch_ties, min_per_label, repair = TRUE) {
   n_rows = nrow(matrix)
   n_labels = ncol(matrix)
-  n_batches = length(batch_order)
+  n_batches = length(batch_ties)
   capacity = rep(n_rows %/% n_batches, n_batches)
   extra = n_rows %% n_batches
   capacity[seq_len(extra)] = capacity[seq_len(extra)] + 1
   tie = integer(n_batches)
-  tie[batch_order] = seq_len(n_batches) - 1L
+  tie[batch_ties] = seq_len(n_batches) - 1L
   sizes = colSums(matrix)
   by_size = order(sizes, seq_len(n_labels))
   codes = matrix[permutation, , drop = FALSE]  # the epoch's order

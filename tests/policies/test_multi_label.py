@@ -69,8 +69,8 @@ def test_rows_once_sizes_counts_and_the_guarantee(rows, batches, m, seed, rng):
     assert (again.order == plan.order).all()
     # The guarantee of the construction alone (no repair) where the condition holds.
     permutation = np.random.default_rng(seed).permutation(n_rows)
-    batch_order = np.random.default_rng(seed + 1).permutation(batches)
-    bare = assign_batches(labels, permutation, batch_order, m, repair=False)
+    batch_ties = np.random.default_rng(seed + 1).permutation(batches)
+    bare = assign_batches(labels, permutation, batch_ties, m, repair=False)
     for label, holds in condition_holds(labels, batches, m).items():
         if holds:
             assert bare.counts[:, label].min() >= m, label
@@ -115,9 +115,9 @@ def test_repair_is_needed_and_fixes_the_shortfall():
     labels = correlated(5000, 20, 4, low=0.002, high=0.3)
     n_batches = 1250
     rng = np.random.default_rng(4)
-    permutation, batch_order = rng.permutation(5000), rng.permutation(n_batches)
-    bare = assign_batches(labels, permutation, batch_order, 1, repair=False)
-    fixed = assign_batches(labels, permutation, batch_order, 1, repair=True)
+    permutation, batch_ties = rng.permutation(5000), rng.permutation(n_batches)
+    bare = assign_batches(labels, permutation, batch_ties, 1, repair=False)
+    fixed = assign_batches(labels, permutation, batch_ties, 1, repair=True)
     guaranteed = labels.sum(axis=0) >= n_batches
     assert (bare.counts[:, guaranteed] == 0).sum() > 0
     assert (fixed.counts[:, guaranteed] == 0).sum() == 0
