@@ -25,6 +25,7 @@ GUIDES = [
     ("Focused benchmarks", "benchmarks/results_focused.md"),
     ("Architecture", "docs/ARCHITECTURE.md"),
     ("Accepted inputs", "docs/INPUTS.md"),
+    ("Order inside a batch", "docs/BATCH_ORDER.md"),
 ]
 # (page title, reference page in docs/website/reference/).
 REFERENCE = [

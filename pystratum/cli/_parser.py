@@ -103,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     policy.add_argument("--strict", action="store_true",
                         help="--policy multi_label: a label short of its minimum in some batch "
                              "is an error")
+    policy.add_argument("--batch-order", choices=("split_safe", "assembled"),
+                        help="the order of rows inside a batch, for any policy: split_safe "
+                             "(equal chunks of a split batch keep every stratum's share) or "
+                             "assembled; default: the policy's (docs/BATCH_ORDER.md)")
     policy.add_argument("--param", action="append", default=[], metavar="K=V",
                         help="a parameter of --policy (value parsed as JSON where it can be, "
                              "e.g. batch_size=64)")

@@ -18,6 +18,19 @@ def _param_value(text: str):
 
 
 def policy_from_args(args) -> Policy:
+    """The policy the flags describe, with ``--batch-order`` when given."""
+    policy = _policy_from_flags(args)
+    order = getattr(args, "batch_order", None)
+    if order is None:
+        return policy
+    params = policy.params()
+    if "batch_order" in params:
+        raise UserError(f"batch_order is given twice (--param batch_order={params['batch_order']} "
+                        f"and --batch-order {order}); give it once.")
+    return policy_from_params(policy.name, {**params, "batch_order": order})
+
+
+def _policy_from_flags(args) -> Policy:
     labels = label_options_given(args)
     if args.policy == MULTI_LABEL:
         if not labels:

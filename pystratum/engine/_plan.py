@@ -10,16 +10,16 @@ import numpy as np
 from ._assemble import (BatchOrder, assemble_batches, assemble_by_stratum, assemble_in_place,
                         assemble_slots, block_weights, in_place_kernels, pass_key, slot_draws,
                         slot_epoch_draws, slot_index_draws, stratum_draws)
-from ._batch_order import reorder_split_safe
 from ..strata._label_matrix import LabelMatrix, label_matrix
 from ..strata._encode import EncodedStrata, encode_strata
 from ..strata._members import members_of_codes, row_values
 from ..streams._base import RNG_CHOICES, stream_for
 from ..base._validation import check_bool, check_choice, check_epoch
 from ..policies import Policy, StratumTooSmallWarning, check_allocation
-from ..policies._multi_label import (MultiLabelShortfallError, assign_batches,
+from ..policies._multi_label import (MultiLabelShortfallError, assign_batches, placing_steps,
                                      check_label_matrix, shortfall_message)
 from ._arguments import check_strata_are_groups, resolve_policy
+from ._batch_order import reorder_split_safe
 from ._batch_plan import BatchPlan
 from ._lazy import LazyPlan
 from ._single_batch import check_several_batches, check_several_label_batches, quiet_if_refused
@@ -237,6 +237,10 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
     order = permutation[np.argsort(key, kind="stable")]
     bounds = np.zeros(n_batches + 1, dtype=np.int64)
     np.cumsum(np.bincount(assigned.batch, minlength=n_batches), out=bounds[1:])
+    if policy.split_safe():
+        # Placing labels (0..L, L: no label) as strata, in step order.
+        order = reorder_split_safe(order, bounds, placing_steps(matrix),
+                                   np.arange(matrix.shape[1] + 1))
     return BatchPlan(order=order, bounds=bounds, strata=tuple(names), cuts=None,
                      seed=None if stream is None else stream.seed, rng=rng, epoch=epoch,
                      shuffle=stream is not None, policy=policy,

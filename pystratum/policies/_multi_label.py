@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..base._validation import check_bool, check_int, show
-from ._base import Allocation, Policy
+from ._base import Allocation, Policy, check_batch_order
 
 __all__ = ["MultiLabel", "MultiLabelShortfallError", "LabelAssignment", "assign_batches",
-           "check_label_matrix", "shortfall_message"]
+           "check_label_matrix", "placing_steps", "shortfall_message"]
 
 # Above this many (level x batch) cells a label's slots are ordered by a sort
 # instead of a dense mask (both give the same order).
@@ -36,7 +36,8 @@ class MultiLabelShortfallError(ValueError):
 class MultiLabel(Policy):
     """Every label's positives in every batch, for rows that carry several labels.
 
-    ``MultiLabel(batch_size=None, *, num_batches=None, min_per_label=1, strict=False)``
+    ``MultiLabel(batch_size=None, *, num_batches=None, min_per_label=1, strict=False,
+    batch_order=None)``
     (R: ``policy_multi_label()``). Give exactly one of ``batch_size`` (then
     ``B = ceil(N / batch_size)``) or ``num_batches`` (``B``, at most ``N``).
     Plan it with ``plan_batches(label_matrix, MultiLabel(...), seed=, rng=)``:
@@ -73,14 +74,25 @@ class MultiLabel(Policy):
     of the N rows, ties between batches broken by a permutation of the B
     batches, both from the epoch's stream (``rng="numpy"``, ``"R"`` (the
     R package's batches, row for row), ``"torch"``); ``rng="index"`` is
-    refused. Inside a batch rows keep the permutation's order. Cost: O(N L)
-    bit operations plus O(B log N) per label; memory O(N + L) beyond the
-    label matrix.
+    refused. Inside a batch rows keep the permutation's order (the default,
+    ``batch_order=None`` or ``"assembled"``). ``batch_order="split_safe"``
+    interleaves them by each row's *placing label* (its rarest label: the
+    step that placed it; rows without a label form one more group) with the
+    split-safe rule of ``docs/BATCH_ORDER.md``: for every ``g`` in the
+    batch size's chain, ``g`` equal contiguous chunks get ``floor`` or
+    ``ceil`` of ``c / g`` rows of each placing label, so a chunk holds at
+    least ``floor(c_l / g)`` positives of label ``l`` (``c_l``: the batch's
+    rows placed by ``l``; every positive of the rarest label is placed by
+    it). A row carries several labels, so no order gives every label its
+    exact share in every chunk. Cost: O(N L) bit operations plus
+    O(B log N) per label; memory O(N + L) beyond the label matrix.
     """
 
     name = "multi_label"
 
-    def __init__(self, batch_size=None, *, num_batches=None, min_per_label=1, strict=False):
+    def __init__(self, batch_size=None, *, num_batches=None, min_per_label=1, strict=False,
+                 batch_order=None):
+        self.batch_order = check_batch_order(batch_order)
         if (batch_size is None) == (num_batches is None):
             raise TypeError(
                 f"batch_size or num_batches must be given, exactly one of them, got batch_size="
@@ -101,8 +113,9 @@ class MultiLabel(Policy):
     reads_label_matrix = True
 
     def params(self) -> dict:
-        return {"batch_size": self._batch_size, "num_batches": self._num_batches,
-                "min_per_label": self._min_per_label, "strict": self._strict}
+        return self._with_batch_order({
+            "batch_size": self._batch_size, "num_batches": self._num_batches,
+            "min_per_label": self._min_per_label, "strict": self._strict})
 
     def batches_for(self, n_rows: int) -> int:
         """B for ``n_rows`` rows: ``ceil(N / batch_size)`` or ``num_batches`` (checked <= N)."""
@@ -123,6 +136,22 @@ class MultiLabel(Policy):
             "policy MultiLabel has no per-stratum allocation: it reads a label matrix (rows x "
             "labels of 0/1). Pass the label matrix to plan_batches(labels, MultiLabel(...)) "
             "or stratified_batches(labels, MultiLabel(...)).")
+
+
+def placing_steps(matrix) -> np.ndarray:
+    """Each row's step in :func:`assign_batches` (int64 (N,)): the position of its rarest label.
+
+    Labels in order of size (fewest positives first, ties by column), as
+    the assignment takes them; a row's step is the first of its labels in
+    that order, ``L`` for a row without labels. It depends on the rows, not
+    on the epoch. R twin: ``multi_label_placing_steps()``.
+    """
+    n_rows, n_labels = matrix.shape
+    by_size = np.argsort(matrix.sum(axis=0, dtype=np.int64), kind="stable")
+    steps = np.full(n_rows, n_labels, dtype=np.int64)
+    for step in range(n_labels - 1, -1, -1):
+        steps[matrix[:, by_size[step]]] = step
+    return steps
 
 
 def check_label_matrix(values, names=None):

@@ -51,12 +51,13 @@ split_safe_labels = function(counts) {
 }
 
 # Batches (integer vectors of rows) in the split-safe order: within each batch
-# a stable sort by the stratum's turn of first appearance, then the
-# stratum's k-th row to its k-th place. One pattern per distinct count vector.
-split_safe_batches = function(batches, encoded) {
+# a stable sort by the stratum's turn (strata_order: the strata in turn order,
+# by default their first appearance), then the stratum's k-th row to its k-th
+# place. One pattern per distinct count vector.
+split_safe_batches = function(batches, encoded, strata_order = first_appearance_turn(encoded)) {
   n_strata = length(encoded$sizes)
   turn = integer(n_strata)
-  turn[first_appearance_turn(encoded)] = seq_len(n_strata)
+  turn[strata_order] = seq_len(n_strata)
   patterns = new.env(hash = TRUE)
   out = lapply(batches, function(rows) {
     if (length(rows) < 2L) return(rows)

@@ -41,11 +41,22 @@
 #' stream; the Python package's `pystratum.policies.MultiLabel` with
 #' `rng = "R"` gives the same batches minus one. `rng = "index"` is refused.
 #'
+#' Inside a batch rows keep the order they were taken in (`batch_order =
+#' NULL` or `"assembled"`). `batch_order = "split_safe"` interleaves them by
+#' each row's placing label (its rarest label; rows without a label form one
+#' more group) with the split-safe rule (`docs/BATCH_ORDER.md` in the
+#' repository): cut into `g` equal contiguous chunks, for every `g` in the
+#' batch size's chain of prime factors, a chunk holds at least
+#' `floor(c_l / g)` positives of label `l`, `c_l` being the batch's rows
+#' placed by `l` (every positive of the rarest label is placed by it).
+#'
 #' @param batch_size (`NULL` or `integer(1)`) rows per batch.
 #' @param num_batches (`NULL` or `integer(1)`) batches per epoch.
 #' @param min_per_label (`integer(1)`) the fewest positives of each
 #'   guaranteed label a batch should hold.
 #' @param strict (`logical(1)`) `TRUE`: a remaining shortfall is an error.
+#' @param batch_order (`NULL`, `"split_safe"` or `"assembled"`) the order of
+#'   rows inside a batch; `NULL`: `"assembled"`.
 #' @return A policy object (class `pystratum_policy_multi_label`).
 #' @export
 #' @examples
@@ -53,7 +64,7 @@
 #' batches = stratified_batches(labels, policy_multi_label(num_batches = 4), seed = 1)
 #' attr(batches, "label_counts")
 policy_multi_label = function(batch_size = NULL, num_batches = NULL, min_per_label = 1,
-  strict = FALSE) {
+  strict = FALSE, batch_order = NULL) {
   if (is.null(batch_size) == is.null(num_batches)) {
     abort_type("batch_size", sprintf(paste0(
       "batch_size or num_batches must be given, exactly one of them, got batch_size=%s and ",
@@ -72,8 +83,8 @@ policy_multi_label = function(batch_size = NULL, num_batches = NULL, min_per_lab
   min_per_label = as.double(assert_whole_number(min_per_label, "min_per_label", minimum = 1,
     fix = "It is the fewest positives of each label a batch should hold."))
   strict = assert_flag(strict, "strict")
-  new_policy("multi_label", list(batch_size = batch_size, num_batches = num_batches,
-    min_per_label = min_per_label, strict = strict))
+  new_policy("multi_label", with_batch_order(list(batch_size = batch_size,
+    num_batches = num_batches, min_per_label = min_per_label, strict = strict), batch_order))
 }
 
 #' @export
@@ -204,8 +215,25 @@ multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle,
   }
   batches = unname(split(as.integer(permutation),
     factor(assigned$batch, levels = seq_len(n_batches))))
+  if (policy_split_safe(policy)) {
+    # Placing labels (1..L, L + 1: no label) as strata, in step order.
+    n_groups = ncol(labels$matrix) + 1L
+    steps = multi_label_placing_steps(labels$matrix) + 1L
+    batches = split_safe_batches(batches, list(codes = steps, sizes = numeric(n_groups)),
+      strata_order = seq_len(n_groups))
+  }
   attr(batches, "label_counts") = counts
   batches
+}
+
+# Each row's step in multi_label_assign() (0-based; L: no label): the position of
+# its rarest label, labels by size (ties by column). Python's placing_steps().
+multi_label_placing_steps = function(matrix) {
+  n_labels = ncol(matrix)
+  by_size = order(colSums(matrix), seq_len(n_labels))
+  steps = rep(n_labels, nrow(matrix))
+  for (step in rev(seq_len(n_labels))) steps[matrix[, by_size[[step]]]] = step - 1L
+  steps
 }
 
 # Python's assign_batches(): list(batch = batch of the row at each permuted

@@ -100,6 +100,35 @@ def test_generic_policy_option_equals_the_shortcut(data):
     assert by_name.stdout.splitlines()[0] == "batch,neg,pos,total"
 
 
+@pytest.mark.parametrize("policy_flags, policy", [
+    (["--batch-size", "50"], pystratum.FixedSize(50, batch_order="split_safe")),
+    (["--min", "4"], pystratum.MinPerStratum(4, batch_order="split_safe")),
+    (["--policy", "targets", "--param", "shares=balanced", "--param", "batch_size=20"],
+     pystratum.Targets("balanced", 20, batch_order="split_safe")),
+])
+def test_batch_order_flag_reaches_the_policy(data, policy_flags, policy):
+    folder, label, site = data
+    done = run("plan", folder / "d.csv", "--stratum", "label", "--stratum", "site",
+               *policy_flags, "--batch-order", "split_safe", "--seed", "8", "--batches",
+               "--format", "json", check_code=0)
+    record = json.loads(done.stdout)
+    assert record["policy"] == policy.to_dict()
+    expected = pystratum.stratified_batches({"label": label, "site": site}, policy, seed=8)
+    assert record["batches"] == [batch.tolist() for batch in expected]
+    twice = run("plan", folder / "d.csv", "--stratum", "label", "--policy", "targets", "--param",
+                "shares=balanced", "--param", "batch_size=20", "--param",
+                "batch_order=assembled", "--batch-order", "split_safe", check_code=2)
+    assert "batch_order is given twice" in twice.stderr
+
+
+def test_crosscheck_with_the_r_package_in_the_split_safe_order(data):
+    folder, _, _ = data
+    done = run("crosscheck", folder / "d.csv", "--stratum", "label", "--stratum", "site",
+               "--batch-size", "60", "--batch-order", "split_safe", "--seed", "11", "--epochs",
+               "2", check_code=0)
+    assert done.stdout.startswith("IDENTICAL: 20 batches in 2 epoch(s)")
+
+
 @pytest.mark.parametrize("name", ["d.parquet", "d.arrow"])
 def test_parquet_and_arrow_give_what_csv_gives(data, name):
     folder, _, _ = data

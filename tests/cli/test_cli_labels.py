@@ -128,6 +128,14 @@ def test_policy_flags_go_to_multi_label_by_name():
         assert caught.value.code == EXIT_MISSING
 
 
+def test_batch_order_flag_reaches_multi_label():
+    args = _args("x.csv", "--label", "a", "--policy", "multi_label", "--batch-size", "4",
+                 "--batch-order", "split_safe")
+    policy = policy_from_args(args)
+    assert policy == policies.MultiLabel(4, batch_order="split_safe")
+    assert policy.split_safe()
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--stratum", "a", "--policy", "multi_label", "--batch-size", "2"], "reads labels, not strata"),
     (["--label", "a", "--min", "2"], "--policy multi_label reads"),

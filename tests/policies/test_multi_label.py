@@ -10,7 +10,8 @@ from _vectors import load_cases, zero_based
 from pystratum import plan_batches, stratified_batches
 from pystratum.policies import (FixedSize, MultiLabel, MultiLabelShortfallError, SingleBatchError,
                                 policy_from_params)
-from pystratum.policies._multi_label import assign_batches
+from pystratum.policies._multi_label import assign_batches, placing_steps
+from _split_safe import chain_of, reference_reorder
 
 IMPOSSIBLE = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]])
 
@@ -171,8 +172,59 @@ def test_names_from_a_data_frame_the_count_table_and_the_plot():
     assert len(axes.patches) == 2 * 3  # one bar per batch and label
 
 
+@settings(max_examples=100)
+@given(rows=label_matrices, batch_size=st.integers(1, 30), seed=st.integers(0, 2**31 - 1))
+def test_split_safe_order_interleaves_placing_labels(rows, batch_size, seed):
+    labels = np.array(rows, dtype=bool)
+    assembled = plan_batches(labels, MultiLabel(batch_size), seed=seed,
+                             allow_single_batch=True)
+    split = plan_batches(labels, MultiLabel(batch_size, batch_order="split_safe"), seed=seed,
+                         allow_single_batch=True)
+    assert split.policy.params()["batch_order"] == "split_safe"
+    np.testing.assert_array_equal(split.bounds, assembled.bounds)
+    np.testing.assert_array_equal(split.label_counts, assembled.label_counts)
+    steps = placing_steps(labels)
+    n_labels = labels.shape[1]
+    sizes = labels.sum(axis=0)
+    for mine, theirs in zip(split.batches, assembled.batches):
+        assert sorted(mine.tolist()) == sorted(theirs.tolist())
+        # The plain recursion, placing labels in step order (rows of a step keep their order).
+        grouped = theirs[np.argsort(steps[theirs], kind="stable")]
+        np.testing.assert_array_equal(mine, reference_reorder(grouped, steps,
+                                                              np.arange(n_labels + 1)))
+        g = 1
+        for p in chain_of(len(mine)):
+            g *= p
+            for chunk in np.split(mine, g):
+                for step in range(n_labels + 1):
+                    in_batch = int((steps[mine] == step).sum())
+                    assert in_batch // g <= int((steps[chunk] == step).sum()) <= -(-in_batch // g)
+    # Every positive of the rarest label is placed by it: its exact share in every chunk.
+    if n_labels and sizes.min() > 0:
+        rarest = int(np.argsort(sizes, kind="stable")[0])
+        assert (steps[labels[:, rarest]] == 0).all()
+
+
+def test_placing_steps_follow_the_assignment_order():
+    labels = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 0], [1, 0, 1], [0, 1, 1]], dtype=bool)
+    # sizes (2, 3, 2): steps take label 0, then 2, then 1 (ties by column).
+    assert placing_steps(labels).tolist() == [0, 2, 3, 0, 1]
+
+
+def test_split_safe_order_is_an_option_not_the_default():
+    labels = correlated(400, 4, 2)
+    default = plan_batches(labels, MultiLabel(40), seed=5)
+    assembled = plan_batches(labels, MultiLabel(40, batch_order="assembled"), seed=5)
+    assert "batch_order" not in default.policy.params()
+    for a, b in zip(default.batches, assembled.batches):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="^batch_order"):
+        MultiLabel(40, batch_order="by_label")
+
+
 def test_policy_round_trip_and_no_allocation():
-    for policy in (MultiLabel(256), MultiLabel(num_batches=7, min_per_label=2, strict=True)):
+    for policy in (MultiLabel(256), MultiLabel(num_batches=7, min_per_label=2, strict=True),
+                   MultiLabel(32, batch_order="split_safe")):
         record = policy.to_dict()
         assert record["name"] == "multi_label"
         assert policy_from_params(record["name"], record["params"]) == policy
@@ -195,6 +247,8 @@ def test_other_policies_still_read_2d_input_as_stratum_columns():
     (dict(num_batches=True), TypeError, "num_batches"),
     (dict(batch_size=4, min_per_label=0), ValueError, "min_per_label"),
     (dict(batch_size=4, strict="yes"), TypeError, "strict"),
+    (dict(batch_size=4, batch_order="sorted"), ValueError, "batch_order"),
+    (dict(batch_size=4, batch_order=1), ValueError, "batch_order"),
 ])
 def test_hostile_parameters(kwargs, error, argument):
     with pytest.raises(error, match=f"^{argument}"):

@@ -10,12 +10,13 @@ from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
 from pystratum import plan_batches
 from pystratum.policies import MultiLabel, MultiLabelShortfallError, SingleBatchError
 
-R_CALL = """function(values, n_rows, batch_size, num_batches, m, strict, seed, epoch, shuffle) {
+R_CALL = """function(values, n_rows, batch_size, num_batches, m, strict, seed, epoch, shuffle,
+                    batch_order) {
   labels = matrix(as.integer(values), nrow = n_rows, byrow = TRUE)
   if (batch_size == 0) batch_size = NULL
   if (num_batches == 0) num_batches = NULL
   policy = pystratum::policy_multi_label(batch_size, num_batches, min_per_label = m,
-    strict = strict)
+    strict = strict, batch_order = if (nzchar(batch_order)) batch_order else NULL)
   out = tryCatch(pystratum::stratified_batches(labels, policy,
     seed = if (shuffle) seed else NULL, epoch = epoch, shuffle = shuffle),
     pystratum_error = function(e) list(error = class(e)[[1L]], argument = e$argument))
@@ -24,11 +25,13 @@ R_CALL = """function(values, n_rows, batch_size, num_batches, m, strict, seed, e
 }"""
 
 
-def r_plan(session, labels, batch_size, num_batches, m, strict, seed, epoch, shuffle):
+def r_plan(session, labels, batch_size, num_batches, m, strict, seed, epoch, shuffle,
+           batch_order=None):
     call = r_function(session, R_CALL)
     with session.calling():
         out = call(session.ro.IntVector(labels.astype(int).ravel().tolist()), labels.shape[0],
-                   batch_size or 0, num_batches or 0, m, strict, seed, epoch, shuffle)
+                   batch_size or 0, num_batches or 0, m, strict, seed, epoch, shuffle,
+                   batch_order or "")
         names = list(out.names)
         if "error" in names:
             return {"error": out.rx2("error")[0], "argument": out.rx2("argument")[0]}
@@ -50,16 +53,18 @@ def correlated(n_rows, n_labels, seed):
 @given(n_rows=st.integers(1, 120), n_labels=st.integers(1, 7), data_seed=st.integers(0, 999),
        size=st.integers(1, 40), by_count=st.booleans(), m=st.integers(1, 3),
        strict=st.booleans(), seed=st.integers(-2**31 + 1, 2**31 - 1), epoch=st.integers(0, 3),
-       shuffle=st.booleans())
+       shuffle=st.booleans(), batch_order=st.sampled_from([None, "split_safe", "assembled"]))
 def test_r_gives_the_core_batches_plus_one(r_session, n_rows, n_labels, data_seed, size,
-                                           by_count, m, strict, seed, epoch, shuffle):
+                                           by_count, m, strict, seed, epoch, shuffle,
+                                           batch_order):
     labels = correlated(n_rows, n_labels, data_seed)
     batch_size, num_batches = (None, size) if by_count else (size, None)
     if not shuffle:
         epoch = 0
     expected = r_plan(r_session, labels, batch_size, num_batches, m, strict, seed, epoch,
-                      shuffle)
-    policy = MultiLabel(batch_size, num_batches=num_batches, min_per_label=m, strict=strict)
+                      shuffle, batch_order)
+    policy = MultiLabel(batch_size, num_batches=num_batches, min_per_label=m, strict=strict,
+                        batch_order=batch_order)
     try:
         plan = plan_batches(labels, policy, seed=seed if shuffle else None, rng="R",
                             epoch=epoch, shuffle=shuffle)

@@ -73,6 +73,8 @@ cases = list(
     list(batch_size = 16), seed = 3L),
   run_case("correlated_300_epoch_2", "The same, epoch 2 (third group of draws).", wide,
     list(batch_size = 16), seed = 3L, epoch = 2L),
+  run_case("correlated_300_split_safe", "batch_order = 'split_safe' (placing labels interleaved).",
+    wide, list(batch_size = 16, batch_order = "split_safe"), seed = 3L),
   run_case("correlated_300_min_2", "min_per_label = 2, batches of 24.", wide,
     list(batch_size = 24, min_per_label = 2), seed = -5L),
   run_case("rare_500_seed_2024", "500 rows, 12 labels (1% to 30%), batches of 32.", rare,

@@ -120,3 +120,30 @@ test_that("a single batch (num_batches = 1, batch_size >= rows) is refused unles
     expect_length(stratified_batches(impossible, policy, seed = 2, allow_single_batch = TRUE), 1L)
   }
 })
+
+test_that("batch_order = 'split_safe' reorders rows inside batches by placing label", {
+  set.seed(11)
+  labels = cbind(rare = rbinom(240, 1, 0.05), mid = rbinom(240, 1, 0.2),
+    common = rbinom(240, 1, 0.5))
+  assembled = stratified_batches(labels, policy_multi_label(batch_size = 24), seed = 4)
+  split = stratified_batches(labels, policy_multi_label(batch_size = 24,
+    batch_order = "split_safe"), seed = 4)
+  expect_identical(attr(split, "label_counts"), attr(assembled, "label_counts"))
+  expect_identical(lapply(split, sort), lapply(assembled, sort))
+  expect_false(identical(unclass(split), unclass(assembled)))
+  steps = pystratum:::multi_label_placing_steps(labels == 1)
+  # 24 = 2 * 2 * 2 * 3: halves, quarters, eighths and 24ths hold floor/ceil of every step.
+  for (batch in split) {
+    for (g in c(2, 4, 8, 24)) {
+      chunks = split(batch, rep(seq_len(g), each = length(batch) / g))
+      for (step in 0:3) {
+        total = sum(steps[batch] == step)
+        got = vapply(chunks, function(rows) sum(steps[rows] == step), numeric(1))
+        expect_true(all(got >= total %/% g & got <= ceiling(total / g)))
+      }
+    }
+  }
+  expect_identical(policy_multi_label(batch_size = 24)$params$batch_order, NULL)
+  expect_error(policy_multi_label(batch_size = 24, batch_order = "sorted"),
+    class = "pystratum_value_error")
+})
