@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels as kernel_gate
+
 __all__ = ["permute_columns", "place_split_safe", "reorder_split_safe", "split_chain",
-           "split_safe_labels", "split_safe_places", "BatchPatterns"]
+           "split_safe_labels", "split_safe_labels_many", "split_safe_places", "BatchPatterns"]
 
 def split_chain(n: int) -> list:
     """The prime factors of ``n``, the 2s first, then the others increasing (``[]`` for 1)."""
@@ -80,6 +82,53 @@ def split_safe_labels(counts) -> np.ndarray:
     return np.repeat(stratum, count)
 
 
+def split_safe_labels_many(counts) -> tuple:
+    """:func:`split_safe_labels` of every row of ``counts`` (``(U, S)``) at once.
+
+    Returns ``(labels, start)``: row ``u``'s labels are
+    ``labels[start[u]:start[u] + counts[u].sum()]``. The same construction,
+    run for all rows of one batch size together (entries keyed by (row,
+    part)), so an epoch whose batches have thousands of distinct count
+    vectors (``MultiLabel``, ``MinPerStratum`` with many strata) costs a few
+    vector passes per prime factor instead of a Python loop per batch.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    totals = counts.sum(axis=1)
+    start = np.zeros(counts.shape[0], dtype=np.int64)
+    np.cumsum(totals[:-1], out=start[1:])
+    labels = np.empty(int(totals.sum()), dtype=np.int64)
+    kernels = kernel_gate.compiled_for("assemble", labels.shape[0])
+    if kernels is not None:
+        kernels.split_safe_labels_rows(np.ascontiguousarray(counts), start, labels)
+        return labels, start
+    for n in np.unique(totals).tolist():
+        if n == 0:
+            continue
+        rows = np.flatnonzero(totals == n)
+        row, stratum = np.nonzero(counts[rows])    # row-major: by row, then stratum
+        count = counts[rows][row, stratum]
+        group = row.astype(np.int64)               # row * (parts so far) + part
+        for p in split_chain(n):
+            quotient, remainder = np.divmod(count, p)
+            new_group = np.r_[True, group[1:] != group[:-1]]
+            running = np.cumsum(remainder) - remainder
+            unit = running - np.maximum.accumulate(np.where(new_group, running, 0))
+            child = np.arange(p, dtype=np.int64)
+            extra = ((child[None, :] - unit[:, None]) % p) < remainder[:, None]
+            child_count = (quotient[:, None] + extra).reshape(-1)
+            child_group = (group[:, None] * p + child[None, :]).reshape(-1)
+            keep = child_count > 0
+            # Stable: strata stay in order within a (row, part); the keys come
+            # nearly sorted (runs per group), which timsort takes in about one pass.
+            order = np.argsort(child_group[keep], kind="stable")
+            group = child_group[keep][order]
+            stratum = np.repeat(stratum, p)[keep][order]
+            count = child_count[keep][order]
+        at = (start[rows][:, None] + np.arange(n, dtype=np.int64)[None, :]).reshape(-1)
+        labels[at] = np.repeat(stratum, count)
+    return labels, start
+
+
 def split_safe_places(counts) -> np.ndarray:
     """Place in the batch of each row of the by-stratum order (strata in batch order).
 
@@ -109,14 +158,15 @@ class BatchPatterns:
             self.which = np.zeros(0, dtype=np.int64)
             return
         unique, which = _distinct_rows(counts.T)
-        places = [split_safe_places(row) for row in unique]
-        labels = [split_safe_labels(row) for row in unique]
-        lengths = np.array([p.shape[0] for p in places], dtype=np.int64)
-        pattern_start = np.cumsum(lengths) - lengths
+        labels, pattern_start = split_safe_labels_many(unique)
+        # Each pattern's places: a stable sort of its labels (split_safe_places), all at once.
+        lengths = unique.sum(axis=1)
+        pattern = np.repeat(np.arange(unique.shape[0], dtype=np.int64), lengths)
+        by_stratum = np.argsort(pattern * max(unique.shape[1], 1) + labels, kind="stable")
         self.unique = unique
         self.which = np.asarray(which, dtype=np.int64).reshape(-1)
-        self.flat = np.concatenate(places) if places else np.zeros(0, dtype=np.int64)
-        self.labels = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int64)
+        self.flat = by_stratum - np.repeat(pattern_start, lengths)
+        self.labels = labels
         self.start = pattern_start[self.which]
 
     def positions(self, bounds) -> np.ndarray:
@@ -224,6 +274,19 @@ def reorder_split_safe(order, bounds, codes, first_rows) -> np.ndarray:
     n_strata = first_rows.shape[0]
     turn = np.empty(n_strata, dtype=np.int64)
     turn[np.argsort(first_rows, kind="stable")] = np.arange(n_strata)
+    kernels = kernel_gate.compiled_for("assemble", order.shape[0])
+    if kernels is not None:
+        # The smallest integer type: the random gather by row stays in cache.
+        small = np.min_scalar_type(max(n_strata - 1, 0))
+        stratum_of = turn.astype(small)[np.asarray(codes)]
+        in_order = np.empty(order.shape[0], dtype=small)
+        bounds = np.asarray(bounds, dtype=np.int64)
+        counts = kernels.batch_stratum_counts(order, bounds, stratum_of, n_strata, in_order)
+        patterns = BatchPatterns(counts.T)
+        out = np.empty_like(order)
+        kernels.move_split_safe(order, bounds, in_order, counts, patterns.flat, patterns.start,
+                                out)
+        return out
     sizes = np.diff(bounds)
     batch = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
     key = batch * n_strata + turn[np.asarray(codes)[order]]

@@ -36,7 +36,8 @@ import numpy as np
 from ._tools import prefetch
 
 __all__ = ["pack_rows", "pack_permuted", "shuffle_like_numpy", "place_ranks",
-           "move_to_places", "place_slot_rows", "gather_slot_blocks"]
+           "move_to_places", "place_slot_rows", "gather_slot_blocks", "split_safe_labels_rows",
+           "batch_stratum_counts", "move_split_safe"]
 
 _LOW = 0xFFFFFFFF
 # Swaps whose partner is prefetched ahead of use (a power of two for the ring
@@ -267,3 +268,112 @@ def gather_slot_blocks(sequence, columns, per_batch, width, order):
 
 # Batches whose slot blocks gather_slot_blocks prefetches ahead of use.
 _SLOT_AHEAD = 4
+
+
+@numba.njit(nogil=True, boundscheck=False, cache=True)
+def split_safe_labels_rows(counts, start, labels):
+    """``split_safe_labels(counts[u])`` into ``labels[start[u]:]`` for every row ``u``.
+
+    The construction of :mod:`pystratum.engine._batch_order`, one pattern at
+    a time: a part's children are written child by child, entries in order,
+    which is the (part, stratum) order the numpy path gets by a stable sort.
+    """
+    n_patterns, n_strata = counts.shape
+    for u in range(n_patterns):
+        n = 0
+        for s in range(n_strata):
+            n += counts[u, s]
+        if n == 0:
+            continue
+        part = np.empty(n, dtype=np.int64)
+        stratum = np.empty(n, dtype=np.int64)
+        count = np.empty(n, dtype=np.int64)
+        next_part = np.empty(n, dtype=np.int64)
+        next_stratum = np.empty(n, dtype=np.int64)
+        next_count = np.empty(n, dtype=np.int64)
+        m = 0
+        for s in range(n_strata):
+            if counts[u, s] > 0:
+                part[m] = 0
+                stratum[m] = s
+                count[m] = counts[u, s]
+                m += 1
+        rest = n
+        p = 2
+        while rest > 1:
+            # n's prime factors, the 2s first, then the others increasing.
+            while p * p <= rest and rest % p != 0:
+                p = 3 if p == 2 else p + 2
+            if rest % p != 0:
+                p = rest
+            rest //= p
+            k = 0
+            i = 0
+            while i < m:
+                j = i
+                while j < m and part[j] == part[i]:
+                    j += 1
+                for c in range(p):
+                    unit = 0
+                    for e in range(i, j):
+                        quotient = count[e] // p
+                        remainder = count[e] - quotient * p
+                        child_count = quotient + (1 if ((c - unit) % p + p) % p < remainder else 0)
+                        unit += remainder
+                        if child_count > 0:
+                            next_part[k] = part[e] * p + c
+                            next_stratum[k] = stratum[e]
+                            next_count[k] = child_count
+                            k += 1
+                i = j
+            part, next_part = next_part, part
+            stratum, next_stratum = next_stratum, stratum
+            count, next_count = next_count, count
+            m = k
+        at = start[u]
+        for e in range(m):
+            for _ in range(count[e]):
+                labels[at] = stratum[e]
+                at += 1
+
+
+@numba.njit(nogil=True, boundscheck=False, cache=True)
+def batch_stratum_counts(order, bounds, stratum_of, n_strata, stratum_in_order):
+    """``(B, S)`` rows of each stratum (``stratum_of[row]``) in each batch of ``order``.
+
+    Also writes ``stratum_in_order[i] = stratum_of[order[i]]``: the one
+    random gather of the reorder, so :func:`move_split_safe` reads in order.
+    """
+    n_batches = bounds.shape[0] - 1
+    counts = np.zeros((n_batches, n_strata), dtype=np.int64)
+    for b in range(n_batches):
+        for i in range(bounds[b], bounds[b + 1]):
+            s = stratum_of[order[i]]
+            stratum_in_order[i] = s
+            counts[b, s] += 1
+    return counts
+
+
+@numba.njit(nogil=True, boundscheck=False, cache=True)
+def move_split_safe(order, bounds, stratum_in_order, counts, flat, start, out):
+    """``out``: every batch of ``order`` in the split-safe order, in one pass.
+
+    The ``k``-th row of stratum ``s`` in a batch (in ``order``'s order) is row
+    ``offset_s + k`` of the by-stratum order (strata by number) and goes to
+    ``flat[start[b] + offset_s + k]`` of its batch: the numpy path's stable
+    sort and scatter, as a counting pass (the writes stay inside the batch).
+    """
+    n_batches, n_strata = counts.shape
+    seen = np.empty(n_strata, dtype=np.int64)
+    for b in range(n_batches):
+        acc = 0
+        for s in range(n_strata):
+            seen[s] = acc
+            acc += counts[b, s]
+        low = bounds[b]
+        base = start[b]
+        for i in range(low, bounds[b + 1]):
+            s = stratum_in_order[i]
+            j = seen[s]
+            seen[s] = j + 1
+            out[low + flat[base + j]] = order[i]

@@ -146,11 +146,11 @@ def placing_steps(matrix) -> np.ndarray:
     that order, ``L`` for a row without labels. It depends on the rows, not
     on the epoch. R twin: ``multi_label_placing_steps()``.
     """
-    n_rows, n_labels = matrix.shape
+    n_labels = matrix.shape[1]
     by_size = np.argsort(matrix.sum(axis=0, dtype=np.int64), kind="stable")
-    steps = np.full(n_rows, n_labels, dtype=np.int64)
-    for step in range(n_labels - 1, -1, -1):
-        steps[matrix[:, by_size[step]]] = step
+    in_steps = matrix[:, by_size]                  # columns in step order
+    steps = in_steps.argmax(axis=1).astype(np.int64)
+    steps[~in_steps.any(axis=1)] = n_labels
     return steps
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pystratum
 from pystratum.engine._batch_order import (BatchPatterns, reorder_split_safe, split_chain,
-                                           split_safe_labels, split_safe_places)
+                                           split_safe_labels, split_safe_labels_many,
+                                           split_safe_places)
 from pystratum.policies import ClassesPerBatch, Downsample, FixedSize, MinPerStratum, Targets
 
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
@@ -104,8 +105,8 @@ def test_plans_keep_the_assembled_rows_and_balance_every_guaranteed_split(case):
     if policy.name == "downsample":
         params["base"] = policy.base.to_dict()
     assembled = type(policy)(**params)
-    split = pystratum.plan_batches(y, policy, seed=seed, rng=rng)
-    plain = pystratum.plan_batches(y, assembled, seed=seed, rng=rng)
+    split = pystratum.plan_batches(y, policy, seed=seed, rng=rng, allow_single_batch=True)
+    plain = pystratum.plan_batches(y, assembled, seed=seed, rng=rng, allow_single_batch=True)
     assert split.num_batches == plain.num_batches
     for got, base in zip(split.batches, plain.batches):
         assert sorted(got.tolist()) == sorted(base.tolist())
@@ -176,6 +177,54 @@ def test_one_shared_count_vector_is_permuted_in_place_as_the_places_say(counts, 
         batch_order._PERMUTE_ROWS = saved
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(placed, expected)
+
+
+@pytest.fixture
+def compiled_paths(monkeypatch):
+    """``compiled_paths(True)``: the split-safe kernels at every size; False: numpy's path."""
+    import pystratum.kernels._assemble as kernels  # the dev extra installs numba: tested
+    from pystratum import kernels as kernel_gate
+
+    def use(compiled):
+        monkeypatch.setitem(kernel_gate._LOADED, "assemble", kernels if compiled else False)
+        monkeypatch.setattr(kernel_gate, "MIN_ROWS", 0)
+    return use
+
+
+@settings(max_examples=60,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(counts_strategy, min_size=1, max_size=12),
+       shared=st.booleans())
+def test_compiled_patterns_equal_numpy_s(compiled_paths, rows, shared):
+    width = max(len(row) for row in rows)
+    counts = np.array([row + [0] * (width - len(row)) for row in rows], dtype=np.int64)
+    if shared:
+        counts[:] = counts[0]
+    compiled_paths(False)
+    labels, start = split_safe_labels_many(counts)
+    for u, row in enumerate(counts):
+        assert labels[start[u]:start[u] + row.sum()].tolist() == \
+            split_safe_labels(row).tolist()
+    compiled_paths(True)
+    again, start_again = split_safe_labels_many(counts)
+    assert again.tolist() == labels.tolist() and start_again.tolist() == start.tolist()
+
+
+@settings(max_examples=60,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n_rows=st.integers(1, 400), n_strata=st.integers(1, 300), n_cuts=st.integers(0, 8),
+       seed=st.integers(0, 2**32 - 1))
+def test_compiled_reorder_equals_numpy_s(compiled_paths, n_rows, n_strata, n_cuts, seed):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, n_strata, n_rows)
+    first = np.array([np.flatnonzero(codes == s)[0] if (codes == s).any() else n_rows + s
+                      for s in range(n_strata)])
+    order = rng.permutation(n_rows)
+    bounds = np.r_[0, np.sort(rng.integers(0, n_rows + 1, n_cuts)), n_rows].astype(np.int64)
+    compiled_paths(False)
+    expected = reorder_split_safe(order.copy(), bounds, codes, first)
+    compiled_paths(True)
+    assert reorder_split_safe(order.copy(), bounds, codes, first).tolist() == expected.tolist()
 
 
 def test_reorder_of_any_batch_order_equals_the_reference():
