@@ -32,9 +32,18 @@ test_that("targets: an epoch draws stratum by stratum, the last extra pass short
       c(pool, unlist(lapply(takes, function(take) pool[sample.int(size, take)])))
     })
     expected = lapply(1:45, function(b) unlist(lapply(sequences, function(q) q[2 * b - 1:0])))
-    b = stratified_batches(y, policy_targets("balanced", 6), seed = 3, epoch = epoch)
+    # batch_order = "assembled": stratum by stratum, as drawn.
+    b = stratified_batches(y, policy_targets("balanced", 6, batch_order = "assembled"),
+      seed = 3, epoch = epoch)
     attr(b, "weights") = NULL
     expect_identical(as.vector(unclass(b), "list"), lapply(expected, as.integer))
+    # The default (split-safe) batches hold the same rows, placed by split_safe_batches().
+    split = stratified_batches(y, policy_targets("balanced", 6), seed = 3, epoch = epoch)
+    attr(split, "weights") = NULL
+    expect_identical(as.vector(unclass(split), "list"), lapply(
+      pystratum:::split_safe_batches(lapply(expected, as.integer), list(codes = y + 1L,
+        sizes = c(90, 7, 23))), as.integer))
+    expect_false(identical(unclass(split), unclass(b)))
   }
 })
 
