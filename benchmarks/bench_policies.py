@@ -44,7 +44,7 @@ import torch
 from torch.utils.data import BatchSampler, RandomSampler
 
 from pystratum import plan_batches
-from pystratum.policies import Downsample, FixedSize, Targets
+from pystratum.policies import Downsample, FixedSize, MinPerStratum, Targets
 from pystratum.torch import StratifiedBatchSampler
 from _timing import best
 
@@ -150,8 +150,10 @@ def main():
     parser.add_argument("--dual-max", type=float, default=1e6,
                         help="largest N for the DualSampler restatement")
     parser.add_argument("--batch-order", action="store_true",
-                        help="only Targets' epoch with batch_order='split_safe' (the default) vs "
-                             "'assembled' (by stratum), rng numpy and index")
+                        help="only the split-safe order's cost: Targets' epoch with "
+                             "batch_order='split_safe' (the default) vs 'assembled' (by stratum), "
+                             "rng numpy and index; MinPerStratum and FixedSize with the opt-in "
+                             "order vs their default")
     parser.add_argument("--fixed-size", action="store_true",
                         help="only FixedSize's core plans (exact and balanced) vs permutation(N)")
     args = parser.parse_args()
@@ -170,6 +172,16 @@ def main():
                                        args.repeats)
                 print(f"| {n:.0e} | Targets('balanced', 99) split_safe vs assembled, "
                       f"rng={rng!r} | {ours:.3f} | {base:.3f} | {ours / base:.2f} |", flush=True)
+            # The opt-in order of the permutation-order policies: their batches have
+            # many count vectors (10 strata here), so every batch is reordered.
+            many = np.random.default_rng(1).choice(10, size=n, p=np.geomspace(1, 0.01, 10)
+                                                   / np.geomspace(1, 0.01, 10).sum())
+            for policy in (MinPerStratum(2), FixedSize(256)):
+                split = type(policy)(**policy.params(), batch_order="split_safe")
+                ours, base = best_pair(lambda: plan_batches(many, split, seed=1),
+                                       lambda: plan_batches(many, policy, seed=1), args.repeats)
+                print(f"| {n:.0e} | {policy!r} split_safe vs its default, 10 strata, "
+                      f"rng='numpy' | {ours:.3f} | {base:.3f} | {ours / base:.2f} |", flush=True)
         return
     if args.fixed_size:
         for n in (int(s) for s in args.sizes):

@@ -83,10 +83,12 @@ def split_safe_labels(counts) -> np.ndarray:
 
 
 def split_safe_labels_many(counts) -> tuple:
-    """:func:`split_safe_labels` of every row of ``counts`` (``(U, S)``) at once.
+    """:func:`split_safe_labels` and :func:`split_safe_places` of every row of ``counts``
+    (``(U, S)``) at once.
 
-    Returns ``(labels, start)``: row ``u``'s labels are
-    ``labels[start[u]:start[u] + counts[u].sum()]``. The same construction,
+    Returns ``(labels, places, start)``: row ``u``'s labels are
+    ``labels[start[u]:start[u] + counts[u].sum()]``, its places the same
+    slice of ``places``. The same construction,
     run for all rows of one batch size together (entries keyed by (row,
     part)), so an epoch whose batches have thousands of distinct count
     vectors (``MultiLabel``, ``MinPerStratum`` with many strata) costs a few
@@ -99,8 +101,9 @@ def split_safe_labels_many(counts) -> tuple:
     labels = np.empty(int(totals.sum()), dtype=np.int64)
     kernels = kernel_gate.compiled_for("assemble", labels.shape[0])
     if kernels is not None:
-        kernels.split_safe_labels_rows(np.ascontiguousarray(counts), start, labels)
-        return labels, start
+        places = np.empty_like(labels)
+        kernels.split_safe_labels_rows(np.ascontiguousarray(counts), start, labels, places)
+        return labels, places, start
     for n in np.unique(totals).tolist():
         if n == 0:
             continue
@@ -126,7 +129,11 @@ def split_safe_labels_many(counts) -> tuple:
             count = child_count[keep][order]
         at = (start[rows][:, None] + np.arange(n, dtype=np.int64)[None, :]).reshape(-1)
         labels[at] = np.repeat(stratum, count)
-    return labels, start
+    # Each row's places: a stable sort of its labels, all rows at once.
+    row = np.repeat(np.arange(counts.shape[0], dtype=np.int64), totals)
+    places = np.argsort(row * max(counts.shape[1], 1) + labels, kind="stable")
+    places -= np.repeat(start, totals)
+    return labels, places, start
 
 
 def split_safe_places(counts) -> np.ndarray:
@@ -158,14 +165,10 @@ class BatchPatterns:
             self.which = np.zeros(0, dtype=np.int64)
             return
         unique, which = _distinct_rows(counts.T)
-        labels, pattern_start = split_safe_labels_many(unique)
-        # Each pattern's places: a stable sort of its labels (split_safe_places), all at once.
-        lengths = unique.sum(axis=1)
-        pattern = np.repeat(np.arange(unique.shape[0], dtype=np.int64), lengths)
-        by_stratum = np.argsort(pattern * max(unique.shape[1], 1) + labels, kind="stable")
+        labels, places, pattern_start = split_safe_labels_many(unique)
         self.unique = unique
         self.which = np.asarray(which, dtype=np.int64).reshape(-1)
-        self.flat = by_stratum - np.repeat(pattern_start, lengths)
+        self.flat = places
         self.labels = labels
         self.start = pattern_start[self.which]
 

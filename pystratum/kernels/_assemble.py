@@ -271,13 +271,15 @@ _SLOT_AHEAD = 4
 
 
 @numba.njit(nogil=True, boundscheck=False, cache=True)
-def split_safe_labels_rows(counts, start, labels):
-    """``split_safe_labels(counts[u])`` into ``labels[start[u]:]`` for every row ``u``.
+def split_safe_labels_rows(counts, start, labels, places):
+    """``split_safe_labels(counts[u])`` into ``labels[start[u]:]`` for every row ``u``,
+    and ``split_safe_places(counts[u])`` (the labels' stable argsort) into ``places``.
 
     The construction of :mod:`pystratum.engine._batch_order`, one pattern at
     a time: a part's children are written child by child, entries in order,
     which is the (part, stratum) order the numpy path gets by a stable sort.
     """
+    offset = np.empty(counts.shape[1], dtype=np.int64)
     n_patterns, n_strata = counts.shape
     for u in range(n_patterns):
         n = 0
@@ -291,6 +293,9 @@ def split_safe_labels_rows(counts, start, labels):
         next_part = np.empty(n, dtype=np.int64)
         next_stratum = np.empty(n, dtype=np.int64)
         next_count = np.empty(n, dtype=np.int64)
+        quotient = np.empty(n, dtype=np.int64)
+        remainder = np.empty(n, dtype=np.int64)
+        first_unit = np.empty(n, dtype=np.int64)
         m = 0
         for s in range(n_strata):
             if counts[u, s] > 0:
@@ -313,13 +318,21 @@ def split_safe_labels_rows(counts, start, labels):
                 j = i
                 while j < m and part[j] == part[i]:
                     j += 1
+                # Once per entry: quotient, remainder and its first remainder unit mod p.
+                unit = 0
+                for e in range(i, j):
+                    quotient[e] = count[e] // p
+                    remainder[e] = count[e] - quotient[e] * p
+                    first_unit[e] = unit
+                    unit += remainder[e]
+                    if unit >= p:
+                        unit -= p
                 for c in range(p):
-                    unit = 0
                     for e in range(i, j):
-                        quotient = count[e] // p
-                        remainder = count[e] - quotient * p
-                        child_count = quotient + (1 if ((c - unit) % p + p) % p < remainder else 0)
-                        unit += remainder
+                        d = c - first_unit[e]
+                        if d < 0:
+                            d += p
+                        child_count = quotient[e] + (1 if d < remainder[e] else 0)
                         if child_count > 0:
                             next_part[k] = part[e] * p + c
                             next_stratum[k] = stratum[e]
@@ -335,6 +348,15 @@ def split_safe_labels_rows(counts, start, labels):
             for _ in range(count[e]):
                 labels[at] = stratum[e]
                 at += 1
+        # Places: the k-th place of stratum s takes the stratum's k-th row.
+        acc = start[u]
+        for s in range(n_strata):
+            offset[s] = acc
+            acc += counts[u, s]
+        for t in range(n):
+            s = labels[start[u] + t]
+            places[offset[s]] = t
+            offset[s] += 1
 
 
 @numba.njit(nogil=True, boundscheck=False, cache=True)

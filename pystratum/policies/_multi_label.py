@@ -139,7 +139,7 @@ class MultiLabel(Policy):
 
 
 def placing_steps(matrix) -> np.ndarray:
-    """Each row's step in :func:`assign_batches` (int64 (N,)): the position of its rarest label.
+    """Each row's step in :func:`assign_batches` ((N,) integers): the position of its rarest label.
 
     Labels in order of size (fewest positives first, ties by column), as
     the assignment takes them; a row's step is the first of its labels in
@@ -147,11 +147,11 @@ def placing_steps(matrix) -> np.ndarray:
     on the epoch. R twin: ``multi_label_placing_steps()``.
     """
     n_labels = matrix.shape[1]
-    by_size = np.argsort(matrix.sum(axis=0, dtype=np.int64), kind="stable")
-    in_steps = matrix[:, by_size]                  # columns in step order
-    steps = in_steps.argmax(axis=1).astype(np.int64)
-    steps[~in_steps.any(axis=1)] = n_labels
-    return steps
+    packed = _pack_rows(matrix)
+    by_size = np.argsort(_label_sizes(packed, n_labels), kind="stable")
+    rank = np.empty(n_labels, dtype=np.int64)
+    rank[by_size] = np.arange(n_labels, dtype=np.int64)
+    return _first_labels(packed, rank, n_labels)
 
 
 def check_label_matrix(values, names=None):

@@ -201,13 +201,15 @@ def test_compiled_patterns_equal_numpy_s(compiled_paths, rows, shared):
     if shared:
         counts[:] = counts[0]
     compiled_paths(False)
-    labels, start = split_safe_labels_many(counts)
+    labels, places, start = split_safe_labels_many(counts)
     for u, row in enumerate(counts):
         assert labels[start[u]:start[u] + row.sum()].tolist() == \
             split_safe_labels(row).tolist()
+        assert places[start[u]:start[u] + row.sum()].tolist() == \
+            split_safe_places(row).tolist()
     compiled_paths(True)
-    again, start_again = split_safe_labels_many(counts)
-    assert again.tolist() == labels.tolist() and start_again.tolist() == start.tolist()
+    again = split_safe_labels_many(counts)
+    assert [part.tolist() for part in again] == [labels.tolist(), places.tolist(), start.tolist()]
 
 
 @settings(max_examples=60,
