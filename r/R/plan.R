@@ -63,7 +63,10 @@
 #'   combination of values is one stratum. Only combinations that occur are
 #'   strata (unused factor levels are ignored). Missing values, matrix or
 #'   list columns, columns of unequal length, arrays of 3 or more
-#'   dimensions, `table()` counts and mlr3 Tasks are errors.
+#'   dimensions, `table()` counts and mlr3 Tasks are errors. With
+#'   [policy_multi_label()] a matrix or data.frame of 0/1 (or logical) is read
+#'   as a label matrix (rows x labels; see [label_matrix()]), never as stratum
+#'   columns.
 #' @param policy (`pystratum_policy` or `integer(1)`)\cr
 #'   The batch composition, see [policies]: a number `m` means
 #'   `policy_min_per_stratum(m)`, the fewest rows of each stratum a batch may
