@@ -145,8 +145,9 @@ check_label_columns = function(columns, names, name) {
 #' Build a label matrix from each row's labels
 #'
 #' @param label_sets (`list`)\cr One entry per row: a character (or numeric,
-#'   logical, factor) vector of the row's labels; `NULL` or `character(0)` is
-#'   a row without labels; a label listed twice in a row counts once.
+#'   logical, factor) vector of the row's labels; `character(0)` is a row
+#'   without labels (`NULL`, a missing row, is an error, as Python's None);
+#'   a label listed twice in a row counts once.
 #' @param labels (`character` | `NULL`)\cr The label columns, in order;
 #'   `NULL` means every label that occurs, sorted by its text (code point
 #'   order, in every locale, as Python sorts).
@@ -155,7 +156,7 @@ check_label_columns = function(columns, names, name) {
 #'   `pystratum.label_matrix_from_sets()` in Python gives the same names in
 #'   the same order.
 #' @examples
-#' label_matrix_from_sets(list(c("b", "a"), NULL, "c"))
+#' label_matrix_from_sets(list(c("b", "a"), character(0), "c"))
 #' @export
 label_matrix_from_sets = function(label_sets, labels = NULL) {
   name = "label_sets"
@@ -171,8 +172,9 @@ label_matrix_from_sets = function(label_sets, labels = NULL) {
   for (row in seq_along(label_sets)) {
     entry = label_sets[[row]]
     if (is.null(entry)) {
-      sets[[row]] = character(0)
-      next
+      # A missing row, as Python's None: refused, not read as a row without labels.
+      abort_type(name, sprintf(paste0("%s must hold one vector of labels per row, got NULL at ",
+        "row %d (1-based). Pass character(0) for a row without labels."), name, row))
     }
     if (!is.atomic(entry)) {
       abort_type(name, sprintf(paste0("%s must hold one vector of labels per row, got an object ",

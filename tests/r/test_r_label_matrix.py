@@ -152,7 +152,7 @@ def test_label_sets_give_the_same_matrix_names_and_errors(r_session, sets, label
 
 @pytest.mark.parametrize("python_call,r_code", [
     (lambda: pystratum.label_matrix_from_sets([[], []]),
-     "pystratum::label_matrix_from_sets(list(NULL, character(0)))"),
+     "pystratum::label_matrix_from_sets(list(character(0), character(0)))"),
     (lambda: pystratum.label_matrix_from_sets([["a"]], ["a", "a"]),
      "pystratum::label_matrix_from_sets(list('a'), c('a', 'a'))"),
 ])
@@ -163,6 +163,16 @@ def test_label_set_argument_errors_match(r_session, python_call, r_code):
     r = _outcome(lambda: _call_r_function(r_session, function))
     assert python[0] == r[0] == "ValueError"
     assert str(python[1]) == str(r[1])
+
+
+def test_a_missing_row_is_refused_in_both_languages(r_session):
+    python = _outcome(lambda: pystratum.label_matrix_from_sets([["a"], None]))
+    with r_session.calling():
+        function = r_session.ro.r("function() pystratum::label_matrix_from_sets(list('a', NULL))")
+    r = _outcome(lambda: _call_r_function(r_session, function))
+    assert python[0] == r[0] == "TypeError"
+    assert "at row 1 (0-based)" in str(python[1]) and "at row 2 (1-based)" in str(r[1])
+    assert "row without labels" in str(python[1]) and "row without labels" in str(r[1])
 
 
 def _call_r_function(session, function):

@@ -32,7 +32,7 @@ test_that("label_matrix refuses shapes that are not rows x labels", {
 })
 
 test_that("label_matrix_from_sets builds the matrix with labels sorted by text", {
-  m = label_matrix_from_sets(list(c("b", "a", "b"), NULL, character(0), "C"))
+  m = label_matrix_from_sets(list(c("b", "a", "b"), character(0), character(0), "C"))
   expect_identical(colnames(m), c("C", "a", "b"))
   expect_identical(unname(m[1, ]), c(FALSE, TRUE, TRUE))
   expect_false(any(m[2:3, ]))
@@ -41,7 +41,10 @@ test_that("label_matrix_from_sets builds the matrix with labels sorted by text",
   expect_identical(unname(given[2, ]), c(TRUE, TRUE, FALSE))
   expect_error(label_matrix_from_sets(list("b", c("z", "q")), labels = "b"),
     "label 'q' at row 2 \\(1-based\\), which labels does not list", class = "pystratum_value_error")
-  expect_error(label_matrix_from_sets(list(NULL)), "holds no label", class = "pystratum_value_error")
+  expect_error(label_matrix_from_sets(list(character(0))), "holds no label",
+    class = "pystratum_value_error")
+  expect_error(label_matrix_from_sets(list("a", NULL)), "got NULL at row 2 \\(1-based\\)",
+    class = "pystratum_type_error")
   expect_error(label_matrix_from_sets(list(c("a", NA))), "missing label \\(NA\\) at row 1",
     class = "pystratum_value_error")
   expect_error(label_matrix_from_sets(list()), "has 0 rows", class = "pystratum_value_error")
