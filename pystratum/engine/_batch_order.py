@@ -57,29 +57,7 @@ def split_safe_labels(counts) -> np.ndarray:
     ``counts``: rows of each stratum in the batch, strata in batch order.
     See the module docstring for the construction and its guarantee.
     """
-    counts = np.asarray(counts, dtype=np.int64)
-    n = int(counts.sum())
-    # Entries (part, stratum, count) with count > 0, sorted by part then stratum.
-    stratum = np.flatnonzero(counts)
-    count = counts[stratum]
-    part = np.zeros(stratum.shape[0], dtype=np.int64)
-    for p in split_chain(n):
-        quotient, remainder = np.divmod(count, p)
-        # Each entry's first remainder unit, counted within its part.
-        new_part = np.r_[True, part[1:] != part[:-1]]
-        running = np.cumsum(remainder) - remainder
-        unit = running - np.maximum.accumulate(np.where(new_part, running, 0))
-        child = np.arange(p, dtype=np.int64)
-        extra = ((child[None, :] - unit[:, None]) % p) < remainder[:, None]
-        child_count = (quotient[:, None] + extra).reshape(-1)
-        child_part = (part[:, None] * p + child[None, :]).reshape(-1)
-        child_stratum = np.repeat(stratum, p)
-        keep = child_count > 0
-        order = np.argsort(child_part[keep], kind="stable")  # stable: strata stay in order
-        part = child_part[keep][order]
-        stratum = child_stratum[keep][order]
-        count = child_count[keep][order]
-    return np.repeat(stratum, count)
+    return split_safe_labels_many(np.asarray(counts, dtype=np.int64)[None, :])[0]
 
 
 def split_safe_labels_many(counts) -> tuple:
@@ -142,8 +120,7 @@ def split_safe_places(counts) -> np.ndarray:
     Row ``offset_s + k`` (the ``k``-th row of stratum ``s``) goes to the
     ``k``-th place holding ``s`` in :func:`split_safe_labels`.
     """
-    labels = split_safe_labels(counts)
-    return np.argsort(labels, kind="stable").astype(np.int64, copy=False)
+    return split_safe_labels_many(np.asarray(counts, dtype=np.int64)[None, :])[1]
 
 
 class BatchPatterns:
