@@ -652,6 +652,10 @@ def _compact(codes, n_levels):
 def first_rows_of_codes(codes, n_levels):
     """First row of each level, for compact codes (0..n_levels-1, all present)."""
     first_rows = np.full(n_levels, codes.shape[0], dtype=np.int64)
+    kernels = kernel_gate.compiled_for("index", codes.shape[0])
+    if kernels is not None and codes.dtype.kind in "iu":
+        kernels.first_rows(codes, first_rows)
+        return first_rows
     np.minimum.at(first_rows, codes, np.arange(codes.shape[0], dtype=np.int64))
     return first_rows
 
