@@ -653,7 +653,7 @@ def slot_index_draws(encoded, slots, seed: int, epoch: int) -> list:
     the first ``take`` values of the permutation of ``range(size)`` by
     stream ``S + 1 + i``. Materialised: O(N) per epoch.
     """
-    from ..streams._index import permute_ranks, round_keys
+    from ..streams._index import permute_ranks, permute_run_ranks, round_keys
 
     sizes = np.asarray(encoded.sizes, dtype=np.int64)
     n_strata = sizes.shape[0]
@@ -663,18 +663,17 @@ def slot_index_draws(encoded, slots, seed: int, epoch: int) -> list:
                               round_keys(seed, epoch, [n_strata])[:, 0])]
     turn = np.empty(n_strata, dtype=np.int64)
     turn[np.argsort(encoded.first_rows, kind="stable")] = np.arange(n_strata)
-    keys = round_keys(seed, epoch, turn)
+    keys = round_keys(seed, epoch, turn, work=int(sizes.sum()))
     offsets = np.cumsum(sizes) - sizes
     grouped = encoded.grouped_rows
     # Pass 0, strata in code order: assemble_slots groups it stably by stratum.
     order = np.empty(int(sizes.sum()), dtype=np.int64)
-    for first in range(0, n_strata, _INDEX_BLOCK_STRATA):
-        block = np.arange(first, min(first + _INDEX_BLOCK_STRATA, n_strata))
-        stratum = np.repeat(block, sizes[block])
-        start = int(offsets[block[0]])
-        rank = np.arange(stratum.shape[0], dtype=np.int64) - (offsets[stratum] - start)
-        position = permute_ranks(rank, sizes[stratum], keys[:, stratum])
-        order[start:start + stratum.shape[0]] = grouped[offsets[stratum] + position]
+    kernels = kernel_gate.compiled_for("index", order.shape[0])
+    if kernels is not None:
+        kernels.permuted_groups(np.ascontiguousarray(grouped), offsets, sizes,
+                                np.ascontiguousarray(keys), order)
+    else:
+        _permuted_groups(grouped, offsets, sizes, keys, order)
     layout = permute_ranks(np.arange(served, dtype=np.int64), served,
                            round_keys(seed, epoch, [n_strata])[:, 0])
     takes = np.asarray(slots.refill_takes, dtype=np.int64)
@@ -683,13 +682,28 @@ def slot_index_draws(encoded, slots, seed: int, epoch: int) -> list:
     entry = np.repeat(np.arange(takes.shape[0], dtype=np.int64), takes)
     within = np.arange(entry.shape[0], dtype=np.int64) - np.repeat(np.cumsum(takes) - takes,
                                                                     takes)
-    refill_keys = round_keys(seed, epoch, n_strata + 1 + np.arange(takes.shape[0]))
-    picks = permute_ranks(within, np.asarray(slots.refill_sizes, dtype=np.int64)[entry],
-                          refill_keys[:, entry])
+    refill_keys = round_keys(seed, epoch, n_strata + 1 + np.arange(takes.shape[0]),
+                             work=entry.shape[0])
+    picks = permute_run_ranks(within, entry, slots.refill_sizes, refill_keys)
     return [order, layout, picks]
 
 
-# Strata whose pass 0 slot_index_draws computes at once (bounds the per-row key table).
+def _permuted_groups(grouped, offsets, sizes, keys, order):
+    """``order[offsets[s] + r] = grouped[offsets[s] + perm_s(r)]`` (keys ``keys[:, s]``), numpy's path."""
+    from ..streams._index import permute_run_ranks
+
+    n_strata = sizes.shape[0]
+    for first in range(0, n_strata, _INDEX_BLOCK_STRATA):
+        block = np.arange(first, min(first + _INDEX_BLOCK_STRATA, n_strata))
+        run = np.repeat(block - first, sizes[block])
+        start = int(offsets[first])
+        base = offsets[block][run]
+        rank = np.arange(run.shape[0], dtype=np.int64) - (base - start)
+        position = permute_run_ranks(rank, run, sizes[block], keys[:, block])
+        order[start:start + run.shape[0]] = grouped[position + base]
+
+
+# Strata whose pass 0 _permuted_groups computes at once (bounds the per-row key table).
 _INDEX_BLOCK_STRATA = 4096
 
 
@@ -790,8 +804,7 @@ def assemble_slots(drawn, slots, codes, sizes, first_rows, passes=None) -> tuple
     """
     if slots.pass_starts is not None:
         layout = slot_layout(slots, first_rows, drawn[0])
-        sequence = pass_sequence(passes[0], sizes, first_rows, slots, layout.run_start, passes[1])
-        return _gather_slots(sequence, slots, layout, sequence.shape[0]), layout
+        return _uniform_batches(passes[0], sizes, first_rows, slots, layout, passes[1]), layout
     permutation, layout_draw, *refills = drawn
     sizes = np.asarray(sizes, dtype=np.int64)
     layout = slot_layout(slots, first_rows, layout_draw)
@@ -879,6 +892,32 @@ def pass_key(stream):
     return int(stream.seed) % 2**52
 
 
+def _uniform_batches(grouped, sizes, first_rows, slots, layout, key) -> BatchOrder:
+    """``classes="uniform"``'s batches: :func:`pass_sequence` cut into the layout's slots.
+
+    With numba (the ``fast`` extra) one compiled pass over the strata
+    (``pystratum.kernels._index.uniform_batches``) gives the same rows.
+    """
+    width, per_batch, batches = slots.width, slots.per_batch, slots.num_batches
+    counts = np.asarray(slots.n_slots, dtype=np.int64) * width
+    kernels = kernel_gate.compiled_for("index", int(counts.sum()))
+    if kernels is None:
+        sequence = pass_sequence(grouped, sizes, first_rows, slots, layout.run_start, key)
+        return _gather_slots(sequence, slots, layout, sequence.shape[0])
+    sizes = np.asarray(sizes, dtype=np.int64)
+    turn = np.empty(sizes.shape[0], dtype=np.int64)
+    turn[np.argsort(first_rows, kind="stable")] = np.arange(sizes.shape[0])
+    batch_of = np.empty(batches, dtype=np.int64)  # slot position q goes to batch_of[q mod B]
+    batch_of[layout.columns] = np.arange(batches, dtype=np.int64)
+    order = np.empty(batches * per_batch * width, dtype=np.int64)
+    kernels.uniform_batches(np.ascontiguousarray(grouped), np.cumsum(sizes) - sizes, sizes, turn,
+                            counts, np.asarray(slots.pass_starts, dtype=np.int64),
+                            np.asarray(layout.run_start, dtype=np.int64), width, key is not None,
+                            0 if key is None else int(key), batch_of, per_batch, order)
+    bounds = np.arange(batches + 1, dtype=np.int64) * (per_batch * width)
+    return BatchOrder(order=order, bounds=bounds)
+
+
 def pass_sequence(grouped, sizes, first_rows, slots, run_start, key) -> np.ndarray:
     """The epoch sequences of ``classes="uniform"``, strata in layout order (rows, int64).
 
@@ -944,45 +983,21 @@ class _RawPasses:
 
         Each run of one (stratum, pass) gets its round keys once; a small
         domain (``N_s <= SMALL_DOMAIN``) is ranked once per run, not once per
-        value (``permute_ranks`` ranks all ``N_s`` candidates for every value),
-        domains of one size together. The values are ``permute_ranks``'s.
+        value (:func:`pystratum.streams._index.permute_run_ranks`). The values
+        are ``permute_ranks``'s.
         """
         if self.key is None:
             return np.asarray(position, dtype=np.int64).copy()
-        from ..streams._index import SMALL_DOMAIN, _HALF, _encrypt, permute_ranks, round_keys
+        from ..streams._index import permute_run_ranks, round_keys
 
         count = stratum.shape[0]
-        out = np.empty(count, dtype=np.int64)
         if count == 0:
-            return out
+            return np.empty(0, dtype=np.int64)
         new = np.r_[True, (stratum[1:] != stratum[:-1]) | (passes[1:] != passes[:-1])]
         first = np.flatnonzero(new)
         run = np.cumsum(new) - 1
-        keys = round_keys(self.key, passes[first], self.turn[stratum[first]])
-        size = self.sizes[stratum[first]]
-        small = size <= SMALL_DOMAIN
-        large = ~small[run]
-        if large.any():
-            where = np.flatnonzero(large)
-            for start in range(0, where.shape[0], _CHUNK_ROWS):
-                part = where[start:start + _CHUNK_ROWS]
-                out[part] = permute_ranks(position[part], size[run[part]], keys[:, run[part]])
-        if not small.any():
-            return out
-        # Each small run's whole permutation, runs one after the other in `table`.
-        length = np.where(small, size, 0)
-        start = np.cumsum(length) - length
-        table = np.empty(int(length.sum()), dtype=np.int64)
-        for n in np.unique(size[small]).tolist():
-            runs = np.flatnonzero(small & (size == n))
-            candidates = np.tile(np.arange(n, dtype=np.uint64), runs.shape[0])
-            values = _encrypt(candidates, _HALF, _HALF,
-                              [np.repeat(row, n) for row in keys[:, runs]])
-            order = np.argsort(values.reshape(runs.shape[0], n), axis=1, kind="stable")
-            table[(start[runs][:, None] + np.arange(n)).reshape(-1)] = order.reshape(-1)
-        where = np.flatnonzero(~large)
-        out[where] = table[start[run[where]] + position[where]]
-        return out
+        keys = round_keys(self.key, passes[first], self.turn[stratum[first]], work=count)
+        return permute_run_ranks(position, run, self.sizes[stratum[first]], keys)
 
 
 def _pass_heads(raw, stratum, passes, width) -> np.ndarray:

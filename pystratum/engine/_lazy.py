@@ -40,8 +40,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels as kernel_gate
-from ..streams._index import (_HALF, MAX_INDEX, SMALL_DOMAIN, IndexStream, _encrypt,
-                              permute_ranks)
+from ..streams._index import (MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks,
+                              small_domain_tables)
 from ..strata._members import StratumMembers, members_of_codes, members_of_labels
 from ..base._validation import check_bool, check_epoch
 from ..policies import Policy, check_allocation
@@ -414,22 +414,13 @@ def _small_domain_table(sizes, keys):
 
     ``table[offsets[s] + r]`` is stratum ``s``'s member number of rank ``r``;
     at most ``SMALL_DOMAIN`` entries per stratum. Each stratum's ``n``
-    candidates are encrypted and ranked once (``small_domain_permutation``'s
-    values), strata of one size together: O(sum of small sizes) memory, not
-    the O(sum n_s^2) of ranking every candidate again for every rank.
+    candidates are encrypted and ranked once (:func:`small_domain_tables`):
+    O(sum of small sizes) memory, not the O(sum n_s^2) of ranking every
+    candidate again for every rank. On numpy's path (``work=0``): the
+    set-up, and so the first batch, never waits for numba's import.
     """
     small = np.flatnonzero(sizes <= SMALL_DOMAIN)
     offsets = np.zeros(sizes.shape[0], dtype=np.int64)
-    if small.shape[0] == 0:
-        return np.empty(0, dtype=np.int64), offsets
-    small_sizes = np.asarray(sizes[small], dtype=np.int64)
-    offsets[small] = np.cumsum(small_sizes) - small_sizes
-    table = np.empty(int(small_sizes.sum()), dtype=np.int64)
-    for n in np.unique(small_sizes).tolist():
-        strata = small[small_sizes == n]
-        candidates = np.tile(np.arange(n, dtype=np.uint64), strata.shape[0])
-        values = _encrypt(candidates, _HALF, _HALF,
-                          [np.repeat(row, n) for row in np.asarray(keys)[:, strata]])
-        order = np.argsort(values.reshape(strata.shape[0], n), axis=1, kind="stable")
-        table[(offsets[strata][:, None] + np.arange(n)).reshape(-1)] = order.reshape(-1)
+    table, offsets[small] = small_domain_tables(np.asarray(sizes)[small],
+                                                np.asarray(keys)[:, small], work=0)
     return table, offsets

@@ -59,8 +59,8 @@ from .. import kernels as kernel_gate
 from ._base import StatelessStream
 from ..base._validation import check_int
 
-__all__ = ["MAX_INDEX", "ROUNDS", "SMALL_DOMAIN", "IndexStream",
-           "index_permutation", "permute_ranks", "round_keys"]
+__all__ = ["MAX_INDEX", "ROUNDS", "SMALL_DOMAIN", "IndexStream", "index_permutation",
+           "permute_ranks", "permute_run_ranks", "round_keys", "small_domain_tables"]
 
 ROUNDS = 6
 # Largest n, seed, epoch and stream number: R holds every value exactly as a double.
@@ -166,6 +166,75 @@ def small_domain_permutation(n: int, keys) -> np.ndarray:
     return np.argsort(values, kind="stable").astype(np.int64)
 
 
+def small_domain_tables(sizes, keys, work=None):
+    """Whole permutations of small domains, each ranked once: ``(table, offsets)``.
+
+    sizes: int (m,), each at most ``SMALL_DOMAIN``; keys: ``(ROUNDS, m)``.
+    ``table[offsets[i] + r]`` is ``perm_i(r)``, ``small_domain_permutation``'s
+    value, domains one after the other: O(sum of sizes) time and memory,
+    where :func:`permute_ranks` with a domain per value ranks all
+    candidates again for every value. ``work`` as in :func:`round_keys`
+    (default: the table's size).
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    keys = np.asarray(keys, dtype=np.uint64)
+    offsets = np.cumsum(sizes) - sizes
+    table = np.empty(int(sizes.sum()), dtype=np.int64)
+    kernels = kernel_gate.compiled_for("index", table.shape[0] if work is None else work)
+    if kernels is not None:
+        kernels.small_tables(sizes, np.ascontiguousarray(keys), offsets, table)
+        return table, offsets
+    for n in np.unique(sizes).tolist():  # domains of one size together
+        where = np.flatnonzero(sizes == n)
+        candidates = np.tile(np.arange(n, dtype=np.uint64), where.shape[0])
+        values = _encrypt(candidates, _HALF, _HALF, [np.repeat(row, n) for row in keys[:, where]])
+        order = np.argsort(values.reshape(where.shape[0], n), axis=1, kind="stable")
+        table[(offsets[where][:, None] + np.arange(n)).reshape(-1)] = order.reshape(-1)
+    return table, offsets
+
+
+def permute_run_ranks(ranks, run, sizes, keys) -> np.ndarray:
+    """``permute_ranks`` of ``ranks[i]`` on ``[0, sizes[run[i]])`` with keys ``keys[:, run[i]]``.
+
+    ranks, run: int arrays shaped alike (``run`` numbers the domains);
+    sizes: int (m,); keys: ``(ROUNDS, m)``. The same values as
+    ``permute_ranks(ranks, sizes[run], keys[:, run])``, but each small
+    domain (``SMALL_DOMAIN`` or fewer values) is ranked once
+    (:func:`small_domain_tables`), not once per value, and no key table per
+    value is made (numpy's path: a chunk at a time).
+    """
+    ranks = np.asarray(ranks, dtype=np.int64)
+    run = np.asarray(run, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    keys = np.asarray(keys, dtype=np.uint64)
+    count = ranks.shape[0]
+    out = np.empty(count, dtype=np.int64)
+    small = sizes <= SMALL_DOMAIN
+    on_small = small[run]
+    # Only the small domains that some value uses are ranked.
+    used = np.zeros(sizes.shape[0], dtype=bool)
+    used[run[on_small]] = True
+    ranked = np.flatnonzero(used)
+    table, offsets = small_domain_tables(sizes[ranked], keys[:, ranked], work=count)
+    start_of = np.zeros(sizes.shape[0], dtype=np.int64)
+    start_of[ranked] = offsets
+    kernels = kernel_gate.compiled_for("index", count)
+    if kernels is not None:
+        kernels.walk_runs(ranks, run, sizes, np.ascontiguousarray(keys), start_of, table, out)
+        return out
+    where = np.flatnonzero(on_small)
+    out[where] = table[start_of[run[where]] + ranks[where]]
+    large = np.flatnonzero(~on_small)
+    for start in range(0, large.shape[0], _RUN_CHUNK):
+        part = large[start:start + _RUN_CHUNK]
+        out[part] = _walk(ranks[part], sizes[run[part]], keys[:, run[part]])
+    return out
+
+
+# Values whose per-value keys permute_run_ranks makes at once (6 x 8 bytes each).
+_RUN_CHUNK = 1 << 17
+
+
 def _small_domain_values(ranks, n, keys):
     """Small domains, one per value: rank each value's candidates ``0..n-1``."""
     count = ranks.shape[0]
@@ -236,12 +305,22 @@ def _schedule_pass(state):
     return _encrypt(state, _HALF, _HALF, [np.uint64(k) for k in _FIXED_KEYS])
 
 
-def round_keys(seed: int, epoch, streams) -> np.ndarray:
+def round_keys(seed: int, epoch, streams, work=None) -> np.ndarray:
     """Round keys ``(ROUNDS, len(streams))`` (uint64, each < 2**26) for stream numbers ``streams``.
 
     ``epoch`` is one epoch, or an array shaped like ``streams`` (a key set per pair).
+    ``work``: the number of values the keys will serve (default: the
+    number of keys); it decides whether the compiled path pays
+    (``kernels.compiled_for``), which gives the same keys.
     """
     streams = np.asarray(streams, dtype=np.uint64).reshape(-1)
+    kernels = kernel_gate.compiled_for("index", streams.shape[0] if work is None else work)
+    if kernels is not None:
+        keys = np.empty((ROUNDS, streams.shape[0]), dtype=np.uint64)
+        epochs = np.broadcast_to(np.asarray(epoch, dtype=np.uint64), streams.shape)
+        kernels.round_keys_each(np.uint64(seed), np.ascontiguousarray(epochs),
+                                np.ascontiguousarray(streams), keys)
+        return keys
     state = _schedule_pass(np.full(streams.shape[0], seed, dtype=np.uint64))
     state = _schedule_pass(state ^ np.asarray(epoch, dtype=np.uint64))
     state = _schedule_pass(state ^ streams)
