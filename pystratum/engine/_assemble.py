@@ -996,7 +996,7 @@ class _RawPasses:
         new = np.r_[True, (stratum[1:] != stratum[:-1]) | (passes[1:] != passes[:-1])]
         first = np.flatnonzero(new)
         run = np.cumsum(new) - 1
-        keys = round_keys(self.key, passes[first], self.turn[stratum[first]], work=count)
+        keys = round_keys(self.key, passes[first], self.turn[stratum[first]])
         return permute_run_ranks(position, run, self.sizes[stratum[first]], keys)
 
 

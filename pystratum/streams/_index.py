@@ -207,18 +207,20 @@ def permute_run_ranks(ranks, run, sizes, keys) -> np.ndarray:
     run = np.asarray(run, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
     keys = np.asarray(keys, dtype=np.uint64)
-    count = ranks.shape[0]
-    out = np.empty(count, dtype=np.int64)
+    out = np.empty(ranks.shape[0], dtype=np.int64)
     small = sizes <= SMALL_DOMAIN
     on_small = small[run]
+    # Compiled where the walks would be (permute_ranks): a lazy plan's blocks of batches
+    # of small strata never wait for numba's import.
+    walks = ranks.shape[0] - int(np.count_nonzero(on_small))
+    kernels = kernel_gate.compiled_for("index", walks)
     # Only the small domains that some value uses are ranked.
     used = np.zeros(sizes.shape[0], dtype=bool)
     used[run[on_small]] = True
     ranked = np.flatnonzero(used)
-    table, offsets = small_domain_tables(sizes[ranked], keys[:, ranked], work=count)
+    table, offsets = small_domain_tables(sizes[ranked], keys[:, ranked], work=walks)
     start_of = np.zeros(sizes.shape[0], dtype=np.int64)
     start_of[ranked] = offsets
-    kernels = kernel_gate.compiled_for("index", count)
     if kernels is not None:
         kernels.walk_runs(ranks, run, sizes, np.ascontiguousarray(keys), start_of, table, out)
         return out
