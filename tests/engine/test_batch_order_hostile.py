@@ -511,3 +511,33 @@ def test_cli_crosscheck_with_r_in_both_orders(csv_data, flags):
                       *flags, "--batch-order", order, "--seed", "5", "--epochs", "2",
                       check_code=None)
         assert crossed.returncode == 0 and crossed.stdout.startswith("IDENTICAL"), crossed.stderr
+
+
+@pytest.mark.parametrize("rng", ["R", "index"])
+@pytest.mark.parametrize("shuffle, epoch", [(True, 0), (True, 2), (False, 0)])
+@pytest.mark.parametrize("index", range(6))
+def test_r_gives_the_same_batches_in_both_orders(r_session, rng, shuffle, epoch, index):  # noqa: F811
+    import pystratum.r as pr
+
+    for order in ORDERS:
+        policy = make_policies(order)[index]
+        if rng == "index" and policy.reads_label_matrix:
+            continue
+        data = strata_for(policy, n=330, seed=index)
+        seed = 5 if shuffle else None
+        expected = pystratum.stratified_batches(data, policy, seed=seed, rng=rng,
+                                                shuffle=shuffle, epoch=epoch)
+        got = pr.stratified_batches(data.astype(int), policy, seed=seed, rng=rng,
+                                    shuffle=shuffle, epoch=epoch)
+        assert [np.asarray(g).tolist() for g in got] == [e.tolist() for e in expected]
+
+
+def test_downsample_decides_the_order_not_its_base():
+    # As documented per policy: Downsample's own batch_order decides (None: split-safe);
+    # a base's batch_order is recorded in the base but not read. R does the same.
+    y = np.random.default_rng(0).integers(0, 3, 300)
+    inner = Downsample({"0": 0.5}, Targets("balanced", 12, batch_order="assembled"))
+    outer = Downsample({"0": 0.5}, Targets("balanced", 12))
+    assert inner.split_safe()
+    assert [b.tolist() for b in pystratum.stratified_batches(y, inner, seed=1)] == \
+        [b.tolist() for b in pystratum.stratified_batches(y, outer, seed=1)]
