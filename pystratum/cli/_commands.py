@@ -12,6 +12,7 @@ from ..engine._plan import BatchPlan, plan_batches
 from ..engine._single_batch import check_several_batches
 from ..policies import FixedSize, MinPerStratum, Policy, StratumTooSmallWarning, strata_of_sizes
 from ..policies._fixed_size import fixed_size_num_batches, fixed_size_smallest_batch_size
+from ..strata._label_matrix import LabelMatrix
 from ..strata._labels import label_text
 from ._data import read_strata
 from ._errors import EXIT_MISSING, EXIT_NO, EXIT_OK, UserError
@@ -182,6 +183,9 @@ def cmd_crosscheck(args, progress) -> int:
         paths = ", ".join(session(require=None).base(".libPaths")())
         raise UserError(f"crosscheck needs the R package pystratum, which is not in any "
                         f"library R searched ({paths}): {INSTALL_R_PACKAGE}.", EXIT_MISSING)
+    # The R bindings read a label matrix as one (N, L) array; the CLI's
+    # LabelMatrix (a named tuple of matrix and names) would read as columns.
+    r_strata = columns.matrix if isinstance(columns, LabelMatrix) else columns
     total = 0
     seed = None
     for epoch in range(args.epoch, args.epoch + args.epochs):
@@ -189,7 +193,7 @@ def cmd_crosscheck(args, progress) -> int:
         progress(f"epoch {epoch}: running the R package")
         seed = None if args.no_shuffle else plan.seed
         try:
-            r_batches = pr.stratified_batches(columns, policy, seed=seed, rng=rng, epoch=epoch,
+            r_batches = pr.stratified_batches(r_strata, policy, seed=seed, rng=rng, epoch=epoch,
                                               shuffle=not args.no_shuffle,
                                               allow_single_batch=args.allow_single_batch)
         except pr.RError as error:

@@ -593,7 +593,8 @@ def check_batch_order(value):
                          f"batch_order={_show(value)}. Pass 'split_safe' (chunks of a split batch "
                          f"keep every stratum's share), 'assembled' (the assembly's order) or "
                          f"None (the policy's default).")
-    return value
+    # A str subclass (numpy's str_) is recorded as the plain str it equals.
+    return None if value is None else str(value)
 
 
 def policy_from_params(name, params) -> Policy:

@@ -99,7 +99,9 @@ assert_batch_order = function(batch_order) {
       "'split_safe' (chunks of a split batch keep every stratum's share), 'assembled' (the ",
       "assembly's order) or None (the policy's default)."), show_value(batch_order)))
   }
-  batch_order
+  # Names and other attributes dropped: a named c(x = "split_safe") is the plain
+  # value (policy_split_safe() compares with identical()).
+  as.vector(batch_order, mode = "character")
 }
 
 # params plus batch_order when given (NULL is not recorded).

@@ -151,3 +151,21 @@ test_that("negatives beyond the input are refused with an estimate, num_users si
   expect_pystratum_error(negative_pair_batches(users, items, num_items = 5e15, negatives = 2,
     batch_size = 3, seed = 1), "value_error", "num_items", "at most 4.5e15")
 })
+
+test_that("batch_order: a named or classed value is the bare value, hostile values name it", {
+  # Regression: c(x = "split_safe") passed the check, then policy_split_safe()
+  # (identical()) read it as not split-safe and the batches kept the assembled order.
+  named = policy_fixed_size(10, batch_order = c(x = "split_safe"))
+  expect_identical(named$params$batch_order, "split_safe")
+  expect_true(pystratum:::policy_split_safe(named))
+  y = rep(0:2, c(40, 30, 30))[c(seq(1, 100, 3), seq(2, 100, 3), seq(3, 100, 3))]
+  expect_identical(unclass(stratified_batches(y, named, seed = 1)),
+    unclass(stratified_batches(y, policy_fixed_size(10, batch_order = "split_safe"), seed = 1)))
+  expect_identical(policy_targets("balanced", 8,
+    batch_order = structure("assembled", class = "foo"))$params$batch_order, "assembled")
+  for (value in list(charToRaw("split_safe"), NA_character_, TRUE, 0, "SPLIT_SAFE",
+    " split_safe", factor("split_safe"), list("split_safe"), character(0))) {
+    expect_pystratum_error(policy_min_per_stratum(1, batch_order = value), "value_error",
+      "batch_order", "^batch_order must be 'split_safe', 'assembled' or None")
+  }
+})
