@@ -14,6 +14,15 @@ def chain_of(n):
     return sorted(out, key=lambda q: (q != 2, q))
 
 
+def guaranteed(n):
+    """The chunk counts g the split-safe order guarantees for a batch of n rows."""
+    out, g = [], 1
+    for p in chain_of(n):
+        g *= p
+        out.append(g)
+    return out
+
+
 def reference_labels(counts):
     """Stratum at every place, by plain recursion over (stratum, count) lists."""
     counts = [int(c) for c in counts]

@@ -23,17 +23,10 @@ from pystratum.engine._batch_order import (BatchPatterns, reorder_split_safe, sp
 from pystratum.policies import ClassesPerBatch, Downsample, FixedSize, MinPerStratum, Targets
 
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
+from _split_safe import guaranteed
 from _split_safe import chain_of, reference_labels
 
 counts_strategy = st.lists(st.integers(0, 40), min_size=1, max_size=7).filter(lambda c: sum(c) > 0)
-
-
-def guaranteed(n):
-    out, g = [], 1
-    for p in split_chain(n):
-        g *= p
-        out.append(g)
-    return out
 
 
 def assert_chunks_balanced(labels, counts, g):
@@ -177,18 +170,6 @@ def test_one_shared_count_vector_is_permuted_in_place_as_the_places_say(counts, 
         batch_order._PERMUTE_ROWS = saved
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(placed, expected)
-
-
-@pytest.fixture
-def compiled_paths(monkeypatch):
-    """``compiled_paths(True)``: the split-safe kernels at every size; False: numpy's path."""
-    import pystratum.kernels._assemble as kernels  # the dev extra installs numba: tested
-    from pystratum import kernels as kernel_gate
-
-    def use(compiled):
-        monkeypatch.setitem(kernel_gate._LOADED, "assemble", kernels if compiled else False)
-        monkeypatch.setattr(kernel_gate, "MIN_ROWS", 0)
-    return use
 
 
 @settings(max_examples=60,

@@ -25,16 +25,9 @@ from pystratum.policies import (ClassesPerBatch, Downsample, FixedSize, MinPerSt
                                 Targets, policy_from_params)
 
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
+from _split_safe import guaranteed
 
 ORDERS = [None, "split_safe", "assembled"]
-
-
-def guaranteed(n):
-    out, g = [], 1
-    for p in split_chain(n):
-        g *= p
-        out.append(g)
-    return out
 
 
 def assert_balanced(labels, g):
@@ -278,17 +271,6 @@ def test_downsample_over_targets_and_repeating_classes(rng, epoch):
 
 
 # --- compiled kernels vs numpy ----------------------------------------------------------------
-
-@pytest.fixture
-def compiled_paths(monkeypatch):
-    import pystratum.kernels._assemble as kernels
-    from pystratum import kernels as kernel_gate
-
-    def use(compiled):
-        monkeypatch.setitem(kernel_gate._LOADED, "assemble", kernels if compiled else False)
-        monkeypatch.setattr(kernel_gate, "MIN_ROWS", 0)
-    return use
-
 
 @st.composite
 def adversarial_counts(draw):
