@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pystratum
-from pystratum.engine._batch_order import (reorder_split_safe, split_chain, split_safe_labels,
+from pystratum.engine._batch_order import (reorder_split_safe, split_safe_labels,
                                            split_safe_labels_many)
 from pystratum.policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum, MultiLabel,
                                 Targets, policy_from_params)
