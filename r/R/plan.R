@@ -41,6 +41,20 @@
 #' `N_min < m`, the single batch comes with a warning of class
 #' `pystratum_stratum_too_small` naming the smallest stratum.
 #'
+#' @section Shards:
+#' With `shards`, each stratum's rows are taken shard block by shard block
+#' (docs/SHARDS.md, the specification Python's `shards=` follows too): every
+#' epoch puts the shards in a random order shared by all strata (the first
+#' draw of the epoch, `sample.int(H)` for `rng = "R"`; the identity when
+#' `shuffle = FALSE`), cuts it into blocks of `window` consecutive shards,
+#' and reorders every row sequence the policy draws by a stable sort on the
+#' block of each row's shard. The policy's cuts do not change, so every
+#' guarantee above (per-batch counts, each row once, weights, the order
+#' inside a batch) holds exactly as without shards; a batch takes its rows
+#' from a few consecutive blocks instead of from every shard. Not available
+#' with `rng = "index"` or `policy_classes_per_batch(classes = "uniform")`,
+#' whose orders are keyed, not drawn.
+#'
 #' @section Random streams:
 #' * `rng = "R"` with a `seed`: a private stream started by
 #'   `set.seed(seed)` with R's default generators (Mersenne-Twister,
@@ -101,6 +115,15 @@
 #' @param allow_single_batch (`logical(1)`)\cr
 #'   `FALSE` (default): a plan of one batch is an error, see section *A
 #'   single batch*. `TRUE` when one batch per epoch is really meant.
+#' @param shards (`NULL`, `integer()` or [shard_sizes()])\cr
+#'   The shard of every row, see section *Shards*: one shard id per row (whole
+#'   numbers `>= 0`, labels: shards are numbered by their ids in ascending
+#'   order, so ids need not be contiguous), or `shard_sizes(sizes)` when rows
+#'   are stored shard after shard. `NULL` (default): no shards.
+#' @param window (`integer(1)`)\cr
+#'   `W`, the number of consecutive shards in a block (default 1). A `window`
+#'   of the number of shards or more makes one block, the order without
+#'   shards' locality.
 #'
 #' @return A list of integer vectors, one per batch, of 1-based row
 #'   positions. With a policy that has importance weights
@@ -134,12 +157,14 @@
 #' strata = data.frame(y = rep(c("a", "b"), 10), group = rep(1:2, each = 10))
 #' lengths(stratified_batches(strata, 1, seed = 1))
 stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch", "index"),
-  epoch = 0L, shuffle = TRUE, min_samples_per_stratum = NULL, allow_single_batch = FALSE) {
+  epoch = 0L, shuffle = TRUE, min_samples_per_stratum = NULL, allow_single_batch = FALSE,
+  shards = NULL, window = 1) {
   policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
   rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch", "index"))
   epoch = assert_epoch(epoch)
   shuffle = assert_flag(shuffle, "shuffle")
   allow_single_batch = assert_flag(allow_single_batch, "allow_single_batch")
+  window = assert_window(window)
   assert_seed_with_shuffle(seed, shuffle)
   assert_epoch_with_shuffle(epoch, shuffle)
   seed = assert_seed(seed, rng)
@@ -149,20 +174,23 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
       "the session's random stream. Pass seed=<whole number> to select an epoch, or leave ",
       "epoch=0."), show_value(epoch)))
   }
+  check_shards_policy(shards, policy, rng, shuffle)
   if (inherits(policy, "pystratum_policy_multi_label")) {
     # A label matrix, not strata: policy_multi_label.R.
-    return(multi_label_batches(strata, policy, seed, rng, epoch, shuffle, allow_single_batch))
+    return(multi_label_batches(strata, policy, seed, rng, epoch, shuffle, allow_single_batch,
+      shards = shards, window = window))
   }
   # The scalar arguments first, the O(N) strata last: the order of the Python
   # core's checks, so inputs with several problems fail alike in both languages.
   encoded = encode_strata(strata)
+  shards = resolve_shards(shards, window, encoded$n_rows)
   if (shuffle && rng == "torch") {
     require_torch("stratified_batches(rng = \"torch\")")
   }
   check_strata_are_groups(encoded)
   allocation = allocate_checked_epoch(policy, encoded, epoch, allow_single_batch)
   if (!shuffle) {
-    return(plan_epoch(encoded, policy, epoch, allocation))
+    return(plan_epoch(encoded, policy, epoch, allocation, shards = shards))
   }
   if (rng == "index") {
     # Keyed bijections per stratum: no permutation of the rows is drawn.
@@ -171,7 +199,8 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
   }
   pass_key = uniform_pass_key(allocation, seed)
   plan_epoch(encoded, policy, epoch, allocation,
-    draw = stream_at_epoch(policy, encoded, epoch, allocation, rng, seed), pass_key = pass_key)
+    draw = stream_at_epoch(policy, encoded, epoch, allocation, rng, seed, shards = shards),
+    pass_key = pass_key, shards = shards)
 }
 
 # The key of classes = "uniform"'s pass orders with rng = "R" or "torch":
@@ -234,17 +263,24 @@ allocate_epoch = function(policy, encoded, epoch, n_batches = NULL, warn = TRUE)
 # "index": nothing drawn, any epoch computed directly); with neither, every
 # draw is the identity (shuffle = FALSE: row order). `pass_key`: the key of
 # classes = "uniform"'s pass orders for a stream (uniform_pass_key()).
+# `shards` (resolve_shards(), shards.R): the epoch's group starts with the
+# shard permutation, and the drawn row sequences are sorted by shard block
+# before assembly (docs/SHARDS.md); the cuts are unchanged.
 plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_seed = NULL,
-  pass_key = NULL) {
+  pass_key = NULL, shards = NULL) {
   slots = allocation$slots
   if (!is.null(slots)) {
-    group = slot_draw_group(slots, encoded$n_rows)
+    group = shard_draw_group(slot_draw_group(slots, encoded$n_rows), shards)
     draws = if (!is.null(index_seed)) {
       slot_index_draws(encoded, slots, index_seed, epoch)
     } else if (!is.null(draw)) {
       draw_group(draw, group)
     } else {
       lapply(group$takes, seq_len)
+    }
+    if (!is.null(shards)) {
+      draws = sort_draws_by_block(draws[-1L], shard_row_blocks(shards, draws[[1L]]), encoded,
+        slots = slots)
     }
     if (!is.null(index_seed)) pass_key = index_seed
     batches = assemble_slots(encoded, slots, draws, pass_key)
@@ -256,13 +292,17 @@ plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_see
       split_safe = policy_split_safe(policy, index = TRUE)))
   }
   by_stratum = assembles_by_stratum(policy, allocation)
-  group = epoch_draw_group(allocation, encoded, by_stratum)
+  group = shard_draw_group(epoch_draw_group(allocation, encoded, by_stratum), shards)
   draws = if (!is.null(draw)) {
     draw_group(draw, group)
-  } else if (by_stratum) {
+  } else if (by_stratum || !is.null(shards)) {
     lapply(group$takes, seq_len)
   } else {
     list(NULL)
+  }
+  if (!is.null(shards)) {
+    draws = sort_draws_by_block(draws[-1L], shard_row_blocks(shards, draws[[1L]]), encoded,
+      by_stratum, planned = if (by_stratum) stratum_draws(allocation, encoded))
   }
   assemble_epoch(encoded, allocation, draws, by_stratum, split_safe = policy_split_safe(policy))
 }
@@ -272,21 +312,27 @@ plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_see
 # (epoch_skip_groups()), then drawn, none assembled. `allocation`: any
 # epoch's, telling policies that draw one permutation per epoch (priced
 # without allocating the skipped epochs) from the others.
-stream_at_epoch = function(policy, encoded, epoch, allocation, rng, seed, torch_backend = NULL) {
+stream_at_epoch = function(policy, encoded, epoch, allocation, rng, seed, torch_backend = NULL,
+  shards = NULL) {
   skipped = epoch_skip_groups(epoch, rng, encoded$n_rows,
-    epoch_group_of(policy, encoded, allocation))
+    epoch_group_of(policy, encoded, allocation, shards))
   draw = permutation_stream(rng, seed, torch_backend)
   for (earlier in skipped) draw_group(draw, earlier)
   draw
 }
 
 # function(k), the group of draws of epoch k of `policy`; NULL when every
-# epoch draws one permutation of the rows.
-epoch_group_of = function(policy, encoded, allocation) {
-  if (is.null(allocation$slots) && !assembles_by_stratum(policy, allocation)) {
+# epoch draws one permutation of the rows. With `shards`, every group starts
+# with the shard permutation, which the skipped epochs replay (and the cost
+# guard counts).
+epoch_group_of = function(policy, encoded, allocation, shards = NULL) {
+  one_permutation = is.null(allocation$slots) && !assembles_by_stratum(policy, allocation)
+  if (one_permutation && is.null(shards)) {
     return(NULL)
   }
-  function(k) skipped_epoch_draw_group(policy, encoded, k, TRUE)
+  function(k) {
+    shard_draw_group(skipped_epoch_draw_group(policy, encoded, k, !one_permutation), shards)
+  }
 }
 
 # Whether an epoch of `policy` is assembled stratum by stratum (Targets,

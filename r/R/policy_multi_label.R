@@ -177,7 +177,7 @@ check_label_matrix = function(strata) {
 # dispatches here): the checked label matrix, the single-batch guard, the
 # epoch's two draws, the assignment, the shortfall error when strict.
 multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle,
-  allow_single_batch = FALSE) {
+  allow_single_batch = FALSE, shards = NULL, window = 1) {
   if (shuffle && rng == "index") {
     abort_value("rng", paste0(
       "rng='index' cannot serve MultiLabel, got rng='index': its batches depend on every ",
@@ -186,20 +186,28 @@ multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle,
   }
   labels = check_label_matrix(strata)
   n_rows = nrow(labels$matrix)
+  shards = resolve_shards(shards, window, n_rows)
   n_batches = multi_label_num_batches(policy, n_rows)
   check_several_label_batches(labels$names, colSums(labels$matrix), n_rows, policy, n_batches,
     allow_single_batch)
+  # With shards the group starts with the shard permutation; the rows'
+  # permutation is then sorted by shard block, the batches' one left alone.
+  group = shard_draw_group(list(sizes = c(n_rows, n_batches), takes = c(n_rows, n_batches)),
+    shards)
   if (shuffle) {
-    group = list(sizes = c(n_rows, n_batches), takes = c(n_rows, n_batches))
     skipped = epoch_skip_groups(epoch, rng, n_rows, function(k) group)
     draw = permutation_stream(rng, seed)
     for (earlier in skipped) draw_group(draw, earlier)
-    permutation = draw(n_rows)
-    batch_ties = draw(n_batches)
+    draws = draw_group(draw, group)
   } else {
-    permutation = seq_len(n_rows)
-    batch_ties = seq_len(n_batches)
+    draws = lapply(group$takes, seq_len)
   }
+  if (!is.null(shards)) {
+    draws = c(sort_draws_by_block(draws[2L], shard_row_blocks(shards, draws[[1L]]), NULL),
+      draws[3L])
+  }
+  permutation = draws[[1L]]
+  batch_ties = draws[[2L]]
   assigned = multi_label_assign(labels$matrix, permutation, batch_ties,
     policy$params$min_per_label)
   counts = assigned$counts

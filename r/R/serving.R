@@ -27,15 +27,19 @@
 #                                 leave out rows) batches of the largest
 #                                 training batch size, the last one shorter
 stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
-  rng = c("R", "torch", "index"), torch_backend = NULL, allow_single_batch = FALSE) {
+  rng = c("R", "torch", "index"), torch_backend = NULL, allow_single_batch = FALSE,
+  shards = NULL, window = 1) {
   policy = as_policy(policy)
   rng = if (missing(rng)) "R" else assert_choice(rng, "rng", c("R", "torch", "index"))
   shuffle = assert_flag(shuffle, "shuffle")
   allow_single_batch = assert_flag(allow_single_batch, "allow_single_batch")
+  window = assert_window(window)
   assert_seed_with_shuffle(seed, shuffle)
   seed = assert_seed(seed, rng)
   if (rng == "index") seed = assert_index_seed(seed)
+  check_shards_policy(shards, policy, rng, shuffle)
   encoded = encode_strata(strata)
+  shards = resolve_shards(shards, window, encoded$n_rows)
   check_strata_are_groups(encoded)
   # Epoch 0's allocation (and any warning, or the single-batch error) now;
   # later epochs may rotate counts but keep the number of batches.
@@ -69,7 +73,7 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
     }
     if (shuffle && is.null(pass_key)) pass_key <<- uniform_pass_key(allocation, seed)
     batches = plan_epoch(encoded, policy, served, allocation, draw = draw,
-      index_seed = index_seed, pass_key = pass_key)
+      index_seed = index_seed, pass_key = pass_key, shards = shards)
     served <<- served + 1L
     batches
   }
@@ -81,7 +85,8 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
       stop("internal error: $start_at() needs an epochs object that has served no epoch")
     }
     if (shuffle && rng != "index" && epoch > 0) {
-      draw <<- stream_at_epoch(policy, encoded, epoch, allocation_0, rng, seed, torch_backend)
+      draw <<- stream_at_epoch(policy, encoded, epoch, allocation_0, rng, seed, torch_backend,
+        shards = shards)
     }
     served <<- as.integer(epoch)
     invisible(self)

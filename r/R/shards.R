@@ -1,0 +1,203 @@
+# Shard-blocked orders (docs/SHARDS.md, the specification both languages
+# implement): each epoch puts the shards in a random order shared by all
+# strata, cuts it into blocks of `window` consecutive shards, and reorders
+# every row sequence the policy draws by a stable sort on the block of each
+# row's shard. The policy's cuts do not change, so every guarantee holds as
+# without shards. Nothing here draws: the shard permutation is the first
+# draw of the epoch's group (shard_draw_group()), drawn by the caller.
+
+#' Shards given by their sizes
+#'
+#' For [stratified_batches()]'s `shards` argument when the rows are stored
+#' shard after shard (Parquet row groups, tar shards, chunks): shard `h`
+#' holds rows `offset[h] + 1 .. offset[h] + sizes[h]`, `offset` the sizes
+#' of the shards before it. The sizes must add up to the number of rows. A
+#' size of 0 (an empty row group) is allowed: the shard holds no row but
+#' keeps its place in the shard order (it counts in the number of shards
+#' `H` that the epoch's shard permutation draws).
+#'
+#' @param sizes (`integer()`)\cr
+#'   The number of rows of every shard, in storage order: whole numbers
+#'   `>= 0`, at least one.
+#' @return An object of class `"pystratum_shard_sizes"` (a list with the
+#'   sizes as doubles) for `shards = `.
+#' @seealso [stratified_batches()], section *Shards*.
+#' @export
+#' @examples
+#' # 10 rows stored in shards of 4, 0 and 6 rows.
+#' shards = shard_sizes(c(4, 0, 6))
+#' y = rep(c("a", "b"), 5)
+#' stratified_batches(y, 1, seed = 1, shards = shards, window = 1)
+shard_sizes = function(sizes) {
+  fix = "Pass the number of rows of every shard, in storage order."
+  if (!(is.integer(sizes) || is.double(sizes)) || is.object(sizes) || !is.null(dim(sizes))) {
+    abort_type("sizes", sprintf("sizes must be a vector of whole numbers, got sizes=%s of type %s. %s",
+      show_value(sizes), type_name(sizes), fix))
+  }
+  if (length(sizes) == 0L) {
+    abort_value("sizes", sprintf("sizes must hold at least one shard, got sizes=%s. %s",
+      show_value(sizes), fix))
+  }
+  sizes = unname(sizes)
+  check_whole_entries(sizes, "sizes", "shard sizes", fix)
+  structure(list(sizes = as.double(sizes)), class = "pystratum_shard_sizes")
+}
+
+#' @export
+print.pystratum_shard_sizes = function(x, ...) {
+  cat(sprintf("<pystratum_shard_sizes> %d shards, %s rows\n", length(x$sizes),
+    format(sum(x$sizes), scientific = FALSE)))
+  invisible(x)
+}
+
+# Shard ids and sizes are whole numbers, >= 0, that doubles hold exactly: the
+# first entry that is not is named. NaN and fractions are type errors (as
+# Python's floats), NA_integer_ and negatives value errors.
+check_whole_entries = function(x, name, what, fix) {
+  show_at = function(i) sprintf("%s[%d]=%s", name, i, show_value(x[[i]]))
+  if (is.double(x)) {
+    bad = which(is.na(x) | !is.finite(x) | x != trunc(x))
+    if (length(bad)) {
+      abort_type(name, sprintf("%s must be whole numbers (%s), got %s. %s", name, what,
+        show_at(bad[[1L]]), fix))
+    }
+  }
+  bad = which(is.na(x) | x < 0 | x > SIZE_MAX)
+  if (length(bad)) {
+    abort_value(name, sprintf("%s must be whole numbers between 0 and 2^53 (%s), got %s. %s",
+      name, what, show_at(bad[[1L]]), fix))
+  }
+  invisible(x)
+}
+
+# window: W, a whole number >= 1 (W >= H makes one block: accepted, no clamp).
+assert_window = function(window) {
+  assert_whole_number(window, "window", minimum = 1, maximum = SIZE_MAX,
+    fix = "It is the number of consecutive shards in a block (1 for the most locality).")
+}
+
+# The shards of `n_rows` rows: NULL (no shards), or list(of_row = the 1-based
+# shard index of every row, count = H, window = W). Ids are labels: shard h is
+# the h-th distinct id in ascending order.
+resolve_shards = function(shards, window, n_rows) {
+  if (is.null(shards)) {
+    return(NULL)
+  }
+  fix = paste0("Pass one shard id (a whole number >= 0) per row, in row order, or ",
+    "shard_sizes(sizes) when rows are stored shard after shard.")
+  if (inherits(shards, "pystratum_shard_sizes")) {
+    sizes = shards$sizes
+    if (sum(sizes) != n_rows) {
+      abort_value("shards", sprintf(paste0("shards must cover every row once: shard_sizes() ",
+        "adds up to %s rows, got %d shards for %s rows. Pass the number of rows of every shard, ",
+        "in storage order, summing to the number of rows."),
+        format(sum(sizes), scientific = FALSE), length(sizes),
+        format(n_rows, scientific = FALSE)))
+    }
+    of_row = rep.int(seq_along(sizes), sizes)
+    return(list(of_row = of_row, count = length(sizes), window = window))
+  }
+  if (!(is.integer(shards) || is.double(shards)) || is.object(shards) || !is.null(dim(shards))) {
+    abort_type("shards", sprintf(paste0("shards must be a vector of integer shard ids or ",
+      "shard_sizes(sizes), got shards=%s of type %s. %s"), show_value(shards),
+      if (is.object(shards)) paste(class(shards), collapse = "/") else type_name(shards), fix))
+  }
+  if (length(shards) != n_rows) {
+    abort_value("shards", sprintf(paste0("shards must hold one shard id per row (%s rows), ",
+      "got %d ids. %s"), format(n_rows, scientific = FALSE), length(shards), fix))
+  }
+  shards = unname(shards)
+  check_whole_entries(shards, "shards", "shard ids", fix)
+  ids = sort(unique(shards))
+  list(of_row = match(shards, ids), count = length(ids), window = window)
+}
+
+# The epoch's group of draws with the shard permutation first, (H, H).
+shard_draw_group = function(group, shards) {
+  if (is.null(shards)) {
+    return(group)
+  }
+  list(sizes = c(shards$count, group$sizes), takes = c(shards$count, group$takes))
+}
+
+# The block of every row (0-based): the shard at position j (0-based) of the
+# epoch's shard order `permutation` (1-based shard indices; NULL: the
+# identity, shuffle = FALSE) is in block j %/% W.
+shard_row_blocks = function(shards, permutation = NULL) {
+  position = seq_len(shards$count) - 1
+  block = numeric(shards$count)
+  if (is.null(permutation)) block = position %/% shards$window else
+    block[permutation] = position %/% shards$window
+  as.integer(block)[shards$of_row]
+}
+
+# `values` reordered by a stable sort on key[values]'s block: `rows` are the
+# rows the values stand for (values themselves by default).
+sort_by_block = function(values, row_block, rows = values) {
+  values[order(row_block[rows], method = "radix")]
+}
+
+# Sorts the row sequences of an epoch's draws (the shard permutation removed)
+# as docs/SHARDS.md says per policy family: the permutation of the N rows
+# (rank-cut policies); each stratum draw, pass 0 by its rows and extra passes
+# by the pool rows they point to (sampling policies, `planned` from
+# stratum_draws()); for slot allocations the permutation and every refill by
+# the pass-0 row it picks (the layout is left alone).
+sort_draws_by_block = function(draws, row_block, encoded, by_stratum = FALSE,
+  planned = NULL, slots = NULL) {
+  if (!is.null(slots)) {
+    permutation = sort_by_block(draws[[1L]], row_block)
+    draws[[1L]] = permutation
+    if (length(draws) > 2L) {
+      grouped = permutation[order(encoded$codes[permutation], method = "radix")]
+      offsets = cumsum(as.double(encoded$sizes)) - as.double(encoded$sizes)
+      for (i in seq_along(slots$refill_strata)) {
+        picks = draws[[2L + i]]
+        draws[[2L + i]] = sort_by_block(picks, row_block,
+          grouped[offsets[[slots$refill_strata[[i]]]] + picks])
+      }
+    }
+    return(draws)
+  }
+  if (!by_stratum) {
+    return(list(sort_by_block(draws[[1L]], row_block)))
+  }
+  grouped = order(encoded$codes, method = "radix")  # each stratum's rows, increasing
+  starts = c(0, cumsum(as.double(encoded$sizes)))
+  pool = NULL
+  for (i in seq_along(draws)) {
+    s = planned$strata[[i]]
+    picks = draws[[i]]
+    if (i == 1L || planned$strata[[i - 1L]] != s) {  # pass 0: rows of the stratum
+      rows = grouped[starts[[s]] + picks]
+      order_i = order(row_block[rows], method = "radix")
+      draws[[i]] = picks[order_i]
+      pool = rows[order_i]
+    } else {  # an extra pass: indices into the pool
+      draws[[i]] = sort_by_block(picks, row_block, pool[picks])
+    }
+  }
+  draws
+}
+
+# Refuses shards with what cannot honour them (docs/SHARDS.md): the keyed
+# pass orders of classes = "uniform" and rng = "index" (no shard-blocked
+# definition for keyed bijections).
+check_shards_policy = function(shards, policy, rng, shuffle) {
+  if (is.null(shards)) {
+    return(invisible(NULL))
+  }
+  if (inherits(policy, "pystratum_policy_classes_per_batch") &&
+    identical(policy$params$classes, "uniform")) {
+    abort_value("shards", paste0("shards cannot be used with ",
+      "ClassesPerBatch(classes='uniform'), got shards= with classes='uniform': its pass orders ",
+      "are keyed bijections, not drawn row sequences, so there is nothing to sort by shard ",
+      "block. Use classes='proportional', or leave shards=None."))
+  }
+  if (shuffle && rng == "index") {
+    abort_value("rng", paste0("rng='index' cannot serve shards, got rng='index' with shards=: ",
+      "lazy plans have no shard-blocked order. Use rng='numpy', rng='R' or rng='torch', or ",
+      "leave shards=None."))
+  }
+  invisible(NULL)
+}
