@@ -164,7 +164,7 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
   epoch = assert_epoch(epoch)
   shuffle = assert_flag(shuffle, "shuffle")
   allow_single_batch = assert_flag(allow_single_batch, "allow_single_batch")
-  window = assert_window(window)
+  window = check_shard_arguments(shards, window, policy, rng)
   assert_seed_with_shuffle(seed, shuffle)
   assert_epoch_with_shuffle(epoch, shuffle)
   seed = assert_seed(seed, rng)
@@ -174,7 +174,6 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
       "the session's random stream. Pass seed=<whole number> to select an epoch, or leave ",
       "epoch=0."), show_value(epoch)))
   }
-  check_shards_policy(shards, policy, rng, shuffle)
   if (inherits(policy, "pystratum_policy_multi_label")) {
     # A label matrix, not strata: policy_multi_label.R.
     return(multi_label_batches(strata, policy, seed, rng, epoch, shuffle, allow_single_batch,

@@ -29,17 +29,24 @@
 #' y = rep(c("a", "b"), 5)
 #' stratified_batches(y, 1, seed = 1, shards = shards, window = 1)
 shard_sizes = function(sizes) {
-  fix = "Pass the number of rows of every shard, in storage order."
-  if (!(is.integer(sizes) || is.double(sizes)) || is.object(sizes) || !is.null(dim(sizes))) {
-    abort_type("sizes", sprintf("sizes must be a vector of whole numbers, got sizes=%s of type %s. %s",
-      show_value(sizes), type_name(sizes), fix))
+  # Errors name `shards`, the argument the sizes are given for (as in Python).
+  fix = paste0("Pass the number of rows of every shard, in storage order, e.g. ",
+    "shard_sizes(c(1000, 1000, 500)).")
+  if (!(is.integer(sizes) || is.double(sizes)) || is.object(sizes)) {
+    abort_type("shards", sprintf(paste0("shards must be a vector of whole numbers ",
+      "(shard_sizes(sizes)), got shard_sizes(%s) of type %s. %s"), show_value(sizes),
+      if (is.object(sizes)) paste(class(sizes), collapse = "/") else type_name(sizes), fix))
+  }
+  if (!is.null(dim(sizes))) {
+    abort_value("shards", sprintf(paste0("shards must be 1-D (shard_sizes(sizes)), got sizes ",
+      "of dimensions %s. %s"), paste(dim(sizes), collapse = " x "), fix))
   }
   if (length(sizes) == 0L) {
-    abort_value("sizes", sprintf("sizes must hold at least one shard, got sizes=%s. %s",
-      show_value(sizes), fix))
+    abort_value("shards", sprintf(paste0("shards must list at least one shard size, got ",
+      "shard_sizes(%s). %s"), show_value(sizes), fix))
   }
   sizes = unname(sizes)
-  check_whole_entries(sizes, "sizes", "shard sizes", fix)
+  check_whole_entries(sizes, "shards", "shard_sizes(sizes)", fix, shown = "shard_sizes(...)")
   structure(list(sizes = as.double(sizes)), class = "pystratum_shard_sizes")
 }
 
@@ -51,21 +58,25 @@ print.pystratum_shard_sizes = function(x, ...) {
 }
 
 # Shard ids and sizes are whole numbers, >= 0, that doubles hold exactly: the
-# first entry that is not is named. NaN and fractions are type errors (as
-# Python's floats), NA_integer_ and negatives value errors.
-check_whole_entries = function(x, name, what, fix) {
-  show_at = function(i) sprintf("%s[%d]=%s", name, i, show_value(x[[i]]))
-  if (is.double(x)) {
-    bad = which(is.na(x) | !is.finite(x) | x != trunc(x))
-    if (length(bad)) {
-      abort_type(name, sprintf("%s must be whole numbers (%s), got %s. %s", name, what,
-        show_at(bad[[1L]]), fix))
-    }
-  }
-  bad = which(is.na(x) | x < 0 | x > SIZE_MAX)
+# first entry that is not is named (`shown`, 1-based). As in Python, entries
+# that are not whole numbers (1.5, NaN, Inf, NA) are value errors; the type
+# of the whole vector is checked by the caller.
+check_whole_entries = function(x, name, what, fix, shown = name) {
+  show_at = function(i) sprintf("%s[%d]=%s", shown, i, show_value(x[[i]]))
+  bad = which(is.na(x) | !is.finite(x) | x != trunc(x))
   if (length(bad)) {
-    abort_value(name, sprintf("%s must be whole numbers between 0 and 2^53 (%s), got %s. %s",
-      name, what, show_at(bad[[1L]]), fix))
+    abort_value(name, sprintf("%s must hold whole numbers (%s), got %s. %s", name, what,
+      show_at(bad[[1L]]), fix))
+  }
+  bad = which(x < 0)
+  if (length(bad)) {
+    abort_value(name, sprintf("%s must hold whole numbers >= 0 (%s), got %s. %s", name, what,
+      show_at(bad[[1L]]), fix))
+  }
+  bad = which(x >= SIZE_MAX)
+  if (length(bad)) {
+    abort_value(name, sprintf("%s must hold whole numbers below 2^53 (%s), got %s. %s", name,
+      what, show_at(bad[[1L]]), fix))
   }
   invisible(x)
 }
@@ -97,10 +108,15 @@ resolve_shards = function(shards, window, n_rows) {
     of_row = rep.int(seq_along(sizes), sizes)
     return(list(of_row = of_row, count = length(sizes), window = window))
   }
-  if (!(is.integer(shards) || is.double(shards)) || is.object(shards) || !is.null(dim(shards))) {
+  if (!(is.integer(shards) || is.double(shards)) || is.object(shards)) {
     abort_type("shards", sprintf(paste0("shards must be a vector of integer shard ids or ",
       "shard_sizes(sizes), got shards=%s of type %s. %s"), show_value(shards),
       if (is.object(shards)) paste(class(shards), collapse = "/") else type_name(shards), fix))
+  }
+  if (!is.null(dim(shards))) {
+    abort_value("shards", sprintf(
+      "shards must be 1-D (a shard id per row), got ids of dimensions %s. %s",
+      paste(dim(shards), collapse = " x "), fix))
   }
   if (length(shards) != n_rows) {
     abort_value("shards", sprintf(paste0("shards must hold one shard id per row (%s rows), ",
@@ -180,24 +196,35 @@ sort_draws_by_block = function(draws, row_block, encoded, by_stratum = FALSE,
   draws
 }
 
-# Refuses shards with what cannot honour them (docs/SHARDS.md): the keyed
-# pass orders of classes = "uniform" and rng = "index" (no shard-blocked
-# definition for keyed bijections).
-check_shards_policy = function(shards, policy, rng, shuffle) {
+# `window` checked, and `shards` refused with what cannot honour them
+# (docs/SHARDS.md), in the Python core's order: a window without shards
+# (it has no effect), rng = "index" (no keyed shard order; MultiLabel's own
+# refusal of rng = "index" comes first), and the keyed pass orders of
+# classes = "uniform". Returns the window.
+check_shard_arguments = function(shards, window, policy, rng) {
+  window = assert_window(window)
   if (is.null(shards)) {
-    return(invisible(NULL))
+    if (window != 1) {
+      abort_value("window", sprintf(paste0("window=%s has no effect without shards (the window ",
+        "counts shards per block). Pass shards= (a shard id per row, or shard_sizes(sizes)), ",
+        "or leave window=1."), show_value(window)))
+    }
+    return(window)
+  }
+  if (rng == "index" && inherits(policy, "pystratum_policy_multi_label")) {
+    return(window)
+  }
+  if (rng == "index") {
+    abort_value("shards", paste0("shards cannot be honoured with rng='index' yet, got ",
+      "rng='index' with shards=: the lazy plans' keyed shard order is not built. Use ",
+      "rng='numpy', rng='R' or rng='torch', or leave shards=None."))
   }
   if (inherits(policy, "pystratum_policy_classes_per_batch") &&
     identical(policy$params$classes, "uniform")) {
-    abort_value("shards", paste0("shards cannot be used with ",
-      "ClassesPerBatch(classes='uniform'), got shards= with classes='uniform': its pass orders ",
-      "are keyed bijections, not drawn row sequences, so there is nothing to sort by shard ",
-      "block. Use classes='proportional', or leave shards=None."))
+    abort_value("shards", paste0("shards cannot be honoured by ",
+      "ClassesPerBatch(classes='uniform'), got shards= with classes='uniform': its passes are ",
+      "keyed orders, not drawn row sequences, so there is nothing to sort by block. Use ",
+      "classes='proportional', or leave shards=None."))
   }
-  if (shuffle && rng == "index") {
-    abort_value("rng", paste0("rng='index' cannot serve shards, got rng='index' with shards=: ",
-      "lazy plans have no shard-blocked order. Use rng='numpy', rng='R' or rng='torch', or ",
-      "leave shards=None."))
-  }
-  invisible(NULL)
+  window
 }

@@ -265,30 +265,44 @@ test_that("a session's stream (seed = NULL) and torch's stream draw the shards f
 })
 
 test_that("hostile shards are refused naming the argument, the value and the fix", {
+  # Classes and arguments as the Python core's: a vector of the wrong type is
+  # a type error; entries that are not whole numbers >= 0, a matrix, a wrong
+  # length or sizes not adding up are value errors, all naming `shards`.
   y = rep(c("a", "b"), 5)
-  bad_type = list(as.character(0:9), c(0:8, 1.5), c(0:8, NaN), c(0:8, Inf), rep(TRUE, 10),
-    factor(0:9), matrix(0:9, ncol = 1), list(0:9), structure(0:9, class = "Date"), 0.5 + 0:9)
+  bad_type = list(as.character(0:9), rep(TRUE, 10), factor(0:9), list(0:9),
+    structure(0:9, class = "Date"))
   for (shards in bad_type) {
     expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = shards),
       "type_error", "shards", "^shards must be")
+  }
+  bad_entry = list(c(0:8, 1.5), c(0:8, NaN), c(0:8, Inf), c(0:8, NA), c(0:8, -1), 0.5 + 0:9)
+  for (shards in bad_entry) {
+    expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = shards),
+      "value_error", "shards", "^shards must hold whole numbers")
   }
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = c(0:8, NA)),
     "value_error", "shards", "shards\\[10\\]=NA")
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = c(0:8, -1)),
     "value_error", "shards", "shards\\[10\\]=-1")
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = c(0:8, 2^60)),
-    "value_error", "shards", "^shards must be whole numbers between 0 and 2\\^53")
+    "value_error", "shards", "^shards must hold whole numbers below 2\\^53")
+  expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = matrix(0:9, ncol = 1)),
+    "value_error", "shards", "^shards must be 1-D")
   for (shards in list(0:8, 0:10, integer(0))) {
     expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = shards),
       "value_error", "shards", "^shards must hold one shard id per row \\(10 rows\\)")
   }
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = shard_sizes(c(4, 5))),
     "value_error", "shards", "adds up to 9 rows, got 2 shards for 10 rows")
-  expect_pystratum_error(shard_sizes(c(4, -1, 7)), "value_error", "sizes", "sizes\\[2\\]=-1")
-  expect_pystratum_error(shard_sizes(c(4, 2.5)), "type_error", "sizes", "sizes\\[2\\]=2.5")
-  expect_pystratum_error(shard_sizes(integer(0)), "value_error", "sizes", "at least one shard")
+  # shard_sizes() blames `shards`, the argument its result is for.
+  expect_pystratum_error(shard_sizes(c(4, -1, 7)), "value_error", "shards",
+    "shard_sizes\\(...\\)\\[2\\]=-1")
+  expect_pystratum_error(shard_sizes(c(4, 2.5)), "value_error", "shards",
+    "shard_sizes\\(...\\)\\[2\\]=2.5")
+  expect_pystratum_error(shard_sizes(integer(0)), "value_error", "shards", "at least one shard")
+  expect_pystratum_error(shard_sizes(matrix(1:4, 2)), "value_error", "shards", "1-D")
   for (sizes in list("4", TRUE, NULL, list(4, 6), factor(4))) {
-    expect_pystratum_error(shard_sizes(sizes), "type_error", "sizes", "^sizes must be")
+    expect_pystratum_error(shard_sizes(sizes), "type_error", "shards", "^shards must be")
   }
   for (window in list(1.5, TRUE, "2", NA, NaN, c(1, 2))) {
     expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = 0:9, window = window),
@@ -298,8 +312,16 @@ test_that("hostile shards are refused naming the argument, the value and the fix
     expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = 0:9, window = window),
       "value_error", "window", "^window must be")
   }
-  expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = 0:9, rng = "index"),
-    "value_error", "rng", "^rng='index' cannot serve shards")
+  expect_pystratum_error(stratified_batches(y, 1, seed = 1, window = 2), "value_error", "window",
+    "^window=2 has no effect without shards")
+  for (shuffle in c(TRUE, FALSE)) {
+    expect_pystratum_error(stratified_batches(y, 1, seed = if (shuffle) 1, shuffle = shuffle,
+      shards = 0:9, rng = "index"), "value_error", "shards",
+      "^shards cannot be honoured with rng='index'")
+  }
+  expect_pystratum_error(stratified_batches(cbind(a = rep(0:1, 5)), policy_multi_label(
+    num_batches = 2), seed = 1, shards = 0:9, rng = "index"), "value_error", "rng",
+    "^rng='index' cannot serve MultiLabel")
   expect_pystratum_error(stratified_batches(rep(c("a", "b"), 8),
     policy_classes_per_batch(2, 2, classes = "uniform"), seed = 1, shards = 0:15),
     "value_error", "shards", "classes='uniform'")
