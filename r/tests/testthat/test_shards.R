@@ -331,3 +331,59 @@ test_that("hostile shards are refused naming the argument, the value and the fix
   expect_identical(stratified_batches(y, 1, seed = 1, shards = 0:9, window = 10),
     stratified_batches(y, 1, seed = 1, shards = 0:9, window = 2^40))
 })
+
+# --- golden vectors (tests/vectors/shards.json, read by pytest too) ---------------------------
+
+# The inverses of generate_shards.R's column_spec() and shards as stored.
+shard_column_from_spec = function(spec) {
+  values = unlist(lapply(spec$values, function(v) if (is.null(v)) NA else v))
+  if (is.null(values)) values = logical(0)
+  switch(spec$type, integer = as.integer(values), double = as.double(values),
+    character = as.character(values), logical = as.logical(values))
+}
+
+run_shard_vector_case = function(case) {
+  input = case$input
+  tryCatch({
+    shards = input$shards
+    if (!is.null(shards)) {
+      shards = if (!is.null(shards$sizes)) shard_sizes(shard_column_from_spec(shards$sizes)) else
+        shard_column_from_spec(shards$ids)
+    }
+    data = if (!is.null(input$labels)) {
+      do.call(rbind, lapply(input$labels, function(row) as.integer(unlist(row))))
+    } else {
+      shard_column_from_spec(input$strata$columns[[1L]])
+    }
+    stratified_batches(data, pystratum:::policy_from_params(input$policy$name,
+      input$policy$params), seed = input$seed, rng = input$rng, epoch = input$epoch,
+      shuffle = input$shuffle, shards = shards, window = input$window)
+  }, pystratum_error = function(e) e)
+}
+
+test_that("golden vectors: R reproduces every case of tests/vectors/shards.json", {
+  vectors = read_vectors("shards.json")
+  expect_identical(vectors$index_base, 1L)
+  for (field in c("description", "generator", "r_version", "regenerate", "rng")) {
+    expect_true(is.character(vectors[[field]]) && nzchar(vectors[[field]]), label = field)
+  }
+  ids = vapply(vectors$cases, function(case) case$id, "")
+  expect_false(anyDuplicated(ids) > 0)
+  expect_gte(length(ids), 80L)
+  for (case in vectors$cases) {
+    result = run_shard_vector_case(case)
+    if (!is.null(case$expected_error)) {
+      expect_s3_class(result, paste0("pystratum_", case$expected_error$class))
+      expect_identical(result$argument, case$expected_error$argument, label = case$id)
+      next
+    }
+    expect_false(inherits(result, "error"), label = case$id)
+    expected = lapply(case$expected$batches, function(batch) as.integer(unlist(batch)))
+    expect_identical(unname(unclass(result))[seq_along(result)], expected, label = case$id)
+    if (!is.null(case$expected$weights)) {
+      expect_equal(attr(result, "weights"),
+        lapply(case$expected$weights, function(w) as.double(unlist(w))), tolerance = 1e-13,
+        label = case$id)
+    }
+  }
+})
