@@ -19,6 +19,26 @@
 #' `task$row_ids` order (what mlr3torch's `task_dataset` indexes), not row
 #' ids.
 #'
+#' @section Shards:
+#' With `shards`, each training epoch takes every stratum's rows shard block
+#' by shard block, exactly as [stratified_batches()] does with the same
+#' `shards` and `window` (section *Shards* there; docs/SHARDS.md): a batch
+#' reads a few consecutive blocks of shards instead of every shard, with
+#' the policy's per-batch counts unchanged. `shards` is either
+#' * the name of a task column holding each row's shard id (whole numbers
+#'   `>= 0`), read with `task$data()` in `task$row_ids` order when mlr3torch
+#'   creates the loader: it follows the task through resampling and
+#'   subsetting, so this is the form to use with [mlr3::resample()]. The
+#'   column needs no role; take it out of the features, e.g.
+#'   `task$set_col_roles("shard", remove_from = "feature")`; or
+#' * a vector of shard ids, or [shard_sizes()], in the order of the rows of
+#'   the task the training loader gets (`task$row_ids`): for training on a
+#'   whole task only, since a resampling's training set has other rows (the
+#'   length is checked, and a mismatch is an error saying so).
+#'
+#' Prediction and validation loaders ignore `shards`: they serve every row
+#' once, in row order, as always.
+#'
 #' @section Epochs and seeds:
 #' Each `.iter()` call (mlr3torch makes one per epoch) starts a training
 #' epoch with a new shuffle; `.length()` is the number of batches of every
@@ -103,6 +123,13 @@
 #'   both sides. `"index"`: the keyed bijections of Python's `rng = "index"`
 #'   (any epoch computed directly; `seed` in `[0, 2^52)`).
 #'
+#' @param shards (`NULL`, `character(1)`, `integer()` or [shard_sizes()])\cr
+#'   The shard of every row, see section *Shards*: a task column's name, or
+#'   ids / sizes in `task$row_ids` order. `NULL` (default): no shards.
+#' @param window (`integer(1)`)\cr
+#'   `W`, the number of consecutive shards in a block (default 1), as in
+#'   [stratified_batches()].
+#'
 #' @return A `torch_sampler` class generator: call it with a dataset (as
 #'   mlr3torch does) to get a batch sampler.
 #'
@@ -118,11 +145,13 @@
 #' learner$train(task)
 #' learner$predict(task)
 batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL,
-  rng = c("torch", "R", "index"), min_samples_per_stratum = NULL, allow_single_batch = FALSE) {
+  rng = c("torch", "R", "index"), min_samples_per_stratum = NULL, allow_single_batch = FALSE,
+  shards = NULL, window = 1) {
   policy = resolve_policy(if (missing(policy)) NULL else policy, min_samples_per_stratum)
   rng = if (missing(rng)) "torch" else assert_choice(rng, "rng", c("torch", "R", "index"))
   shuffle = assert_flag(shuffle, "shuffle")
   allow_single_batch = assert_flag(allow_single_batch, "allow_single_batch")
+  window = check_shard_arguments(assert_sampler_shards(shards), window, policy, rng)
   assert_seed_with_shuffle(seed, shuffle)
   seed = assert_seed(seed, rng)
   require_torch("batch_sampler_stratified()")
@@ -133,7 +162,7 @@ batch_sampler_stratified = function(policy, shuffle = TRUE, seed = NULL,
     initialize = function(data_source) {
       self$data_source = data_source
       self$plan = sampler_plan(data_source, policy, shuffle, seed, rng, class_state = class_state,
-        allow_single_batch = allow_single_batch)
+        allow_single_batch = allow_single_batch, shards = shards, window = window)
     },
     .iter = function() {
       self$plan$iter(coro::exhausted())
@@ -160,10 +189,19 @@ new_sampler_class_state = function() {
 # or `param_vals`, which training_epoch_from_callers() and
 # learner_shuffle_is_off() look up in the callers.
 sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend = NULL,
-  class_state = new_sampler_class_state(), allow_single_batch = FALSE) {
+  class_state = new_sampler_class_state(), allow_single_batch = FALSE, shards = NULL,
+  window = 1) {
   task = data_source_task(data_source)
   strata = task_strata(task)
   predicting = loader_is_for_prediction()
+  # Prediction and validation loaders serve every row in order: no shards
+  # (their task may have other rows than the training one).
+  if (predicting) {
+    shards = NULL
+    window = 1
+  } else {
+    shards = task_shards(task, shards)
+  }
   if (!predicting && shuffle && !class_state$shuffle_reported && learner_shuffle_is_off()) {
     class_state$shuffle_reported = TRUE
     warn_learner_shuffle_ignored()
@@ -174,7 +212,7 @@ sampler_plan = function(data_source, policy, shuffle, seed, rng, torch_backend =
   make_epochs = function() {
     stratified_epochs(strata, policy, shuffle = shuffle, seed = seed,
       rng = rng, torch_backend = torch_backend,
-      allow_single_batch = allow_single_batch || predicting)
+      allow_single_batch = allow_single_batch || predicting, shards = shards, window = window)
   }
   # A too-small stratum is reported by the training loader; prediction and
   # validation loaders (every row once, in order) need not repeat it.
@@ -328,4 +366,63 @@ task_strata = function(task) {
       if (length(task$target_names)) task$target_names[[1L]] else "y"))
   }
   task$data(rows = task$row_ids, cols = columns)
+}
+
+# The sampler's `shards` when the class is made: NULL, a column name
+# (character(1)), or ids / shard_sizes() in task row order (checked against
+# the task's rows when a loader is made). Returns it unchanged.
+assert_sampler_shards = function(shards) {
+  if (is.null(shards) || inherits(shards, "pystratum_shard_sizes") ||
+    ((is.integer(shards) || is.double(shards)) && !is.object(shards))) {
+    return(shards)
+  }
+  if (is.character(shards) && length(shards) == 1L && !is.na(shards) && nzchar(shards)) {
+    return(shards)
+  }
+  abort_type("shards", sprintf(paste0("shards must be the name of a task column (one string), ",
+    "a vector of shard ids in task$row_ids order or shard_sizes(sizes), got shards=%s of type ",
+    "%s. Pass e.g. shards = \"shard\" for a task column holding each row's shard id."),
+    show_value(shards), if (is.object(shards)) paste(class(shards), collapse = "/") else
+      type_name(shards)))
+}
+
+# The shards of a training loader's task, in task$row_ids order: the named
+# column read from the task, or the ids / sizes given, whose length must be
+# the task's rows (a resampling's training set has fewer).
+task_shards = function(task, shards) {
+  if (is.null(shards)) {
+    return(NULL)
+  }
+  n_rows = length(task$row_ids)
+  if (is.character(shards)) {
+    column = tryCatch(task$data(rows = task$row_ids, cols = shards)[[1L]],
+      error = function(e) NULL)
+    if (is.null(column)) {
+      abort_value("shards", sprintf(paste0("shards must name a column of the task, got ",
+        "shards='%s', which task '%s' does not have. Add the shard id of every row as a ",
+        "column (it needs no role: task$set_col_roles(\"%s\", remove_from = \"feature\")), ",
+        "or pass the ids as a vector in task$row_ids order."), shards,
+        if (is.null(task$id)) "" else task$id, shards))
+    }
+    if (is.factor(column) || is.character(column) || is.logical(column)) {
+      abort_type("shards", sprintf(paste0("shards must name a column of whole-number shard ",
+        "ids, got column '%s' of type %s. Convert it, e.g. as.integer(factor(x)) (ids are ",
+        "labels: the shard order is that of the ids)."), shards, type_name(column)))
+    }
+    return(column)
+  }
+  sizes = inherits(shards, "pystratum_shard_sizes")
+  given = if (sizes) sum(shards$sizes) else length(shards)
+  if (given != n_rows) {
+    abort_value("shards", sprintf(paste0("shards must give the shard of each of the %s rows of ",
+      "the task this loader serves, got %s. A vector (or shard_sizes()) is read in ",
+      "task$row_ids order, so it fits the whole task only; for a resampling's training set ",
+      "name a task column instead (shards = \"shard\"), which follows the rows."),
+      format(n_rows, scientific = FALSE), if (sizes) {
+        sprintf("shard_sizes() adding up to %s rows", format(given, scientific = FALSE))
+      } else {
+        sprintf("%d ids", length(shards))
+      }))
+  }
+  shards
 }

@@ -28,14 +28,15 @@
 # real class it keeps one state per class (shared by all its instances).
 
 fake_sampler_class = function(min_samples_per_stratum, shuffle = TRUE, seed = NULL, rng = "R",
-  torch_backend = NULL, allow_single_batch = FALSE) {
+  torch_backend = NULL, allow_single_batch = FALSE, shards = NULL, window = 1) {
   class_state = new_sampler_class_state()
   function(data_source) {
     self = new.env()
     initialize = function(data_source) {
       self$data_source = data_source
       self$plan = sampler_plan(data_source, min_samples_per_stratum, shuffle, seed,
-        rng, torch_backend, class_state, allow_single_batch = allow_single_batch)
+        rng, torch_backend, class_state, allow_single_batch = allow_single_batch,
+        shards = shards, window = window)
     }
     initialize(data_source)
     self$.iter = function() self$plan$iter(exhausted_sentinel)

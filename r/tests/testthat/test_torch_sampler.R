@@ -545,3 +545,106 @@ test_that("a sampler re-created at a late epoch reaches it without assembling th
   expect_error(at_epoch(loader, 1e6), "epoch=999999 with rng='R'.*Use rng='index'",
     class = "pystratum_error")
 })
+
+# --- shards (section Shards of batch_sampler_stratified()) ---------------------------------
+
+# sampler_task() with a shard column: non-contiguous ids in row order.
+sharded_task = function() {
+  task = sampler_task()
+  data = task$data()
+  data$shard = c(30L, 30L, 4L, 4L, 4L, 17L, 17L, 30L, 9L, 9L)
+  fake_task(data, row_ids = task$row_ids, stratum = "y")
+}
+
+test_that("training loaders with shards (a column or a vector) serve stratified_batches(shards =)", {
+  task = sharded_task()
+  y = task$data(cols = "y")$y
+  ids = task$data(cols = "shard")$shard
+  for (shards in list("shard", ids)) {
+    for (policy in list(1, policy_targets(c(neg = 0.5, pos = 0.5), 4))) {
+      loader = fake_learner(fake_sampler_class(policy, seed = 7, shards = shards, window = 2))$
+        train_loader(fake_task_dataset(task))
+      for (k in 1:3) {
+        expect_identical(run_epoch(loader), unclass(stratified_batches(y, policy, seed = 7,
+          epoch = k - 1L, shards = ids, window = 2))[seq_len(loader$batch_sampler$.length())])
+      }
+    }
+  }
+  # shard_sizes() in task$row_ids order.
+  loader = fake_learner(fake_sampler_class(1, seed = 7, shards = shard_sizes(c(4, 0, 6))))$
+    train_loader(fake_task_dataset(task))
+  expect_identical(run_epoch(loader), stratified_batches(y, 1, seed = 7,
+    shards = shard_sizes(c(4, 0, 6))))
+})
+
+test_that("a resumed run (ctx$epoch set) serves epoch k of the shard-blocked order", {
+  task = sharded_task()
+  y = task$data(cols = "y")$y
+  learner = fake_learner(fake_sampler_class(1, seed = 3, shards = "shard"), version = "dev")
+  served = learner$train(fake_task_dataset(task), epochs = 4, resume_from = 2L)
+  expect_identical(served$train[[1L]], stratified_batches(y, 1, seed = 3, epoch = 2,
+    shards = task$data(cols = "shard")$shard))
+})
+
+test_that("prediction and validation loaders ignore shards: every row once, in order", {
+  task = sharded_task()
+  valid = odd_rows_task()  # no shard column, 7 rows: shards would not fit it
+  for (shards in list("shard", task$data(cols = "shard")$shard)) {
+    learner = fake_learner(fake_sampler_class(1, seed = 2, shards = shards))
+    for (dataset in list(fake_task_dataset(task), fake_task_dataset(valid))) {
+      batches = run_epoch(learner$predict_loader(dataset))
+      expect_identical(unlist(batches), seq_len(dataset$task$nrow))
+    }
+    served = learner$train(fake_task_dataset(task), epochs = 2,
+      valid_dataset = fake_task_dataset(valid))
+    expect_identical(unlist(served$valid[[2L]]), seq_len(valid$nrow))
+  }
+})
+
+test_that("shards that do not fit the loader's task are refused naming shards and the fix", {
+  task = sharded_task()
+  make = function(shards) {
+    fake_learner(fake_sampler_class(1, seed = 2, shards = shards))$
+      train_loader(fake_task_dataset(task))
+  }
+  expect_pystratum_error(make("no_such_column"), "value_error", "shards",
+    "^shards must name a column of the task, got shards='no_such_column'")
+  expect_pystratum_error(make("y"), "type_error", "shards",
+    "^shards must name a column of whole-number shard ids, got column 'y' of type character")
+  error = expect_pystratum_error(make(1:12), "value_error", "shards",
+    "^shards must give the shard of each of the 10 rows of the task this loader serves, got 12 ids")
+  expect_match(conditionMessage(error), "name a task column instead", fixed = TRUE)
+  expect_pystratum_error(make(shard_sizes(c(4, 7))), "value_error", "shards",
+    "got shard_sizes\\(\\) adding up to 11 rows")
+  expect_pystratum_error(make("x"), "value_error", "shards", "^shards must hold whole numbers")
+  # Checked when the class is made (before torch is needed).
+  expect_pystratum_error(batch_sampler_stratified(1, shards = c("a", "b")), "type_error",
+    "shards", "^shards must be the name of a task column")
+  expect_pystratum_error(batch_sampler_stratified(1, shards = factor(1:3)), "type_error",
+    "shards", "^shards must be the name of a task column")
+  expect_pystratum_error(batch_sampler_stratified(1, window = 3), "value_error", "window",
+    "^window=3 has no effect without shards")
+  expect_pystratum_error(batch_sampler_stratified(1, shards = "shard", window = 0),
+    "value_error", "window")
+  expect_pystratum_error(batch_sampler_stratified(1, shards = "shard", rng = "index", seed = 1),
+    "value_error", "shards", "^shards cannot be honoured with rng='index'")
+})
+
+test_that("with mlr3torch: a shard column trains stratified and predicts every row in order", {
+  skip_if_not_installed("mlr3torch")
+  skip_if_not(torch::torch_is_installed(), "libtorch is not installed")
+  task = mlr3::tsk("sonar")
+  task$cbind(data.frame(shard = rep(c(5L, 1L, 3L, 8L), length.out = task$nrow)))
+  task$set_col_roles("shard", remove_from = "feature")
+  task$col_roles$stratum = "Class"
+  sampler = batch_sampler_stratified(2, seed = 1, rng = "R", shards = "shard", window = 2)
+  learner = mlr3::lrn("classif.mlp", epochs = 2, batch_size = 10, seed = 1,
+    batch_sampler = sampler)
+  learner$train(task)
+  expect_false("shard" %in% task$feature_names)
+  prediction = learner$predict(task)
+  expect_identical(prediction$row_ids, task$row_ids)
+  # Resampling: the column follows the training rows of every fold.
+  rr = mlr3::resample(task, learner, mlr3::rsmp("cv", folds = 2))
+  expect_identical(sort(rr$prediction()$row_ids), sort(task$row_ids))
+})
