@@ -25,12 +25,14 @@ from ..strata._encode import (
 )
 from ..streams._base import RNG_CHOICES
 from ..base._validation import check_bool, check_choice, check_int
+from ..strata._shards import ShardSizes, _whole_numbers, check_window
 from ..policies import Policy, as_policy
 from ._conditions import RError, raise_r_conditions
 from ._from_r import field
 from ._rvalues import R_DOUBLE_EXACT_MAX, R_INT_MAX, to_r_index
 
-__all__ = ["argument_to_r", "check_python_types", "policy_arguments", "strata_to_r"]
+__all__ = ["argument_to_r", "check_python_types", "policy_arguments", "shards_to_r",
+           "strata_to_r"]
 
 
 def check_python_types(given: dict) -> None:
@@ -56,6 +58,8 @@ def check_python_types(given: dict) -> None:
             _named(check_bool, given[flag], flag)
     if given.get("seed") is not None:
         _named(check_int, given["seed"], "seed")
+    if "window" in given:
+        _named(lambda value, name: check_window(value), given["window"], "window")
 
 
 def policy_arguments(session, policy):
@@ -113,6 +117,45 @@ def _param_to_r(session, value, name):
     if isinstance(value, Mapping):
         return _params_to_r(session, value, name)
     return argument_to_r(session, value, name)
+
+
+def shards_to_r(session, shards):
+    """``shards=`` for R: None -> NULL, ``pystratum.shard_sizes(...)`` -> R's
+    ``shard_sizes(sizes)``, ids -> an R integer (or, beyond 2**31 - 1, double) vector.
+
+    Ids and sizes are labels and counts, not positions: they cross as they
+    are, without :func:`~pystratum.r._rvalues.to_r_index` (shard ``h`` is the
+    ``h``-th smallest id on both sides, whatever the base). The core's reader
+    checks them first, so the bindings refuse what the core refuses, with its
+    messages; the length against the rows is R's to check.
+    """
+    if shards is None:
+        return session.ri.NULL
+    try:
+        if isinstance(shards, ShardSizes):
+            values = _int_vector_to_r(session.ri, shards.sizes, "shards")
+            outcome = session.bridge("bridge_call_capturing")(
+                session.bridge("shard_sizes"), session.ro.vectors.ListVector({"sizes": values}))
+            raise_r_conditions(outcome, stacklevel=3)
+            return field(outcome, "value")
+        return _int_vector_to_r(session.ri, _whole_numbers(shards, "shards", "a shard id per row"),
+                                "shards")
+    except (TypeError, ValueError) as error:
+        error.argument = "shards"
+        raise
+
+
+def _int_vector_to_r(ri, values, name):
+    """int64 values as an R integer vector, or a double one beyond R's integers."""
+    values = np.asarray(values, dtype=np.int64)
+    if values.shape[0] == 0 or int(np.abs(values).max()) <= R_INT_MAX:
+        return ri.IntSexpVector(values.astype(np.int32).tolist())
+    if int(np.abs(values).max()) < R_DOUBLE_EXACT_MAX:
+        return ri.FloatSexpVector(values.astype(np.float64).tolist())
+    raise ValueError(
+        f"{name} cannot be passed to R exactly: R numbers are signed 32-bit integers or "
+        f"doubles, and doubles hold integers exactly only below 2**53, got "
+        f"{int(np.abs(values).max())}.")
 
 
 def _named(check, value, name, **kwargs):

@@ -10,7 +10,7 @@ from ._session import session as _session
 from ..engine._plan import resolve_policy
 from ..base._validation import check_bool
 from ._rvalues import R_INT_MAX, from_r_index, to_r_index
-from ._to_r import argument_to_r, check_python_types, policy_arguments
+from ._to_r import argument_to_r, check_python_types, policy_arguments, shards_to_r
 
 __all__ = ["StreamDefaultWarning", "batch_count_table", "batch_sampler_stratified",
            "negative_pair_batches", "sampler_from_r_task", "strata_from_r_task",
@@ -51,7 +51,7 @@ class StreamDefaultWarning(UserWarning):
 
 def stratified_batches(strata, policy=None, *, seed=None, rng=None, epoch=0,
                        shuffle=True, min_samples_per_stratum=None, return_weights=False,
-                       allow_single_batch=False):
+                       allow_single_batch=False, shards=None, window=1):
     """R's ``pystratum::stratified_batches``, with batches as 0-based int64 arrays.
 
     Same arguments and guarantees as :func:`pystratum.stratified_batches`
@@ -70,6 +70,11 @@ def stratified_batches(strata, policy=None, *, seed=None, rng=None, epoch=0,
     ``allow_single_batch``: as the core's; a plan of one batch is R's
     ``pystratum_value_error``, raised as ValueError (``.argument`` "policy",
     or "strata" for 0/1 indicator columns), unless True.
+
+    ``shards``, ``window``: the shard-blocked order (docs/SHARDS.md), as the
+    core's: ids per row (labels, passed to R as they are, not shifted) or
+    :func:`pystratum.shard_sizes`; the batches equal the core's for
+    ``rng="R"``.
 
     ``return_weights=True`` returns ``(batches, weights)`` instead: ``weights``
     is R's ``attr(batches, "weights")`` as a list of float64 arrays parallel
@@ -102,11 +107,12 @@ def stratified_batches(strata, policy=None, *, seed=None, rng=None, epoch=0,
     with active.calling():
         check_python_types({"min_samples_per_stratum": policy, "rng": rng, "epoch": epoch,
                             "shuffle": shuffle, "seed": seed,
-                            "allow_single_batch": allow_single_batch})
+                            "allow_single_batch": allow_single_batch, "window": window})
         return_weights = _named_bool(return_weights, "return_weights")
         given = {"strata": strata, "seed": seed, "rng": rng, "epoch": epoch, "shuffle": shuffle,
-                 "allow_single_batch": allow_single_batch}
+                 "allow_single_batch": allow_single_batch, "window": window}
         arguments = _arguments_to_r(active, given)
+        arguments["shards"] = shards_to_r(active, shards)
         arguments.update(policy_arguments(active, policy))
         outcome = active.bridge(_stratified_batches_bridge(rng))(**arguments)
         raise_r_conditions(outcome, stacklevel=2)
