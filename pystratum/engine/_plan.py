@@ -22,7 +22,7 @@ from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_order import reorder_split_safe
 from ._batch_plan import BatchPlan
 from ._lazy import LazyPlan
-from ._shards import ShardBlocks, shard_first
+from ._shards import ShardBlocks, label_signatures, redeal_labels, redeal_slots, shard_first
 from ..strata._shards import check_window, read_shards
 from ._single_batch import check_several_batches, check_several_label_batches, quiet_if_refused
 
@@ -304,10 +304,13 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
         message = shortfall_message(names, assigned.counts, sizes, policy.min_per_label)
         if message is not None:
             raise MultiLabelShortfallError(message)
-    key = assigned.batch.astype(np.uint16 if n_batches <= 1 << 16 else np.int64)
+    batch = assigned.batch
+    if shards is not None:  # rows of one label set dealt in batch order (docs/SHARDS.md)
+        batch = redeal_labels(batch, permutation, label_signatures(matrix))
+    key = batch.astype(np.uint16 if n_batches <= 1 << 16 else np.int64)
     order = permutation[np.argsort(key, kind="stable")]
     bounds = np.zeros(n_batches + 1, dtype=np.int64)
-    np.cumsum(np.bincount(assigned.batch, minlength=n_batches), out=bounds[1:])
+    np.cumsum(np.bincount(batch, minlength=n_batches), out=bounds[1:])
     if policy.split_safe():
         # Placing labels (0..L, L: no label) as strata, in step order.
         order = reorder_split_safe(order, bounds, placing_steps(matrix),
@@ -338,6 +341,9 @@ def _slot_plan(encoded, policy, stream, epoch, rng, allocation, shards=None) -> 
         passes = (encoded.grouped_rows, pass_key(stream))
     batches, layout = assemble_slots(drawn, allocation.slots, encoded.codes, encoded.sizes,
                                      encoded.first_rows, passes)
+    if shards is not None:  # each stratum's slots filled in serving order (docs/SHARDS.md)
+        batches = BatchOrder(redeal_slots(batches.order, layout.batch_strata, layout.columns,
+                                          allocation.slots.width), batches.bounds)
     return BatchPlan(order=batches.order, bounds=batches.bounds, strata=encoded.labels,
                      cuts=None, seed=None if stream is None else stream.seed, rng=rng,
                      epoch=epoch, shuffle=stream is not None, policy=policy,

@@ -157,3 +157,63 @@ class ShardBlocks:
         run = np.repeat(np.arange(takes.shape[0], dtype=np.int64), takes)
         key = run * self.n_blocks + self.row_blocks(rows).astype(np.int64)
         return values[np.argsort(key, kind="stable")]
+
+
+def redeal_slots(order: np.ndarray, batch_strata: np.ndarray, columns: np.ndarray,
+                 width: int) -> np.ndarray:
+    """ClassesPerBatch with shards: each stratum's K-row slots dealt in serving order.
+
+    Without shards slot ``j`` of stratum ``s`` (its ``j``-th K ranks) sits at
+    slot position ``q = run_start[s] + j`` and goes to batch ``(q mod B) * g
+    mod B``, which scatters a stratum's ranks over the epoch. With shards the
+    same chunks of K ranks go to the same slots of ``s`` (so ``batch_strata``
+    and every count are unchanged) but chunk ``i`` fills the ``i``-th slot of
+    ``s`` in serving order (batch, then place): the batches sweep each
+    stratum's block-sorted sequence forward. ``order``: the plan's flat
+    order, ``(B * P * K,)``; ``columns``: batch ``b`` holds slot positions
+    ``p * B + columns[b]``.
+    """
+    n_batches, per_batch = batch_strata.shape
+    if n_batches == 0 or per_batch == 0:
+        return order
+    blocks = order.reshape(n_batches * per_batch, width)
+    flat = np.arange(n_batches * per_batch, dtype=np.int64)
+    batch, place = np.divmod(flat, per_batch)
+    position = place * n_batches + np.asarray(columns, dtype=np.int64)[batch]
+    # Slots in sequence order: ascending slot position (strata in layout order, j ascending).
+    by_position = np.empty_like(flat)
+    by_position[position] = flat
+    strata = batch_strata.reshape(-1)
+    first_position = np.full(int(strata.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first_position, strata, position)
+    # Slots in serving order, strata in the same (layout) order: stable by the stratum's start.
+    by_serving = np.argsort(first_position[strata], kind="stable")
+    dealt = np.empty_like(blocks)
+    dealt[by_serving] = blocks[by_position]
+    return dealt.reshape(-1)
+
+
+def label_signatures(matrix: np.ndarray) -> np.ndarray:
+    """An integer per row, equal for rows with the same label set (int64, 0..G-1)."""
+    packed = np.packbits(np.asarray(matrix, dtype=bool), axis=1)
+    if packed.shape[1] == 0:
+        return np.zeros(matrix.shape[0], dtype=np.int64)
+    keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
+    return np.unique(keys, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def redeal_labels(batch: np.ndarray, permutation: np.ndarray, signatures: np.ndarray) -> np.ndarray:
+    """MultiLabel with shards: rows of one label set dealt to that set's places in batch order.
+
+    ``batch[i]``: the batch of row ``permutation[i]`` after the assignment.
+    Rows with the same label set are interchangeable (every label count stays
+    the same), so among the rows of one label set, taken in the epoch's
+    (block-sorted) order, the ``i``-th gets the ``i``-th smallest of the
+    batches that set was given. Returns the new ``batch``.
+    """
+    group = signatures[permutation]
+    by_group = np.argsort(group, kind="stable")                       # (group, position)
+    by_group_batch = np.lexsort((batch, group))                       # (group, batch, position)
+    dealt = np.empty_like(batch)
+    dealt[by_group] = batch[by_group_batch]
+    return dealt

@@ -251,11 +251,27 @@ def test_classes_per_batch_draws_follow_the_specification(data, seed, rng, epoch
         refills += ref_sort(picks, lambda i, s=s: block[index[pass0[s][i]]])
     drawn = [np.asarray(permutation), layout] + ([np.asarray(refills, dtype=np.int64)]
                                                  if refills else [])
-    expected, _ = assemble_slots(drawn, slots, encoded.codes, encoded.sizes, encoded.first_rows)
-    assert sharded.order.tolist() == expected.order.tolist() or \
-        [sorted(b.tolist()) for b in sharded.batches] == \
-        [sorted(expected.order[lo:hi].tolist())
-         for lo, hi in zip(expected.bounds[:-1], expected.bounds[1:])]
+    unsharded, layout = assemble_slots(drawn, slots, encoded.codes, encoded.sizes,
+                                       encoded.first_rows)
+    # The re-deal: stratum s's chunks (slot positions ascending) fill its slots in serving order.
+    K, B, P = slots.width, slots.num_batches, slots.per_batch
+    chunks, places = {}, {}
+    for q in range(B * P):
+        place, column = divmod(q, B)
+        b = int(np.flatnonzero(layout.columns == column)[0])
+        s = int(layout.batch_strata[b, place])
+        chunks.setdefault(s, []).append((q, unsharded.order[(b * P + place) * K:
+                                                           (b * P + place + 1) * K].tolist()))
+    for b in range(B):
+        for place in range(P):
+            places.setdefault(int(layout.batch_strata[b, place]), []).append((b, place))
+    expected = [[None] * P for _ in range(B)]
+    for s in chunks:
+        for (_, chunk), (b, place) in zip(sorted(chunks[s]), places[s]):
+            expected[b][place] = chunk
+    assert [b.tolist() for b in sharded.batches] == \
+        [[row for chunk in batch for row in chunk] for batch in expected]
+    np.testing.assert_array_equal(sharded.batch_strata, layout.batch_strata)
     # Every batch: P classes of K rows; each stratum serves as many rows as without shards.
     plain = plan(codes, policy, seed=seed, rng=rng, epoch=epoch)
     np.testing.assert_array_equal(sharded.counts.sum(axis=0), plain.counts.sum(axis=0))
@@ -282,7 +298,13 @@ def test_multi_label_draws_follow_the_specification(data, seed, rng, epoch):
     permutation = ref_sort(draws.draw(n, n), lambda row: block[index[row]])
     ties = draws.draw(3, 3)
     assigned = assign_batches(labels, np.asarray(permutation), np.asarray(ties), 1)
-    expected = [[permutation[i] for i in range(n) if assigned.batch[i] == b] for b in range(3)]
+    # The re-deal: rows of one label set, in the epoch's order, take that set's batches sorted.
+    batch = list(assigned.batch)
+    for signature in set(map(tuple, labels.tolist())):
+        at = [i for i in range(n) if tuple(labels[permutation[i]].tolist()) == signature]
+        for i, b in zip(at, sorted(batch[i] for i in at)):
+            batch[i] = b
+    expected = [[permutation[i] for i in range(n) if batch[i] == b] for b in range(3)]
     assert [b.tolist() for b in sharded.batches] == expected
     np.testing.assert_array_equal(sharded.counts, assigned.counts)
     assert np.array_equal(np.sort(sharded.order), np.arange(n))
