@@ -7,7 +7,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import event, given, settings, strategies as st
 
 import pystratum
 from pystratum import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum, RStream, Targets,
@@ -251,11 +251,27 @@ def test_classes_per_batch_draws_follow_the_specification(data, seed, rng, epoch
         refills += ref_sort(picks, lambda i, s=s: block[index[pass0[s][i]]])
     drawn = [np.asarray(permutation), layout] + ([np.asarray(refills, dtype=np.int64)]
                                                  if refills else [])
-    expected, _ = assemble_slots(drawn, slots, encoded.codes, encoded.sizes, encoded.first_rows)
-    assert sharded.order.tolist() == expected.order.tolist() or \
-        [sorted(b.tolist()) for b in sharded.batches] == \
-        [sorted(expected.order[lo:hi].tolist())
-         for lo, hi in zip(expected.bounds[:-1], expected.bounds[1:])]
+    unsharded, layout = assemble_slots(drawn, slots, encoded.codes, encoded.sizes,
+                                       encoded.first_rows)
+    # The re-deal: stratum s's chunks (slot positions ascending) fill its slots in serving order.
+    K, B, P = slots.width, slots.num_batches, slots.per_batch
+    chunks, places = {}, {}
+    for q in range(B * P):
+        place, column = divmod(q, B)
+        b = int(np.flatnonzero(layout.columns == column)[0])
+        s = int(layout.batch_strata[b, place])
+        chunks.setdefault(s, []).append((q, unsharded.order[(b * P + place) * K:
+                                                           (b * P + place + 1) * K].tolist()))
+    for b in range(B):
+        for place in range(P):
+            places.setdefault(int(layout.batch_strata[b, place]), []).append((b, place))
+    expected = [[None] * P for _ in range(B)]
+    for s in chunks:
+        for (_, chunk), (b, place) in zip(sorted(chunks[s]), places[s]):
+            expected[b][place] = chunk
+    assert [b.tolist() for b in sharded.batches] == \
+        [[row for chunk in batch for row in chunk] for batch in expected]
+    np.testing.assert_array_equal(sharded.batch_strata, layout.batch_strata)
     # Every batch: P classes of K rows; each stratum serves as many rows as without shards.
     plain = plan(codes, policy, seed=seed, rng=rng, epoch=epoch)
     np.testing.assert_array_equal(sharded.counts.sum(axis=0), plain.counts.sum(axis=0))
@@ -282,7 +298,13 @@ def test_multi_label_draws_follow_the_specification(data, seed, rng, epoch):
     permutation = ref_sort(draws.draw(n, n), lambda row: block[index[row]])
     ties = draws.draw(3, 3)
     assigned = assign_batches(labels, np.asarray(permutation), np.asarray(ties), 1)
-    expected = [[permutation[i] for i in range(n) if assigned.batch[i] == b] for b in range(3)]
+    # The re-deal: rows of one label set, in the epoch's order, take that set's batches sorted.
+    batch = list(assigned.batch)
+    for signature in set(map(tuple, labels.tolist())):
+        at = [i for i in range(n) if tuple(labels[permutation[i]].tolist()) == signature]
+        for i, b in zip(at, sorted(batch[i] for i in at)):
+            batch[i] = b
+    expected = [[permutation[i] for i in range(n) if batch[i] == b] for b in range(3)]
     assert [b.tolist() for b in sharded.batches] == expected
     np.testing.assert_array_equal(sharded.counts, assigned.counts)
     assert np.array_equal(np.sort(sharded.order), np.arange(n))
@@ -450,12 +472,10 @@ def test_window_without_shards_is_refused():
         plan_batches(CODES, 2, seed=1, window=3)
 
 
-def test_uniform_classes_and_index_are_refused_naming_shards():
+def test_uniform_classes_are_refused_naming_shards():
     with pytest.raises(ValueError, match=r"^shards cannot be honoured by ClassesPerBatch"):
         plan_batches(CODES, ClassesPerBatch(2, 2, classes="uniform"), seed=1,
                      shards=np.zeros(40, dtype=int))
-    with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
-        plan_batches(CODES, 2, seed=1, rng="index", shards=np.zeros(40, dtype=int))
 
 
 # --- the bounds (docs/SHARDS.md, "What W trades") ----------------------------------------
@@ -474,3 +494,269 @@ def lru_loads(batches, row_shard, capacity):
             if len(cache) > capacity:
                 cache.popitem(last=False)
     return loads
+
+
+def epoch_blocks(shards, window, seed, rng="numpy"):
+    """The block of every row in epoch 0 (the spec's first draw), as an array."""
+    H = n_shards_of(shards)
+    block = ref_blocks(RefDraws(rng, seed, 0, []).draw(H, H), window)
+    index = shard_index(shards, sum(shards.sizes) if hasattr(shards, "sizes") else len(shards))
+    return np.asarray([block[h] for h in index]), np.asarray(index)
+
+
+@st.composite
+def layout_case(draw):
+    """Strata spread over shards, or living in their own shards (one stratum per shard)."""
+    n_strata = draw(st.integers(1, 3))
+    rows_per_shard = draw(st.integers(4, 40))
+    counts = draw(st.lists(st.integers(1, 8), min_size=n_strata, max_size=n_strata))
+    own = draw(st.booleans())
+    shard_rows = np.repeat(np.arange(sum(counts)), rows_per_shard)
+    if own:
+        codes = np.repeat(np.repeat(np.arange(n_strata), counts), rows_per_shard)
+    else:
+        codes = np.random.default_rng(draw(st.integers(0, 999))).integers(
+            0, n_strata, shard_rows.shape[0])
+        codes[:n_strata] = np.arange(n_strata)  # every stratum present
+    shards = shard_sizes([rows_per_shard] * sum(counts))
+    window = draw(st.integers(1, max(1, sum(counts) // 2)))
+    return codes, shards, window, own
+
+
+def single_pass_policies(codes):
+    sizes = np.bincount(codes)
+    labels = np.unique(codes).tolist()
+    shares = {label: int(sizes[label]) / sizes.sum() for label in labels}
+    batch = -(-int(sizes.sum()) // max(1, int(sizes.min()) // 2)) + len(labels)
+    return [MinPerStratum(max(1, int(sizes.min()) // 4)), FixedSize(batch),
+            Downsample({labels[0]: 0.5}, MinPerStratum(1)),
+            Targets(shares, batch, epoch="largest")]
+
+
+def blocks_per_batch(batches, codes, row_block):
+    """{stratum: [(batch, min block, max block), ...]} in serving order."""
+    out = {}
+    for b, rows in enumerate(batches):
+        for s in np.unique(codes[rows]).tolist():
+            blocks = row_block[rows[codes[rows] == s]]
+            out.setdefault(s, []).append((b, int(blocks.min()), int(blocks.max())))
+    return out
+
+
+def sweeps_forward(visits):
+    return all(a[2] <= b[1] for a, b in zip(visits, visits[1:]))
+
+
+@settings(max_examples=40)
+@given(case=layout_case(), seed=st.integers(0, 2**16), which=st.integers(0, 3))
+def test_lemma_1_every_stratum_sweeps_its_blocks_forward(case, seed, which):
+    codes, shards, window, _ = case
+    policy = single_pass_policies(codes)[which]
+    plan = plan_batches(codes, policy, seed=seed, shards=shards, window=window,
+                        allow_single_batch=True)
+    row_block, _ = epoch_blocks(shards, window, seed)
+    allocation = policy.allocate(encode_strata(codes), 0)
+    if policy.may_recycle() and np.any(allocation.cuts[:, -1] >
+                                       (allocation.pool_sizes if allocation.pool_sizes is not None
+                                        else np.bincount(codes))):
+        return  # a recycled stratum: one sweep per pass (tested below)
+    event("single pass")
+    for visits in blocks_per_batch(plan.batches, codes, row_block).values():
+        assert sweeps_forward(visits)
+
+
+@settings(max_examples=30)
+@given(seed=st.integers(0, 2**16), window=st.integers(1, 4), n_classes=st.sampled_from([2, 4, 6]),
+       own=st.booleans())
+def test_lemma_1_holds_per_class_and_per_label_set_after_the_deal(seed, window, n_classes, own):
+    """ClassesPerBatch and MultiLabel: each class (label set) is read in sequence order."""
+    K = 4
+    codes = np.repeat(np.arange(n_classes), 3 * K)  # multiples of K: no refills, one pass
+    if not own:
+        codes = np.random.default_rng(seed).permutation(codes)
+    shards = shard_sizes([6] * (codes.shape[0] // 6))
+    row_block, _ = epoch_blocks(shards, window, seed)
+    policy = ClassesPerBatch(2, K)
+    assert policy.allocate(encode_strata(codes), 0).slots.refill_takes.shape[0] == 0  # one pass
+    plan = plan_batches(codes, policy, seed=seed, shards=shards, window=window)
+    for visits in blocks_per_batch(plan.batches, codes, row_block).values():
+        assert sweeps_forward(visits)
+    labels = np.zeros((codes.shape[0], 3), dtype=bool)
+    labels[np.arange(codes.shape[0]), codes % 3] = True
+    labels[codes == 0, 1] = True
+    signature = labels @ np.array([1, 2, 4])
+    plan = plan_batches(labels, MultiLabel(num_batches=3), seed=seed, shards=shards,
+                        window=window)
+    for visits in blocks_per_batch(plan.batches, signature, row_block).values():
+        assert sweeps_forward(visits)
+
+
+@settings(max_examples=40)
+@given(case=layout_case(), seed=st.integers(0, 2**16), which=st.integers(0, 2))
+def test_theorem_1_a_stratum_reads_at_most_two_blocks(case, seed, which):
+    codes, shards, window, _ = case
+    policy = single_pass_policies(codes)[which]
+    plan = plan_batches(codes, policy, seed=seed, shards=shards, window=window,
+                        allow_single_batch=True)
+    row_block, _ = epoch_blocks(shards, window, seed)
+    served = np.zeros(codes.shape[0], dtype=bool)
+    served[plan.order] = True
+    for s in np.unique(codes).tolist():
+        taken = [int(np.count_nonzero(codes[rows] == s)) for rows in plan.batches]
+        # Rows of s per block in its pass: Downsample's pass is its pool (the rows served).
+        per_block = np.bincount(row_block[(codes == s) & served])
+        event(f"condition {np.all(per_block[per_block > 0] >= max(taken) - 1)}")
+        if np.all(per_block[per_block > 0] >= max(taken) - 1):
+            for rows in plan.batches:
+                mine = rows[codes[rows] == s]
+                assert np.unique(row_block[mine]).shape[0] <= 2
+
+
+def span_of(batches, row_block):
+    return max(int(row_block[rows].max() - row_block[rows].min()) + 1 for rows in batches)
+
+
+def lru_loads_and_reads(batches, row_shard, capacity):
+    read = set()
+    for rows in batches:
+        read.update(np.unique(row_shard[rows]).tolist())
+    return lru_loads(batches, row_shard, capacity), len(read)
+
+
+@settings(max_examples=40)
+@given(case=layout_case(), seed=st.integers(0, 2**16), which=st.integers(0, 3))
+def test_theorem_2_an_lru_cache_of_2k_minus_1_windows_loads_each_shard_once(case, seed, which):
+    codes, shards, window, _ = case
+    policy = single_pass_policies(codes)[which]
+    plan = plan_batches(codes, policy, seed=seed, shards=shards, window=window,
+                        allow_single_batch=True)
+    row_block, row_shard = epoch_blocks(shards, window, seed)
+    batches = plan.batches
+    present = [set(np.unique(codes[rows]).tolist()) for rows in batches]
+    allocation = policy.allocate(encode_strata(codes), 0)
+    pool = allocation.pool_sizes if allocation.pool_sizes is not None else np.bincount(codes)
+    if any(p != present[0] for p in present) or np.any(allocation.cuts[:, -1] > pool):
+        return  # the theorem's condition: every stratum in every batch, one pass
+    event(f"condition met, span {min(span_of(batches, row_block), 4)}")
+    span = span_of(batches, row_block)
+    loads, read = lru_loads_and_reads(batches, row_shard, (2 * span - 1) * window)
+    assert loads == read
+
+
+@settings(max_examples=40)
+@given(counts=st.lists(st.integers(1, 8), min_size=1, max_size=3),
+       rows_per_shard=st.integers(8, 40), seed=st.integers(0, 2**16), which=st.integers(0, 1))
+def test_theorem_2_own_shards_with_window_1_need_a_cache_of_2s(counts, rows_per_shard, seed,
+                                                                 which):
+    n_strata = len(counts)
+    codes = np.repeat(np.repeat(np.arange(n_strata), counts), rows_per_shard)
+    shards = shard_sizes([rows_per_shard] * sum(counts))
+    policy = single_pass_policies(codes)[which]
+    plan = plan_batches(codes, policy, seed=seed, shards=shards, window=1,
+                        allow_single_batch=True)
+    _, row_shard = epoch_blocks(shards, 1, seed)
+    batches = plan.batches
+    taken = np.array([[np.count_nonzero(codes[rows] == s) for s in range(n_strata)]
+                      for rows in batches])
+    if len(batches) > 1 and np.any(taken[:-1] + taken[1:] - 1 > rows_per_shard):
+        return  # the condition: a shard holds two batches' share of its stratum
+    event("condition met")
+    reads = [set(np.unique(row_shard[rows]).tolist()) for rows in batches]
+    capacity = max([len(a | b) for a, b in zip(reads, reads[1:])] + [len(reads[0])])
+    assert capacity <= 2 * n_strata
+    loads, read = lru_loads_and_reads(batches, row_shard, capacity)
+    assert loads == read
+
+
+@settings(max_examples=20)
+@given(seed=st.integers(0, 2**16), window=st.integers(1, 3))
+def test_a_recycled_stratum_sweeps_once_per_pass(seed, window):
+    """Targets with a small stratum: inside each pass its blocks only move forward."""
+    codes = np.r_[np.zeros(12, dtype=np.int64), np.ones(228, dtype=np.int64)]
+    codes = np.random.default_rng(seed).permutation(codes)
+    shards = shard_sizes([20] * 12)
+    policy = Targets({0: .5, 1: .5}, 16, batch_order="assembled")
+    plan = plan_batches(codes, policy, seed=seed, shards=shards, window=window)
+    row_block, _ = epoch_blocks(shards, window, seed)
+    sequence = np.concatenate([rows[codes[rows] == 0] for rows in plan.batches])
+    for start in range(0, sequence.shape[0], 12):  # one pass = the pool of 12 rows
+        blocks = row_block[sequence[start:start + 12]]
+        assert np.all(np.diff(blocks) >= 0)
+
+
+# --- rng="index": the keyed shard-blocked order (docs/SHARDS.md, "Lazy plans") ----------
+
+def ref_index_plan(codes, policy, shards, window, seed, epoch):
+    """docs/SHARDS.md's lazy definition by plain loops (batch_order='assembled')."""
+    from pystratum.streams._index import index_permutation
+
+    encoded = encode_strata(codes)
+    n = len(codes)
+    H = n_shards_of(shards)
+    index = shard_index(shards, n)
+    W = min(window, H)
+    m = -(-H // W)
+    shard_at = index_permutation(H, seed, epoch, 2**52 - 1).tolist()
+    turn_order = np.argsort(encoded.first_rows, kind="stable").tolist()
+    cuts = np.asarray(policy.allocate(encoded, epoch).cuts)
+    rows_of = {}
+    for t, s in enumerate(turn_order):
+        members = [r for r in range(n) if encoded.codes[r] == s]        # member order
+        in_shard_order = [r for h in shard_at for r in members if index[r] == h]
+        blocks = [[r for h in shard_at[j * W:(j + 1) * W] for r in members if index[r] == h]
+                  for j in range(m)]
+        sequence = []
+        for j, block in enumerate(blocks):
+            if block:
+                perm = index_permutation(len(block), seed, epoch, 2**51 + t * m + j)
+                sequence += [block[v] for v in perm.tolist()]
+        assert sorted(sequence) == sorted(in_shard_order)
+        rows_of[s] = sequence
+    return [[row for s in turn_order for row in rows_of[s][cuts[s, b]:cuts[s, b + 1]]]
+            for b in range(cuts.shape[1] - 1)]
+
+
+@settings(max_examples=40)
+@given(data=sharded_data(), seed=st.integers(0, 2**40), epoch=st.integers(0, 3),
+       which=st.integers(0, 1))
+def test_lazy_plans_follow_the_keyed_definition(data, seed, epoch, which):
+    codes, shards, window = data
+    policy = policies_for(codes)[which]
+    sharded = plan(codes, policy, shards, window, seed=seed, rng="index", epoch=epoch)
+    assert [b.tolist() for b in sharded.batches] == \
+        ref_index_plan(codes, policy, shards, window, seed, epoch)
+    plain = plan(codes, policy, seed=seed, rng="index", epoch=epoch)
+    np.testing.assert_array_equal(sharded.counts, plain.counts)
+    lazy = pystratum.lazy_plan(codes, policy, seed=seed, epoch=epoch, shards=shards,
+                               window=window, allow_single_batch=True)
+    for b in reversed(range(len(lazy))):  # any batch on its own, in any order
+        np.testing.assert_array_equal(lazy[b], sharded.batches[b])
+
+
+@settings(max_examples=30)
+@given(case=layout_case(), seed=st.integers(0, 2**16), which=st.integers(0, 1))
+def test_lazy_plans_sweep_blocks_forward(case, seed, which):
+    from pystratum.streams._index import index_permutation
+
+    codes, shards, window, _ = case
+    policy = single_pass_policies(codes)[which]
+    sharded = plan_batches(codes, policy, seed=seed, rng="index", shards=shards, window=window,
+                           allow_single_batch=True)
+    H = len(shards)
+    block = np.empty(H, dtype=np.int64)
+    block[index_permutation(H, seed, 0, 2**52 - 1)] = np.arange(H) // window
+    row_block = block[np.repeat(np.arange(H), shards.sizes)]
+    for visits in blocks_per_batch(sharded.batches, codes, row_block).values():
+        assert sweeps_forward(visits)
+
+
+def test_lazy_plans_refuse_pools_and_slots_naming_shards():
+    codes = np.r_[np.zeros(10, dtype=int), np.ones(90, dtype=int)]
+    with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
+        plan_batches(codes, Targets({0: .5, 1: .5}, 20), seed=1, rng="index",
+                     shards=shard_sizes([50, 50]))
+    with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
+        plan_batches(codes, ClassesPerBatch(2, 5), seed=1, rng="index",
+                     shards=shard_sizes([50, 50]))
+    with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
+        pystratum.lazy_plan(codes, ClassesPerBatch(2, 5), seed=1, shards=shard_sizes([50, 50]))
