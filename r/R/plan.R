@@ -51,9 +51,13 @@
 #' block of each row's shard. The policy's cuts do not change, so every
 #' guarantee above (per-batch counts, each row once, weights, the order
 #' inside a batch) holds exactly as without shards; a batch takes its rows
-#' from a few consecutive blocks instead of from every shard. Not available
-#' with `rng = "index"` or `policy_classes_per_batch(classes = "uniform")`,
-#' whose orders are keyed, not drawn.
+#' from a few consecutive blocks instead of from every shard. With
+#' `rng = "index"` nothing is drawn: the shard order and each stratum's order
+#' inside a block are keyed bijections (docs/SHARDS.md, *Lazy plans*), the
+#' same as Python's; policies that pool or recycle a stratum and
+#' [policy_classes_per_batch()] are then refused. Not available with
+#' `policy_classes_per_batch(classes = "uniform")`, whose pass orders are
+#' keyed, not drawn.
 #'
 #' @section Random streams:
 #' * `rng = "R"` with a `seed`: a private stream started by
@@ -194,7 +198,7 @@ stratified_batches = function(strata, policy, seed = NULL, rng = c("R", "torch",
   if (rng == "index") {
     # Keyed bijections per stratum: no permutation of the rows is drawn.
     seed = if (is.null(seed)) sample.int(.Machine$integer.max, 1L) - 1 else assert_index_seed(seed)
-    return(plan_epoch(encoded, policy, epoch, allocation, index_seed = seed))
+    return(plan_epoch(encoded, policy, epoch, allocation, index_seed = seed, shards = shards))
   }
   pass_key = uniform_pass_key(allocation, seed)
   plan_epoch(encoded, policy, epoch, allocation,
@@ -283,12 +287,15 @@ plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_see
     }
     if (!is.null(index_seed)) pass_key = index_seed
     batches = assemble_slots(encoded, slots, draws, pass_key)
+    # Each stratum's slots filled in serving order (docs/SHARDS.md, step 5).
+    if (!is.null(shards)) batches = redeal_slot_batches(batches, slots)
     attr(batches, "batch_strata") = NULL
     return(batches)
   }
   if (!is.null(index_seed)) {
+    check_index_shards(shards, policy, allocation, encoded)
     return(index_batches(encoded, allocation, index_seed, epoch,
-      split_safe = policy_split_safe(policy, index = TRUE)))
+      split_safe = policy_split_safe(policy, index = TRUE), shards = shards))
   }
   by_stratum = assembles_by_stratum(policy, allocation)
   group = shard_draw_group(epoch_draw_group(allocation, encoded, by_stratum), shards)

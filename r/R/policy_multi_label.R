@@ -221,8 +221,10 @@ multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle,
         list(message = message, call = NULL, argument = "min_per_label")))
     }
   }
-  batches = unname(split(as.integer(permutation),
-    factor(assigned$batch, levels = seq_len(n_batches))))
+  batch = assigned$batch
+  # Rows of one label set dealt in batch order (docs/SHARDS.md, step 5).
+  if (!is.null(shards)) batch = redeal_label_batches(batch, permutation, labels$matrix)
+  batches = unname(split(as.integer(permutation), factor(batch, levels = seq_len(n_batches))))
   if (policy_split_safe(policy)) {
     # Placing labels (1..L, L + 1: no label) as strata, in step order.
     n_groups = ncol(labels$matrix) + 1L

@@ -196,11 +196,30 @@ sort_draws_by_block = function(draws, row_block, encoded, by_stratum = FALSE,
   draws
 }
 
+# rng = "index" with shards keys each stratum's ranks block by block (Lazy
+# plans in docs/SHARDS.md): a pool or a recycled stratum would need a keyed
+# random subset sorted by block, which has no such form. Refused naming shards.
+check_index_shards = function(shards, policy, allocation, encoded) {
+  if (is.null(shards)) {
+    return(invisible(NULL))
+  }
+  used = allocation$cuts[, ncol(allocation$cuts)]
+  if (!is.null(allocation$pool_sizes) || any(used > as.double(encoded$sizes))) {
+    abort_value("shards", sprintf(paste0("shards cannot be honoured with rng='index' by ",
+      "policy=%s, got shards= with a policy that pools or recycles strata: a keyed pool ",
+      "cannot be chosen at random and sorted by block batch by batch. Use rng='numpy', 'R' ",
+      "or 'torch' with shards, or leave shards=None."), policy_call_text(policy)))
+  }
+  invisible(NULL)
+}
+
 # `window` checked, and `shards` refused with what cannot honour them
 # (docs/SHARDS.md), in the Python core's order: a window without shards
-# (it has no effect), rng = "index" (no keyed shard order; MultiLabel's own
-# refusal of rng = "index" comes first), and the keyed pass orders of
-# classes = "uniform". Returns the window.
+# (it has no effect), ClassesPerBatch with rng = "index" (keyed refills and
+# layout; MultiLabel's own refusal of rng = "index" comes first), and the
+# keyed pass orders of classes = "uniform". Pools and recycled strata with
+# rng = "index" are refused once allocated (check_index_shards()). Returns
+# the window.
 check_shard_arguments = function(shards, window, policy, rng) {
   window = assert_window(window)
   if (is.null(shards)) {
@@ -214,10 +233,11 @@ check_shard_arguments = function(shards, window, policy, rng) {
   if (rng == "index" && inherits(policy, "pystratum_policy_multi_label")) {
     return(window)
   }
-  if (rng == "index") {
-    abort_value("shards", paste0("shards cannot be honoured with rng='index' yet, got ",
-      "rng='index' with shards=: the lazy plans' keyed shard order is not built. Use ",
-      "rng='numpy', rng='R' or rng='torch', or leave shards=None."))
+  if (rng == "index" && inherits(policy, "pystratum_policy_classes_per_batch")) {
+    abort_value("shards", paste0("shards cannot be honoured with rng='index' by ",
+      "ClassesPerBatch, got rng='index' with shards=: its keyed refills and layout have no ",
+      "shard-blocked form. Use rng='numpy', rng='R' or rng='torch' with shards, or leave ",
+      "shards=None."))
   }
   if (inherits(policy, "pystratum_policy_classes_per_batch") &&
     identical(policy$params$classes, "uniform")) {
@@ -227,4 +247,42 @@ check_shard_arguments = function(shards, window, policy, rng) {
       "classes='proportional', or leave shards=None."))
   }
   window
+}
+
+# Step 5 of docs/SHARDS.md, ClassesPerBatch with shards: every stratum's K-row
+# chunks, taken in sequence order (ascending slot position q), fill that
+# stratum's slots taken in serving order (batch, then place). Which stratum
+# holds which slot (attr "batch_strata") and every chunk stay as they are.
+# `batches`: assemble_slots()'s, chunks in serving order (gather_slots()).
+redeal_slot_batches = function(batches, slots) {
+  k = slots$width
+  p = slots$per_batch
+  n_batches = slots$n_batches
+  if (n_batches * p == 0) {
+    return(batches)
+  }
+  # The slot position of each serving slot, as gather_slots() orders them.
+  q = seq_len(n_batches * p) - 1
+  position = order(((q %% n_batches) * slots$step) %% n_batches, q %/% n_batches) - 1
+  stratum = as.vector(t(attr(batches, "batch_strata")))
+  dealt = integer(length(stratum))
+  dealt[order(stratum, method = "radix")] = order(stratum, position, method = "radix")
+  flat = unlist(batches, use.names = FALSE)
+  index = rep((dealt - 1L) * k, each = k) + rep(seq_len(k), times = length(dealt))
+  out = split_by_sizes(flat[index], lengths(batches))
+  attr(out, "batch_strata") = attr(batches, "batch_strata")
+  out
+}
+
+# Step 5, MultiLabel with shards: among the rows of one label set (one same
+# row of the label matrix), taken in the epoch's (sorted) order, the i-th gets
+# the i-th smallest of the batches the assignment gave that set. `batch`: the
+# batch of the row at each permuted position; returns the new one.
+redeal_label_batches = function(batch, permutation, matrix) {
+  signature = do.call(paste, c(lapply(seq_len(ncol(matrix)), function(j) as.integer(matrix[, j])),
+    sep = ""))
+  group = match(signature, unique(signature))[permutation]
+  dealt = integer(length(batch))
+  dealt[order(group, method = "radix")] = batch[order(group, batch, method = "radix")]
+  dealt
 }

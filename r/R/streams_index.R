@@ -109,7 +109,9 @@ assert_index_seed = function(seed) {
 # strata (Targets, Downsample): rank r is pool rank r %% pool of pass
 # r %/% pool, pass p >= 1 a further bijection of the pool (stream turn + S p).
 # Row weights as assemble_epoch() attaches them.
-index_batches = function(encoded, allocation, seed, epoch, split_safe = TRUE) {
+# With `shards` (resolve_shards(), no pools: refused by check_index_shards()),
+# rank r of stratum s is row r of its index_shard_sequences().
+index_batches = function(encoded, allocation, seed, epoch, split_safe = TRUE, shards = NULL) {
   cuts = allocation$cuts
   sizes = as.double(encoded$sizes)
   n_strata = length(sizes)
@@ -119,7 +121,11 @@ index_batches = function(encoded, allocation, seed, epoch, split_safe = TRUE) {
   keys = index_round_keys(seed, epoch, turn)
   members = split(seq_along(encoded$codes), factor(encoded$codes, levels = seq_len(n_strata)))
   pool = if (is.null(allocation$pool_sizes)) sizes else as.double(allocation$pool_sizes)
+  if (!is.null(shards)) {
+    sequences = index_shard_sequences(shards, seed, epoch, members, turn)
+  }
   rows_of = function(s, ranks) {
+    if (!is.null(shards)) return(sequences[[s]][ranks + 1])
     passes = ranks %/% pool[s]
     within = ranks - passes * pool[s]
     for (p in setdiff(unique(passes), 0)) {
@@ -138,4 +144,42 @@ index_batches = function(encoded, allocation, seed, epoch, split_safe = TRUE) {
   })
   if (split_safe) batches = split_safe_batches(batches, encoded)
   with_row_weights(batches, allocation, encoded$codes)
+}
+
+# rng = "index" with shards (docs/SHARDS.md, "Lazy plans"): stream numbers
+# reserved for the shard order and for the per-(stratum, block) bijections.
+SHARD_ORDER_STREAM = 2^52 - 1
+BLOCK_STREAM_BASE = 2^51
+
+# Every stratum's rows in rank order for an rng = "index" epoch with shards
+# (Python's LazyShardOrder): the shards in the keyed order of stream
+# SHARD_ORDER_STREAM, blocks of W consecutive shards; stratum s lists its rows
+# in shard order (its rows of the first shard, then of the second, ..., each
+# shard's in row order), and its C rows of block j, which start at index D of
+# that list, are ranks D .. D + C - 1 in the keyed order of the bijection of
+# [0, C) with stream BLOCK_STREAM_BASE + turn * m + j (m blocks). Materialised
+# here for every rank (R's index epochs are materialised); `members`: each
+# stratum's rows, increasing; `turn`: each stratum's 0-based turn.
+index_shard_sequences = function(shards, seed, epoch, members, turn) {
+  n_shards = shards$count
+  window = min(shards$window, max(n_shards, 1))
+  n_blocks = ceiling(n_shards / window)
+  shard_at = index_permute_ranks(seq_len(n_shards) - 1, n_shards,
+    index_round_keys(seed, epoch, SHARD_ORDER_STREAM)[, 1])
+  position = numeric(n_shards)
+  position[shard_at + 1] = seq_len(n_shards) - 1
+  lapply(seq_along(members), function(s) {
+    rows = members[[s]]
+    at = position[shards$of_row[rows]]
+    in_shard_order = rows[order(at, method = "radix")]
+    block_sizes = tabulate(sort(at) %/% window + 1, n_blocks)
+    used = which(block_sizes > 0)
+    keys = index_round_keys(seed, epoch, BLOCK_STREAM_BASE + turn[[s]] * n_blocks + used - 1)
+    starts = cumsum(block_sizes) - block_sizes
+    index = unlist(lapply(seq_along(used), function(i) {
+      size = block_sizes[[used[[i]]]]
+      starts[[used[[i]]]] + index_permute_ranks(seq_len(size) - 1, size, keys[, i])
+    }), use.names = FALSE)
+    in_shard_order[index + 1]
+  })
 }

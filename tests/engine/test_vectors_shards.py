@@ -2,8 +2,9 @@
 
 Every case of ``tests/vectors/shards.json`` (R's ``stratified_batches(...,
 shards =, window =)`` output, 1-based) must come out of
-``pystratum.plan_batches(..., rng="R", shards=, window=)`` identically after
-the base shift, weights included, and every expected error must be raised
+``pystratum.plan_batches(..., rng=, shards=, window=)`` (``"R"``, or
+``"index"`` for the lazy plans) identically after the base shift, weights
+included, and every expected error must be raised
 with the same class and the argument's name leading the message (an error
 of ``shard_sizes()`` counts: R raises it there too). The file is required: a
 missing file fails here, it is not skipped.
@@ -37,8 +38,11 @@ def test_vector_file_is_present_and_covers_every_family():
     served = {case["input"]["policy"]["name"] for case in CASES if "expected" in case}
     assert served >= {"min_per_stratum", "fixed_size", "targets", "downsample",
                       "classes_per_batch", "multi_label"}
+    lazy = {case["input"]["policy"]["name"] for case in CASES
+            if "expected" in case and case["input"]["rng"] == "index"}
+    assert lazy >= {"min_per_stratum", "fixed_size", "targets"}
     refused = {case["expected_error"]["argument"] for case in CASES if "expected_error" in case}
-    assert refused == {"shards", "window"}
+    assert refused == {"shards", "window", "rng"}
 
 
 def _column(spec):

@@ -1,10 +1,11 @@
-"""Shard-blocked orders in R (live, through rpy2) against the Python core, rng="R".
+"""Shard-blocked orders in R (live, through rpy2) against the Python core.
 
 Hypothesis draws configurations of every policy family (MinPerStratum,
 FixedSize, Targets, Downsample, ClassesPerBatch, MultiLabel): strata, shards
 as ids (non-contiguous labels, up to beyond R's integers) or as
 ``shard_sizes`` with empty shards, a window from 1 to past the shard count,
-seed, epoch and shuffle. ``pystratum.r.stratified_batches(..., shards=,
+seed, epoch, shuffle and the stream (``rng="R"``, or ``"index"``: the keyed
+order of docs/SHARDS.md's *Lazy plans*, with its refusals). ``pystratum.r.stratified_batches(..., shards=,
 window=)`` must give the core's batches (and weights) exactly, or both must
 refuse with the same class and argument. The bindings pass shard ids to R
 as they are (labels, not positions): a shift would change which ids are
@@ -78,7 +79,8 @@ def configurations(draw):
         n_shards = len(np.unique(shards))
     window = draw(st.integers(1, n_shards + 1))
     shuffle = draw(st.booleans())
-    keywords = dict(seed=seed if shuffle else None, rng="R",
+    rng = draw(st.sampled_from(["R", "R", "index"]))  # "index": the lazy plans' keyed order
+    keywords = dict(seed=(abs(seed) if rng == "index" else seed) if shuffle else None, rng=rng,
                     epoch=draw(st.integers(0, 3)) if shuffle else 0, shuffle=shuffle,
                     shards=shards, window=window, allow_single_batch=True)
     return data, policy, keywords
@@ -93,7 +95,7 @@ def _run(call, data, policy, keywords):
             return None, error
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(configuration=configurations())
 def test_r_gives_the_core_shard_blocked_batches(r_session, configuration):
     data, policy, keywords = configuration

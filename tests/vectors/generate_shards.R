@@ -148,6 +148,31 @@ for (family in names(families)) {
     "the identity shard order (ids ascending), each drawn sequence (row order) sorted by ",
     "block."), family), data, policy, list(ids = shard_ids), window = 2L, shuffle = FALSE))
 }
+# rng = "index" (docs/SHARDS.md, "Lazy plans"): keyed shard order and per-(stratum, block)
+# bijections, any epoch computed directly. Policies without pools or recycled strata.
+index_families = list(
+  min_per_stratum = policy_min_per_stratum(2),
+  fixed_size = policy_fixed_size(12),
+  targets = policy_targets(c(a = 0.15, b = 0.35, c = 0.5), 20)
+)
+for (family in names(index_families)) {
+  for (form in c("ids", "sizes")) {
+    shards = if (form == "ids") list(ids = shard_ids) else list(sizes = sizes)
+    n_shards = if (form == "ids") length(unique(shard_ids)) else length(sizes)
+    for (window in c(1L, 2L, n_shards)) {
+      for (epoch in c(0L, 2L)) {
+        add(run_case(sprintf("index_%s_%s_w%d_epoch%d", family, form, window, epoch),
+          sprintf(paste0("rng = 'index', %s (no stratum pooled or recycled); shards as %s ",
+            "(H = %d), W = %d, epoch %d: the keyed shard order (stream 2^52 - 1), each ",
+            "stratum's rows in shard order, ranks keyed within each block (streams from 2^51)."),
+            family, if (form == "ids") "8 non-contiguous ids per row" else
+              "sizes with two empty shards", n_shards, window, epoch),
+          strata, index_families[[family]], shards, window = window, seed = 31L, epoch = epoch,
+          rng = "index"))
+      }
+    }
+  }
+}
 add(run_case("classes_per_batch_small_repeat", paste0("ClassesPerBatch(small = 'repeat') ",
   "with a stratum of 3 rows: its refills index the sorted pass 0."),
   c(strata[1:40], rep("d", 3L)), policy_classes_per_batch(2, 4, small = "repeat"),
@@ -178,8 +203,20 @@ add(run_case("error_window_fraction", "window = 1.5.", ten, policy_min_per_strat
   list(ids = 0:9), window = 1.5, seed = 1L))
 add(run_case("error_window_without_shards_is_refused", paste0("window = 2 without shards: no ",
   "effect, refused."), ten, policy_min_per_stratum(1), NULL, window = 2L, seed = 1L))
-add(run_case("error_rng_index", "rng = 'index' cannot honour shards (no keyed shard order).",
-  ten, policy_min_per_stratum(1), list(ids = 0:9), seed = 1L, rng = "index"))
+add(run_case("error_rng_index_classes_per_batch", paste0("rng = 'index' with ClassesPerBatch: ",
+  "keyed refills and layout have no shard-blocked form."), rep(c("a", "b"), 8L),
+  policy_classes_per_batch(2, 2), list(ids = 0:15), seed = 1L, rng = "index"))
+add(run_case("error_rng_index_downsample", paste0("rng = 'index' with a pool (Downsample): ",
+  "a keyed pool cannot be sorted by block."), strata,
+  policy_downsample(c(c = 0.5), policy_min_per_stratum(2)), list(ids = shard_ids), seed = 1L,
+  rng = "index"))
+add(run_case("error_rng_index_targets_recycled", paste0("rng = 'index' with a recycled ",
+  "stratum (Targets, a served 4 times over)."), strata,
+  policy_targets(c(a = 0.4, b = 0.3, c = 0.3), 10), list(ids = shard_ids), seed = 1L,
+  rng = "index"))
+add(run_case("error_rng_index_multi_label", paste0("rng = 'index' with MultiLabel: refused ",
+  "naming rng, as without shards."), labels, policy_multi_label(num_batches = 4),
+  list(ids = shard_ids), seed = 1L, rng = "index"))
 add(run_case("error_classes_uniform", paste0("ClassesPerBatch(classes = 'uniform'): keyed pass ",
   "orders, nothing drawn to sort."), rep(c("a", "b"), 8L),
   policy_classes_per_batch(2, 2, classes = "uniform"), list(ids = 0:15), seed = 1L))
@@ -206,7 +243,8 @@ document = list(
   index_base = 1L,
   rng = paste0("'R': epoch k is the (k+1)-th group of draws after set.seed(seed) (R >= 3.6 ",
     "defaults), each group led by sample.int(H), the shard permutation, then the policy's ",
-    "draws. shuffle = false: the identity shard order, nothing drawn."),
+    "draws. shuffle = false: the identity shard order, nothing drawn. 'index' (cases index_*): ",
+    "the keyed orders of docs/SHARDS.md 'Lazy plans', nothing drawn."),
   cases = cases
 )
 writeLines(jsonlite::toJSON(document, auto_unbox = TRUE, pretty = TRUE, digits = NA,

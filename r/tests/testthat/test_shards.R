@@ -137,7 +137,7 @@ test_that("sampling policies sort pass 0 by its rows and extra passes by the poo
   }
 })
 
-test_that("ClassesPerBatch sorts the permutation and each refill, MultiLabel the rows only", {
+test_that("ClassesPerBatch sorts the permutation and each refill, and deals slots in order", {
   y = rep(c("a", "b", "c"), c(10, 7, 5))
   shard_ids = rep(c(20, 10, 30), c(8, 7, 7))
   shard_of_row = match(shard_ids, c(10, 20, 30))
@@ -160,10 +160,21 @@ test_that("ClassesPerBatch sorts the permutation and each refill, MultiLabel the
     rows = pass_0[[slots$refill_strata[[i]]]][picks]
     picks[order(row_block[rows])]
   })
-  expected = pystratum:::assemble_slots(encoded, slots, c(list(sorted, layout), refills))
-  attr(expected, "batch_strata") = NULL
-  expect_identical(got, expected)
-  # MultiLabel: sample.int(H), then the rows (sorted), then the batches (left alone).
+  # Step 5: every stratum's sequence (pass 0, then its refills in draw order)
+  # is served slot after slot in batch order.
+  for (s in 1:3) {
+    mine = which(slots$refill_strata == s)
+    sequence = c(pass_0[[s]], unlist(lapply(mine, function(i) pass_0[[s]][refills[[i]]])))
+    served = unlist(lapply(got, function(b) b[y[b] == c("a", "b", "c")[[s]]]))
+    expect_identical(served, sequence)
+  }
+  # The same slots per batch as the assembly without the deal.
+  unsorted = pystratum:::assemble_slots(encoded, slots, c(list(sorted, layout), refills))
+  expect_identical(lapply(got, function(b) sort(unique(y[b]))),
+    lapply(unsorted, function(b) sort(unique(y[b]))))
+})
+
+test_that("MultiLabel sorts the rows' permutation and deals each label set in batch order", {
   labels = cbind(u = rep(c(1, 0, 1, 0), 6), v = rep(c(0, 1, 1, 0), 6))
   ids = rep(c(7, 2), c(10, 14))
   policy = policy_multi_label(num_batches = 3)
@@ -174,8 +185,68 @@ test_that("ClassesPerBatch sorts the permutation and each refill, MultiLabel the
   sorted = permutation[order(block[match(ids, c(2, 7))][permutation])]
   ties = sample.int(3)
   assigned = pystratum:::multi_label_assign(labels == 1, sorted, ties, 1)
-  expected = unname(split(sorted, factor(assigned$batch, levels = 1:3)))
+  # The rows of one label set, in the sorted order, take that set's batches ascending.
+  label_set = paste(labels[, 1], labels[, 2])[sorted]
+  batch = assigned$batch
+  for (set in unique(label_set)) {
+    at = which(label_set == set)
+    batch[at] = sort(assigned$batch[at])
+  }
+  expected = unname(split(sorted, factor(batch, levels = 1:3)))
   expect_identical(unclass(got)[1:3], expected)
+  expect_identical(attr(got, "label_counts"), {
+    counts = assigned$counts
+    colnames(counts) = c("u", "v")
+    counts
+  })
+})
+
+test_that("rng = 'index': the keyed shard order and per-block bijections of 'Lazy plans'", {
+  set.seed(12)
+  y = sample(c("p", "q", "r"), 70, replace = TRUE, prob = c(0.2, 0.3, 0.5))
+  shards = random_shards(70, 6)
+  n_shards = length(shards$sizes)
+  shard_of_row = shards$ids + 1L
+  index_permutation = pystratum:::index_permutation
+  for (window in c(1, 2, n_shards)) {
+    for (epoch in c(0, 3)) {
+      policy = policy_min_per_stratum(3, batch_order = "assembled")
+      got = stratified_batches(y, policy, seed = 99, rng = "index", epoch = epoch,
+        shards = shard_sizes(shards$sizes), window = window)
+      # A plain reading of the specification.
+      shard_at = index_permutation(n_shards, 99, epoch, 2^52 - 1) + 1
+      n_blocks = ceiling(n_shards / window)
+      turn_order = unique(y)
+      sequences = lapply(seq_along(turn_order), function(t) {
+        rows = unlist(lapply(shard_at, function(h) which(y == turn_order[[t]] &
+          shard_of_row == h)))
+        position = match(shard_of_row[rows], shard_at) - 1
+        block = position %/% window
+        unlist(lapply(sort(unique(block)), function(j) {
+          in_block = rows[block == j]
+          in_block[index_permutation(length(in_block), 99, epoch,
+            2^51 + (t - 1) * n_blocks + j) + 1]
+        }))
+      })
+      names(sequences) = turn_order
+      encoded = pystratum:::encode_strata(y)
+      cuts = pystratum:::policy_allocate(policy, encoded, epoch)$cuts
+      expected = lapply(seq_len(ncol(cuts) - 1L), function(b) {
+        unlist(lapply(turn_order, function(label) {
+          s = encoded$codes[[match(label, y)]]
+          sequences[[label]][seq_len(cuts[s, b + 1L] - cuts[s, b]) + cuts[s, b]]
+        }), use.names = FALSE)
+      })
+      expect_identical(got, expected, info = sprintf("W %d epoch %d", window, epoch))
+    }
+  }
+  # Served epochs equal the epochs selected directly.
+  epochs = pystratum:::stratified_epochs(y, policy_fixed_size(10), seed = 5, rng = "index",
+    shards = shards$ids, window = 2)
+  for (epoch in 0:2) {
+    expect_identical(epochs$next_epoch(), stratified_batches(y, policy_fixed_size(10), seed = 5,
+      rng = "index", epoch = epoch, shards = shards$ids, window = 2))
+  }
 })
 
 test_that("no shuffle: the identity shard order, rows grouped by shard id", {
@@ -314,10 +385,13 @@ test_that("hostile shards are refused naming the argument, the value and the fix
   }
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, window = 2), "value_error", "window",
     "^window=2 has no effect without shards")
-  for (shuffle in c(TRUE, FALSE)) {
-    expect_pystratum_error(stratified_batches(y, 1, seed = if (shuffle) 1, shuffle = shuffle,
-      shards = 0:9, rng = "index"), "value_error", "shards",
-      "^shards cannot be honoured with rng='index'")
+  expect_pystratum_error(stratified_batches(rep(c("a", "b"), 8), policy_classes_per_batch(2, 2),
+    seed = 1, shards = 0:15, rng = "index"), "value_error", "shards",
+    "^shards cannot be honoured with rng='index' by ClassesPerBatch")
+  for (policy in list(policy_downsample(c(a = 0.5), policy_min_per_stratum(1)),
+    policy_targets(c(a = 0.9, b = 0.1), 5))) {
+    expect_pystratum_error(stratified_batches(y, policy, seed = 1, shards = 0:9, rng = "index"),
+      "value_error", "shards", "^shards cannot be honoured with rng='index' by policy=")
   }
   expect_pystratum_error(stratified_batches(cbind(a = rep(0:1, 5)), policy_multi_label(
     num_batches = 2), seed = 1, shards = 0:9, rng = "index"), "value_error", "rng",

@@ -626,8 +626,9 @@ test_that("shards that do not fit the loader's task are refused naming shards an
     "^window=3 has no effect without shards")
   expect_pystratum_error(batch_sampler_stratified(1, shards = "shard", window = 0),
     "value_error", "window")
-  expect_pystratum_error(batch_sampler_stratified(1, shards = "shard", rng = "index", seed = 1),
-    "value_error", "shards", "^shards cannot be honoured with rng='index'")
+  expect_pystratum_error(batch_sampler_stratified(policy_classes_per_batch(2, 2),
+    shards = "shard", rng = "index", seed = 1), "value_error", "shards",
+    "^shards cannot be honoured with rng='index' by ClassesPerBatch")
 })
 
 test_that("with mlr3torch: a shard column trains stratified and predicts every row in order", {
