@@ -28,7 +28,7 @@
 #' * the name of a task column holding each row's shard id (whole numbers
 #'   `>= 0`), read with `task$data()` in `task$row_ids` order when mlr3torch
 #'   creates the loader: it follows the task through resampling and
-#'   subsetting, so this is the form to use with [mlr3::resample()]. The
+#'   subsetting, so this is the form to use with `mlr3::resample()`. The
 #'   column needs no role; take it out of the features, e.g.
 #'   `task$set_col_roles("shard", remove_from = "feature")`; or
 #' * a vector of shard ids, or [shard_sizes()], in the order of the rows of
