@@ -1,6 +1,7 @@
 # What the shard-blocked order (docs/SHARDS.md) costs in R: one epoch of
 # pystratum::stratified_batches() with shards against the same epoch without,
-# for every policy family that draws row sequences.
+# for every policy family that draws row sequences (rng = "R"), and for the
+# lazy plans' keyed order (rng = "index", materialised as R does).
 #
 # Run from the repository root after `R CMD INSTALL r`:
 #   Rscript benchmarks/bench_shards_r.R [N] [SHARD_ROWS] [REPEATS]
@@ -37,16 +38,22 @@ seconds = function(f) system.time(f())[["elapsed"]]
 cat(sprintf("R %s, N = %s rows, %d shards of %s rows, window 1, median of %d\n",
   getRversion(), format(n, big.mark = ","), length(sizes), format(shard_rows, big.mark = ","),
   repeats))
-cat(sprintf("%-18s %10s %10s %8s\n", "policy", "plain s", "shards s", "ratio"))
-for (name in names(policies)) {
-  policy = policies[[name]]
-  plain = function() stratified_batches(strata, policy, seed = 7)
-  sharded = function() stratified_batches(strata, policy, seed = 7, shards = shards, window = 1)
+cat(sprintf("%-24s %10s %10s %8s\n", "policy", "plain s", "shards s", "ratio"))
+runs = c(lapply(names(policies), function(name) list(name = name, policy = policies[[name]],
+  rng = "R")), list(list(name = "index: min_per_stratum", policy = policies$min_per_stratum,
+  rng = "index")))
+for (run in runs) {
+  name = run$name
+  policy = run$policy
+  rng = run$rng
+  plain = function() stratified_batches(strata, policy, seed = 7, rng = rng)
+  sharded = function() stratified_batches(strata, policy, seed = 7, rng = rng, shards = shards,
+    window = 1)
   invisible(plain())
   invisible(sharded())
   times = vapply(seq_len(repeats), function(run) c(seconds(plain), seconds(sharded)),
     numeric(2L))
   t_plain = stats::median(times[1L, ])
   t_shards = stats::median(times[2L, ])
-  cat(sprintf("%-18s %10.3f %10.3f %7.2fx\n", name, t_plain, t_shards, t_shards / t_plain))
+  cat(sprintf("%-24s %10.3f %10.3f %7.2fx\n", name, t_plain, t_shards, t_shards / t_plain))
 }

@@ -275,6 +275,11 @@ test_that("ids are labels: relabelling them keeps the batches, sizes match conti
     window = 2), base)
 })
 
+test_that("shard_sizes() prints its shards and rows", {
+  expect_output(print(shard_sizes(c(4L, 0L, 6L))), "<pystratum_shard_sizes> 3 shards, 10 rows")
+  expect_identical(unclass(shard_sizes(c(a = 2L, b = 3L))), list(sizes = c(2, 3)))
+})
+
 test_that("an empty shard keeps its place in the shard order", {
   y = rep(c("a", "b"), 6)
   set.seed(5)
