@@ -248,13 +248,17 @@ def _warn_stream_default(seed):
 
 
 def batch_sampler_stratified(policy=None, *, shuffle=True, seed=None, rng="torch",
-                             min_samples_per_stratum=None, allow_single_batch=False):
+                             min_samples_per_stratum=None, allow_single_batch=False,
+                             shards=None, window=1):
     """R's ``pystratum::batch_sampler_stratified()``: a torch sampler *class*, as an R object.
 
     ``policy``: a :mod:`pystratum.policies` object (rebuilt in R by name and
     parameters) or a number (``policy_min_per_stratum``).
     ``allow_single_batch``: R's (a training loader whose plan is one batch is
     refused when mlr3torch builds it, unless True).
+    ``shards``, ``window``: R's (docs/SHARDS.md): a task column's name (a
+    str), or shard ids / :func:`pystratum.shard_sizes` in ``task$row_ids``
+    order (ids passed unshifted, as in :func:`stratified_batches`).
     The result is an rpy2 object ready to be assigned in embedded R to an
     mlr3torch learner's ``batch_sampler`` parameter. It needs R's torch
     package; without it R's error (naming ``install.packages("torch")``) is
@@ -281,8 +285,11 @@ def batch_sampler_stratified(policy=None, *, shuffle=True, seed=None, rng="torch
         )
     with active.calling():
         given = {"shuffle": shuffle, "seed": seed, "rng": rng,
-                 "allow_single_batch": allow_single_batch}
+                 "allow_single_batch": allow_single_batch, "window": window}
         arguments = _arguments_to_r(active, given)
+        # A column name is R's to check against the task; ids the core's reader checks.
+        arguments["shards"] = argument_to_r(active, shards, "shards") \
+            if isinstance(shards, str) else shards_to_r(active, shards)
         arguments.update(policy_arguments(active, _one_policy(policy, min_samples_per_stratum)))
         outcome = active.bridge("bridge_batch_sampler_stratified")(**arguments)
         raise_r_conditions(outcome, stacklevel=2)

@@ -142,3 +142,14 @@ def test_id_zero_is_a_shard_like_any_other(r_session):
         core = pystratum.stratified_batches(y, 2, seed=4, rng="R", shards=ids)
         theirs = pr.stratified_batches(y, 2, seed=4, rng="R", shards=ids)
         assert [b.tolist() for b in theirs] == [b.tolist() for b in core]
+
+
+def test_the_mlr3torch_sampler_takes_shards_through_the_bindings(r_session):
+    """A column name or ids reach R's batch_sampler_stratified; R checks them before torch."""
+    for bad, error, argument in ((dict(shards=["a", "b"]), TypeError, "shards"),
+                                 (dict(shards=[0.5, 1]), ValueError, "shards"),
+                                 (dict(window=3), ValueError, "window"),
+                                 (dict(shards="shard", window=0), ValueError, "window")):
+        with pytest.raises(error) as raised:
+            pr.batch_sampler_stratified(2, seed=1, rng="R", **bad)
+        assert raised.value.argument == argument
