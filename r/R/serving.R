@@ -43,6 +43,8 @@ stratified_epochs = function(strata, policy, shuffle = TRUE, seed = NULL,
   # Epoch 0's allocation (and any warning, or the single-batch error) now;
   # later epochs may rotate counts but keep the number of batches.
   allocation_0 = allocate_checked_epoch(policy, encoded, 0, allow_single_batch)
+  # Keyed plans cannot pool or recycle with shards: refused now, not at the first epoch.
+  if (shuffle && rng == "index") check_index_shards(shards, policy, allocation_0, encoded)
 
   self = new.env(parent = emptyenv())
   self$n_rows = encoded$n_rows

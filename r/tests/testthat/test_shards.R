@@ -406,6 +406,10 @@ test_that("hostile shards are refused naming the argument, the value and the fix
     "value_error", "shards", "classes='uniform'")
   expect_pystratum_error(pystratum:::stratified_epochs(y, 1, seed = 1, shards = 0:8),
     "value_error", "shards", "^shards must hold one shard id per row")
+  # Served epochs (the mlr3torch sampler) refuse a keyed pool when made, not at epoch 0.
+  expect_pystratum_error(pystratum:::stratified_epochs(y,
+    policy_downsample(c(a = 0.5), policy_min_per_stratum(1)), seed = 1, rng = "index",
+    shards = 0:9), "value_error", "shards", "^shards cannot be honoured with rng='index' by")
   # A window of the shard count or more is one block: accepted as it stands.
   expect_identical(stratified_batches(y, 1, seed = 1, shards = 0:9, window = 10),
     stratified_batches(y, 1, seed = 1, shards = 0:9, window = 2^40))
