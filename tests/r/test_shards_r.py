@@ -5,8 +5,9 @@ FixedSize, Targets, Downsample, ClassesPerBatch, MultiLabel): strata, shards
 as ids (non-contiguous labels, up to beyond R's integers) or as
 ``shard_sizes`` with empty shards, a window from 1 to past the shard count,
 seed, epoch, shuffle and the stream (``rng="R"``, or ``"index"``: the keyed
-order of docs/SHARDS.md's *Lazy plans*, with its refusals). ``pystratum.r.stratified_batches(..., shards=,
-window=)`` must give the core's batches (and weights) exactly, or both must
+order of docs/SHARDS.md's *Lazy plans*, with its refusals).
+``pystratum.r.stratified_batches(..., shards=, window=)`` must give the
+core's batches (and weights) exactly, or both must
 refuse with the same class and argument. The bindings pass shard ids to R
 as they are (labels, not positions): a shift would change which ids are
 refused, so refusals are compared too.

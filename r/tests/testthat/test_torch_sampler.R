@@ -556,7 +556,7 @@ sharded_task = function() {
   fake_task(data, row_ids = task$row_ids, stratum = "y")
 }
 
-test_that("training loaders with shards (a column or a vector) serve stratified_batches(shards =)", {
+test_that("training loaders with shards (a column or ids) serve stratified_batches(shards =)", {
   task = sharded_task()
   y = task$data(cols = "y")$y
   ids = task$data(cols = "shard")$shard
