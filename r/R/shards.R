@@ -29,24 +29,26 @@
 #' y = rep(c("a", "b"), 5)
 #' stratified_batches(y, 1, seed = 1, shards = shards, window = 1)
 shard_sizes = function(sizes) {
-  # Errors name `shards`, the argument the sizes are given for (as in Python).
-  fix = paste0("Pass the number of rows of every shard, in storage order, e.g. ",
-    "shard_sizes(c(1000, 1000, 500)).")
+  # Errors name `shards`, the argument the sizes are given for; the words are
+  # the Python core's (c() for its lists, 1-based positions).
   if (!(is.integer(sizes) || is.double(sizes)) || is.object(sizes)) {
-    abort_type("shards", sprintf(paste0("shards must be a vector of whole numbers ",
-      "(shard_sizes(sizes)), got shard_sizes(%s) of type %s. %s"), show_value(sizes),
-      if (is.object(sizes)) paste(class(sizes), collapse = "/") else type_name(sizes), fix))
+    abort_type("shards", sprintf(paste0("shards must hold whole numbers (shard_sizes(sizes)), ",
+      "got shards=%s of type %s. Pass integer shard ids (or shard_sizes(sizes))."),
+      show_value(sizes), if (is.object(sizes)) paste(class(sizes), collapse = "/") else
+        type_name(sizes)))
   }
   if (!is.null(dim(sizes))) {
-    abort_value("shards", sprintf(paste0("shards must be 1-D (shard_sizes(sizes)), got sizes ",
-      "of dimensions %s. %s"), paste(dim(sizes), collapse = " x "), fix))
+    abort_value("shards", sprintf("shards must be 1-D (shard_sizes(sizes)), got an array of %s.",
+      paste(dim(sizes), collapse = " x ")))
   }
   if (length(sizes) == 0L) {
-    abort_value("shards", sprintf(paste0("shards must list at least one shard size, got ",
-      "shard_sizes(%s). %s"), show_value(sizes), fix))
+    abort_value("shards", paste0("shards must list at least one shard size, got ",
+      "shard_sizes(c()). Pass the rows of every shard, e.g. shard_sizes(c(1000, 1000, 500))."))
   }
   sizes = unname(sizes)
-  check_whole_entries(sizes, "shards", "shard_sizes(sizes)", fix, shown = "shard_sizes(...)")
+  check_whole_entries(sizes, "shard_sizes(sizes)", "shard_sizes(...)", negative = paste0(
+    "shards must have sizes >= 0, got %s. A size is the number of rows a shard holds; an ",
+    "empty shard has size 0."))
   structure(list(sizes = as.double(sizes)), class = "pystratum_shard_sizes")
 }
 
@@ -57,34 +59,46 @@ print.pystratum_shard_sizes = function(x, ...) {
   invisible(x)
 }
 
-# Shard ids and sizes are whole numbers, >= 0, that doubles hold exactly: the
-# first entry that is not is named (`shown`, 1-based). As in Python, entries
-# that are not whole numbers (1.5, NaN, Inf, NA) are value errors; the type
-# of the whole vector is checked by the caller.
-check_whole_entries = function(x, name, what, fix, shown = name) {
+# Shard ids and sizes (`form`) are whole numbers >= 0 that doubles hold
+# exactly; the first entry that is not is named as `shown`[i] (1-based). As in
+# Python, entries that are not whole numbers (1.5, NaN, Inf, NA) are value
+# errors; the type of the whole vector is checked by the caller. `negative`:
+# the message for a negative entry (sprintf() with the entry).
+check_whole_entries = function(x, form, shown, negative) {
   show_at = function(i) sprintf("%s[%d]=%s", shown, i, show_value(x[[i]]))
   bad = which(is.na(x) | !is.finite(x) | x != trunc(x))
   if (length(bad)) {
-    abort_value(name, sprintf("%s must hold whole numbers (%s), got %s. %s", name, what,
-      show_at(bad[[1L]]), fix))
+    abort_value("shards", sprintf(paste0("shards must hold whole numbers (%s), got %s. Ids and ",
+      "sizes count shards and rows: pass integers (NaN has no shard)."), form,
+      show_at(bad[[1L]])))
   }
   bad = which(x < 0)
   if (length(bad)) {
-    abort_value(name, sprintf("%s must hold whole numbers >= 0 (%s), got %s. %s", name, what,
-      show_at(bad[[1L]]), fix))
+    abort_value("shards", sprintf(negative, show_at(bad[[1L]])))
   }
   bad = which(x >= SIZE_MAX)
   if (length(bad)) {
-    abort_value(name, sprintf("%s must hold whole numbers below 2^53 (%s), got %s. %s", name,
-      what, show_at(bad[[1L]]), fix))
+    abort_value("shards", sprintf(paste0("shards must hold whole numbers below 2^53 (%s), got ",
+      "%s. R holds larger numbers inexactly; renumber the shards."), form, show_at(bad[[1L]])))
   }
   invisible(x)
 }
 
 # window: W, a whole number >= 1 (W >= H makes one block: accepted, no clamp).
 assert_window = function(window) {
-  assert_whole_number(window, "window", minimum = 1, maximum = SIZE_MAX,
-    fix = "It is the number of consecutive shards in a block (1 for the most locality).")
+  if (!(is.integer(window) || is.double(window)) || is.object(window) || length(window) != 1L ||
+    !is.null(dim(window)) || (is.double(window) && (!is.finite(window) ||
+      window != trunc(window)))) {
+    abort_type("window", sprintf(paste0("window must be an integer >= 1 (shards per block), got ",
+      "window=%s of type %s. Pass e.g. window=1 (one shard open per stratum) or window=4."),
+      show_value(window), type_name(window)))
+  }
+  if (is.na(window) || window < 1) {
+    abort_value("window", sprintf(paste0("window must be an integer >= 1 (shards per block), ",
+      "got window=%s. Pass window=1 for the most locality; a window of the shard count or more ",
+      "gives the row-random order."), show_value(window)))
+  }
+  as.double(window)
 }
 
 # The shards of `n_rows` rows: NULL (no shards), or list(of_row = the 1-based
@@ -94,36 +108,36 @@ resolve_shards = function(shards, window, n_rows) {
   if (is.null(shards)) {
     return(NULL)
   }
-  fix = paste0("Pass one shard id (a whole number >= 0) per row, in row order, or ",
-    "shard_sizes(sizes) when rows are stored shard after shard.")
+  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
   if (inherits(shards, "pystratum_shard_sizes")) {
     sizes = shards$sizes
     if (sum(sizes) != n_rows) {
-      abort_value("shards", sprintf(paste0("shards must cover every row once: shard_sizes() ",
-        "adds up to %s rows, got %d shards for %s rows. Pass the number of rows of every shard, ",
-        "in storage order, summing to the number of rows."),
-        format(sum(sizes), scientific = FALSE), length(sizes),
-        format(n_rows, scientific = FALSE)))
+      abort_value("shards", sprintf(paste0("shards must cover every row: shard_sizes(...) sums ",
+        "to %s rows, got %s rows of strata. Pass the sizes of every shard (row group) of this ",
+        "data, in storage order."), count(sum(sizes)), count(n_rows)))
     }
     of_row = rep.int(seq_along(sizes), sizes)
     return(list(of_row = of_row, count = length(sizes), window = window))
   }
   if (!(is.integer(shards) || is.double(shards)) || is.object(shards)) {
-    abort_type("shards", sprintf(paste0("shards must be a vector of integer shard ids or ",
-      "shard_sizes(sizes), got shards=%s of type %s. %s"), show_value(shards),
-      if (is.object(shards)) paste(class(shards), collapse = "/") else type_name(shards), fix))
+    abort_type("shards", sprintf(paste0("shards must hold whole numbers (a shard id per row), ",
+      "got shards=%s of type %s. Pass integer shard ids (or shard_sizes(sizes))."),
+      show_value(shards), if (is.object(shards)) paste(class(shards), collapse = "/") else
+        type_name(shards)))
   }
   if (!is.null(dim(shards))) {
-    abort_value("shards", sprintf(
-      "shards must be 1-D (a shard id per row), got ids of dimensions %s. %s",
-      paste(dim(shards), collapse = " x "), fix))
+    abort_value("shards", sprintf("shards must be 1-D (a shard id per row), got an array of %s.",
+      paste(dim(shards), collapse = " x ")))
   }
   if (length(shards) != n_rows) {
-    abort_value("shards", sprintf(paste0("shards must hold one shard id per row (%s rows), ",
-      "got %d ids. %s"), format(n_rows, scientific = FALSE), length(shards), fix))
+    abort_value("shards", sprintf(paste0("shards must hold one shard id per row: got %s ids for ",
+      "%s rows. Pass an id per row of strata, or shard_sizes(sizes) for rows stored shard ",
+      "after shard."), count(length(shards)), count(n_rows)))
   }
   shards = unname(shards)
-  check_whole_entries(shards, "shards", "shard ids", fix)
+  check_whole_entries(shards, "a shard id per row", "shards", negative = paste0(
+    "shards must hold ids >= 0, got %s. Shard ids are non-negative integers (labels; they ",
+    "need not be contiguous)."))
   ids = sort(unique(shards))
   list(of_row = match(shards, ids), count = length(ids), window = window)
 }
