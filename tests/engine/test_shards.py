@@ -423,6 +423,18 @@ def test_shard_ids_of_a_wrong_type_are_type_errors(bad):
         plan_batches(CODES, 2, seed=1, shards=bad)
 
 
+@given(ids=st.lists(st.integers(0, 100), min_size=40, max_size=40),
+       dtype=st.sampled_from([np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                              np.int64, np.uint64, np.float16, np.float32, np.float64]),
+       form=st.sampled_from(["array", "list"]), seed=st.integers(0, 99))
+def test_whole_ids_of_any_numeric_dtype_are_the_same_shards(ids, dtype, form, seed):
+    values = np.asarray(ids).astype(dtype)
+    given_ids = values if form == "array" else values.tolist()
+    a = plan_batches(CODES, 2, seed=seed, shards=given_ids, window=2)
+    b = plan_batches(CODES, 2, seed=seed, shards=np.asarray(ids, dtype=np.int64), window=2)
+    np.testing.assert_array_equal(a.order, b.order)
+
+
 def test_integral_floats_and_sparse_ids_are_labels():
     ids = np.repeat([7.0, 1000.0, 3.0, 2**40], 10)
     a = plan_batches(CODES, 2, seed=1, shards=ids, window=1)
