@@ -772,3 +772,33 @@ def test_lazy_plans_refuse_pools_and_slots_naming_shards():
                      shards=shard_sizes([50, 50]))
     with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
         pystratum.lazy_plan(codes, ClassesPerBatch(2, 5), seed=1, shards=shard_sizes([50, 50]))
+
+
+@given(n_shards=st.integers(1, 300), window=st.integers(1, 20), n_rows=st.integers(0, 400),
+       seed=st.integers(0, 2**16), compact=st.booleans())
+def test_compiled_and_numpy_sorts_by_block_agree(n_shards, window, n_rows, seed, compact):
+    """The counting-sort kernel (numba, the fast extra) orders rows as numpy's path does."""
+    import pystratum.kernels._shards as kernels  # the dev extra installs numba: tested
+    from pystratum import kernels as kernel_gate
+    from pystratum.engine._shards import ShardBlocks
+
+    rng = np.random.default_rng(seed)
+    row_shards = rng.integers(0, n_shards, n_rows).astype(
+        np.uint8 if n_shards <= 256 else np.uint16)
+    blocks = ShardBlocks(row_shards, n_shards, window, rng.permutation(n_shards))
+    rows = rng.permutation(n_rows).astype(np.int32 if compact else np.int64)
+    expected = rows[stable_argsort_small(blocks.row_blocks(rows))] if blocks.n_blocks > 1 \
+        else rows
+    saved = dict(kernel_gate._LOADED), kernel_gate.MIN_ROWS
+    try:
+        kernel_gate._LOADED["shards"], kernel_gate.MIN_ROWS = kernels, 0
+        compiled = blocks.order(rows)
+        kernel_gate._LOADED["shards"] = False
+        plain = blocks.order(rows)
+    finally:
+        kernel_gate._LOADED.clear()
+        kernel_gate._LOADED.update(saved[0])
+        kernel_gate.MIN_ROWS = saved[1]
+    np.testing.assert_array_equal(compiled, expected)
+    np.testing.assert_array_equal(plain, expected)
+    assert compiled.dtype == rows.dtype
