@@ -240,15 +240,9 @@ def cmd_plot(args, progress) -> int:
         plain = [permutation[i:i + size] for i in range(0, n, size)]
         counts, labels = batch_counts(columns, plain)
         panels.append((f"plain shuffling, batch_size={size}", counts, labels))
-    if plan.batch_strata is not None:
-        # Slot plans: the strata with most slots and "other" (no batches x strata table).
-        counts, labels = plan._lumped_slot_counts(args.max_strata)
-        panels.append((f"pystratum {policy!r}", counts, labels))
-    else:
-        panels.append((f"pystratum {policy!r}", plan.counts, plan.strata))
-    progress(f"drawing {args.output}")
+    panels.append(plan.report().panel(f"pystratum {policy!r}"))
     try:
-        composition_figure(panels, args.output, max_strata=args.max_strata)
+        composition_figure(panels, args.output, max_strata=args.max_strata, progress=progress)
     except (OSError, ValueError) as error:
         raise UserError(f"--output {args.output!r} cannot be written: {error}") from None
     print(f"wrote {args.output}", file=sys.stderr)

@@ -73,53 +73,16 @@ def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
             for b, counts in enumerate(plan.counts.tolist()):
                 writer.writerow([b] + counts + [sum(counts)])
         return out.getvalue()
+    # The table and its summary lines come from the plan's report (one per policy family).
+    report = plan.report()
     sizes = np.diff(plan.bounds)
-    if plan.batch_strata is not None:
-        return _slot_table(plan, max_rows)
-    lines = [plan.counts_table(max_rows=max_rows if max_rows > 0 else plan.num_batches + 1),
+    lines = [report.table(max_rows=max_rows if max_rows > 0 else None),
              "",
              f"{plan.num_batches} batches (numbered from 0) of {sizes.min()}-{sizes.max()} rows; "
-             + (_label_summary(plan) if plan.label_counts is not None else
-                f"{len(plan.strata)} strata; smallest count of a stratum in a batch: "
-                f"{int(plan.counts.min())}"),
+             + report.overview(),
+             report.headline(),
              f"policy {plan.policy!r}, rng={plan.rng!r}, seed={plan.seed!r}, epoch={plan.epoch}"
              + ("" if plan.shuffle else ", no shuffle")]
-    return "\n".join(lines) + "\n"
-
-
-# How many labels the summary line names (the rarest per batch first).
-_LABELS_SHOWN = 8
-
-
-def _label_summary(plan: BatchPlan) -> str:
-    """A label plan's (MultiLabel) summary: labels, and each label's least-most positives
-    in a batch (:meth:`BatchPlan.label_spread`), the least served labels first."""
-    spread = plan.label_spread()
-    names = sorted(spread, key=lambda name: spread[name])  # stable: ties keep label order
-    shown = ", ".join(f"{label_text(name)!r} {spread[name][0]}-{spread[name][1]}"
-                      for name in names[:_LABELS_SHOWN])
-    more = "" if len(names) <= _LABELS_SHOWN else f", ... ({len(names) - _LABELS_SHOWN} more)"
-    least = min(lo for lo, _ in spread.values()) if spread else 0
-    return (f"{len(names)} labels; positives of a label in a batch (least-most): {shown}{more}; "
-            f"fewest of any label in a batch: {least}")
-
-
-def _slot_table(plan: BatchPlan, max_rows: int) -> str:
-    """A slot plan (ClassesPerBatch) as text: each batch's strata, K rows each."""
-    shown = list(range(plan.num_batches))
-    if 0 < max_rows < len(shown):
-        shown = shown[:max_rows // 2] + [None] + shown[-(max_rows - max_rows // 2):]
-    lines = ["batch  strata (%d rows each)" % plan.policy.per_class]
-    for b in shown:
-        lines.append("  ..." if b is None else f"{b:5d}  " + ", ".join(
-            label_text(plan.strata[s]) for s in plan.batch_strata[b].tolist()))
-    served = int(np.count_nonzero(np.bincount(plan.batch_strata.ravel(),
-                                              minlength=len(plan.strata))))
-    lines += ["", f"{plan.num_batches} batches (numbered from 0) of "
-                  f"{plan.batch_strata.shape[1]} strata x {plan.policy.per_class} rows; "
-                  f"{served} of {len(plan.strata)} strata served",
-              f"policy {plan.policy!r}, rng={plan.rng!r}, seed={plan.seed!r}, epoch={plan.epoch}"
-              + ("" if plan.shuffle else ", no shuffle")]
     return "\n".join(lines) + "\n"
 
 
