@@ -109,9 +109,10 @@ def _stratum_promise(record: dict):
     if name == "min_per_stratum":
         return params["m"], f"every batch holds >= {params['m']} row(s) of every stratum"
     if name == "fixed_size":
-        floor = params["min_per_stratum"]
-        return floor, (f"batches of batch_size={params['batch_size']} rows (floor or ceil of "
-                       f"N / batches) holding >= {floor} row(s) of every stratum")
+        floor, size = params["min_per_stratum"], params["batch_size"]
+        rows = (f"exactly {size} rows (the last batch the rest)" if params["sizes"] == "exact"
+                else f"floor or ceil of N / ceil(N / {size}) rows")
+        return floor, f"batches of {rows} holding >= {floor} row(s) of every stratum"
     if name == "targets":
         return None, (f"batches of {params['batch_size']} rows in the target shares "
                       f"({'balanced' if params['shares'] == 'balanced' else 'as given'})")
