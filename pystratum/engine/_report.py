@@ -193,7 +193,7 @@ class LabelReport(StratumReport):
     def promise(self):
         params = self.plan.policy.params()
         floor = params["min_per_label"]
-        strict = "" if params["strict"] else " where the label has enough positives"
+        strict = "" if params["strict"] else " (best effort: strict=False)"
         return floor, f"every batch holds >= {floor} positive(s) of every label{strict}"
 
     def headline(self) -> str:

@@ -196,7 +196,7 @@ count_table_headline = function(x) {
     kept = n - sum(rowSums(short) > 0L)
     words = sprintf("every batch holds >= %s positive(s) of every label%s",
                     format(floor, scientific = FALSE, trim = TRUE),
-                    if (isTRUE(policy$params$strict)) "" else " where the label has enough positives")
+                    if (isTRUE(policy$params$strict)) "" else " (best effort: strict=False)")
     text = sprintf("%s: %s batches do", words, share_of(kept, n))
     if (kept < n) {
       names = colnames(counts)[colSums(short) > 0L]

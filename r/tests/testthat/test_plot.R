@@ -60,8 +60,8 @@ test_that("a label matrix's table counts each label, not the label combinations"
   expect_s3_class(batch_count_table(labels, plain, policy = policy_multi_label(batch_size = 10)),
                   "pystratum_label_table")
   result = summary(counts)
-  expect_equal(result$headline, paste0("every batch holds >= 1 positive(s) of every label where ",
-                                       "the label has enough positives: all 10 batches do"))
+  expect_equal(result$headline, paste0("every batch holds >= 1 positive(s) of every label ",
+                                       "(best effort: strict=False): all 10 batches do"))
   expect_equal(result$per_label$positives, c(50L, 50L, 25L))
   path = tempfile(fileext = ".png")
   grDevices::png(path, width = 600, height = 300)
