@@ -295,14 +295,27 @@ plot.pystratum_class_table = function(x, main = NULL, ...) {
   appearances = sort(attr(x, "appearances"), decreasing = TRUE)
   heading = summary(x)$headline
   if (!is.null(main)) heading = paste0(main, ": ", heading)
+  heading = wrapped_heading(heading)
   served = appearances[appearances > 0L]
   log_scale = length(served) && max(served) > 20 * min(served)
+  old = graphics::par(mar = c(4, 4, 1 + length(heading), 1))
+  on.exit(graphics::par(old))
   graphics::plot(seq_along(appearances), pmax(appearances, if (log_scale) 0.5 else 0),
                  type = "s", log = if (log_scale) "y" else "",
-                 ylim = if (log_scale) NULL else c(0, max(appearances, 1) * 1.12), xlab = "classes, most frequent first",
-                 ylab = "batches a class appears in", main = heading, cex.main = 0.8,
-                 font.main = 1, col = "#4c72b0")
+                 ylim = if (log_scale) NULL else c(0, max(appearances, 1) * 1.12),
+                 xlab = "classes, most frequent first", ylab = "batches a class appears in",
+                 col = "#4c72b0")
+  graphics::title(main = paste(heading, collapse = "\n"), cex.main = 0.8, font.main = 1)
   invisible(x)
+}
+
+# The heading's lines, wrapped to the device's width (base graphics never wrap a
+# title, and a long headline would run off both sides); `right`: the right margin
+# in lines (the legend's room).
+wrapped_heading = function(heading, right = 1) {
+  inches = graphics::par("din")[[1L]] - (4 + right) * graphics::par("csi")
+  width = max(20L, floor(inches / (0.8 * graphics::par("cin")[[1L]])))
+  strwrap(heading, width = width)
 }
 
 # Past this many batches a plot draws the spread of each column's per-batch
@@ -340,22 +353,25 @@ plot.pystratum_count_table = function(x, max_strata = 8L, main = NULL, legend = 
   heading = count_table_headline(x)
   if (!is.null(main)) heading = paste0(main, ": ", heading)
   if (nrow(drawn) > aggregate_from) {
-    old = graphics::par(mar = c(6, 4, 3, 1))
+    heading = wrapped_heading(sprintf("%s. %d batches, spread of each column's counts per batch",
+                                      heading, nrow(drawn)))
+    old = graphics::par(mar = c(6, 4, 1 + length(heading), 1))
     on.exit(graphics::par(old))
     graphics::boxplot(drawn, col = colours, border = "grey30", range = 0, las = 2,
-                      ylab = paste(value_name, "per batch"), cex.axis = 0.75,
-                      main = sprintf("%s\n%d batches, spread of each column's counts per batch",
-                                     heading, nrow(drawn)), cex.main = 0.8, font.main = 1)
+                      ylim = c(0, max(drawn, 1) * 1.12), ylab = paste(value_name, "per batch"),
+                      cex.axis = 0.75)
+    graphics::title(main = paste(heading, collapse = "\n"), cex.main = 0.8, font.main = 1)
     return(invisible(x))
   }
+  heading = wrapped_heading(heading, right = if (legend) 9 else 1)
   top = max(rowSums(drawn), 1)
-  old = graphics::par(mar = c(4, 4, 2, if (legend) 9 else 1), xpd = FALSE)
+  old = graphics::par(mar = c(4, 4, 1 + length(heading), if (legend) 9 else 1), xpd = FALSE)
   on.exit(graphics::par(old))
   centres = graphics::barplot(t(drawn), col = colours, border = NA,
                               space = if (nrow(drawn) > 60) 0 else 0.2,
                               ylim = c(0, top * 1.12), xlab = "batch", ylab = value_name,
-                              main = heading, cex.main = 0.8, font.main = 1,
                               names.arg = rownames(drawn))
+  graphics::title(main = paste(heading, collapse = "\n"), cex.main = 0.8, font.main = 1)
   if (any(missing)) {
     graphics::points(centres[missing], rowSums(counts)[missing] + 0.04 * top, pch = 25,
                      bg = "black", cex = 0.7)
