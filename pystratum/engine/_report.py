@@ -96,6 +96,15 @@ def _count_table(plan, counts, totals, max_rows) -> str:
     return _text_table(header, rows)
 
 
+def json_label(label):
+    """A label as a JSON value (tuples as lists, numpy scalars as Python ones)."""
+    if isinstance(label, tuple):
+        return [json_label(v) for v in label]
+    if isinstance(label, np.generic):
+        return label.item()
+    return label if isinstance(label, (str, int, float, bool)) else str(label)
+
+
 def _share_of(k: int, n: int) -> str:
     return f"all {n:,}" if k == n else f"{k:,} of {n:,}"
 
@@ -154,8 +163,23 @@ class StratumReport:
         return (f"{len(self.plan.strata)} strata; smallest count of a stratum in a batch: "
                 f"{int(self.counts.min()) if self.counts.size else 0}")
 
+    def totals(self) -> np.ndarray:
+        """The ``total`` column: the rows of each batch."""
+        return self.counts.sum(axis=1)
+
     def table(self, max_rows=10) -> str:
-        return _count_table(self.plan, self.counts, self.counts.sum(axis=1), max_rows)
+        return _count_table(self.plan, self.counts, self.totals(), max_rows)
+
+    def records(self):
+        """``(header, rows)``: the table for CSV, every batch (numbered from 0)."""
+        header = ["batch"] + [label_text(label) for label in self.plan.strata] + ["total"]
+        rows = ([b] + counts + [total] for b, (counts, total) in
+                enumerate(zip(self.counts.tolist(), self.totals().tolist())))
+        return header, rows
+
+    def json_fields(self) -> dict:
+        """The table for JSON: ``counts``, batches x columns."""
+        return {"counts": self.counts.tolist()}
 
     def summary(self) -> PlanSummary:
         counts = self.counts
@@ -220,8 +244,9 @@ class LabelReport(StratumReport):
         return (f"{len(names)} labels; positives of a label in a batch (least-most): {shown}"
                 f"{more}; fewest of any label in a batch: {least}")
 
-    def table(self, max_rows=10) -> str:
-        return _count_table(self.plan, self.counts, np.diff(self.plan.bounds), max_rows)
+    def totals(self) -> np.ndarray:
+        """The ``total`` column: the rows of each batch (not the sum of its positives)."""
+        return np.diff(self.plan.bounds)
 
     def summary(self) -> PlanSummary:
         base = super().summary()
@@ -277,6 +302,19 @@ class ClassesReport:
         header = ["batch", f"classes ({plan.policy.per_class} rows each)"]
         widths = [max(len(r[0]) for r in [header] + rows)]
         return "\n".join(f"{row[0].rjust(widths[0])}  {row[1]}" for row in [header] + rows)
+
+    def records(self):
+        """``(header, rows)`` for CSV: one line per (batch, class) in slot order."""
+        plan, width = self.plan, self.plan.policy.per_class
+        rows = ([b, label_text(plan.strata[s]), width]
+                for b, slots in enumerate(plan.batch_strata.tolist()) for s in slots)
+        return ["batch", "stratum", "rows"], rows
+
+    def json_fields(self) -> dict:
+        """For JSON: the classes of every batch (K rows each), never a dense table."""
+        return {"batch_strata": [[json_label(self.plan.strata[s]) for s in slots]
+                                 for slots in self.plan.batch_strata.tolist()],
+                "rows_per_stratum": self.plan.policy.per_class}
 
     def summary(self) -> PlanSummary:
         """One record per number of appearances: how many classes appear in that many

@@ -51,3 +51,22 @@ def test_plot_of_thousands_of_batches_is_aggregated_and_shows_progress(tmp_path)
     assert f"drawing panel 1 of 1 ({batches:,} batches)" in done.stderr
     assert f"writing {png}" in done.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_csv_of_a_label_plan_totals_the_batch_rows_not_the_positives(tmp_path):
+    import pandas as pd
+
+    from pystratum.policies import MultiLabel
+
+    path = tmp_path / "labels.csv"
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame((rng.random((60, 3)) < [0.6, 0.4, 0.2]).astype(int),
+                         columns=["a", "b", "c"])
+    frame.to_csv(path, index=False)
+    done = run("plan", path, "--label", "a", "--label", "b", "--label", "c", "--policy",
+               "multi_label", "--batch-size", 10, "--seed", 2, "--format", "csv", check_code=0)
+    plan = plan_batches(frame, MultiLabel(batch_size=10), seed=2)
+    lines = [line.split(",") for line in done.stdout.splitlines()]
+    assert lines[0] == ["batch", "a", "b", "c", "total"]
+    assert [[int(v) for v in line] for line in lines[1:]] == [
+        [b] + plan.label_counts[b].tolist() + [len(plan[b])] for b in range(plan.num_batches)]
