@@ -107,10 +107,12 @@ stratum_count_table = function(strata, batches, policy) {
 label_count_table = function(strata, batches, policy) {
   labels = check_label_matrix(strata)
   rows = checked_batch_rows(batches, nrow(labels$matrix))
-  batch_ids = factor(rep.int(seq_along(batches), lengths(batches)), levels = seq_along(batches))
-  counts = rowsum(labels$matrix[rows, , drop = FALSE] * 1L, batch_ids, reorder = TRUE)
-  counts = matrix(as.integer(counts), nrow = length(batches),
-                  dimnames = list(batch = seq_along(batches), label = labels$names))
+  batch_ids = rep.int(seq_along(batches), lengths(batches))
+  # One tabulate per label: empty batches keep their row of zeros.
+  counts = matrix(vapply(seq_along(labels$names), function(label) {
+    tabulate(batch_ids[labels$matrix[rows, label]], length(batches))
+  }, integer(length(batches))), nrow = length(batches),
+  dimnames = list(batch = seq_along(batches), label = labels$names))
   attr(counts, "policy") = policy
   attr(counts, "batch_rows") = lengths(batches)
   class(counts) = c("pystratum_label_table", "pystratum_count_table", "table")

@@ -104,3 +104,12 @@ test_that("a stratum policy's summary states its promise; past 300 batches plot(
   expect_gt(file.size(path), 1000)
   expect_error(batch_count_table(y, batches, policy = "x"), class = "pystratum_type_error")
 })
+
+test_that("a label table keeps empty batches and a batch of one label", {
+  labels = data.frame(a = c(1, 0, 1), b = c(0, 1, 1))
+  counts = batch_count_table(labels, list(1L, integer(0), 2:3),
+                             policy = policy_multi_label(num_batches = 3))
+  expect_equal(unname(unclass(counts)[, , drop = TRUE]),
+               matrix(c(1L, 0L, 1L, 0L, 0L, 2L), nrow = 3L), ignore_attr = TRUE)
+  expect_equal(attr(counts, "batch_rows"), c(1L, 0L, 2L))
+})
