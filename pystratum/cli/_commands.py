@@ -229,7 +229,7 @@ def cmd_plot(args, progress) -> int:
     policy = policy_from_args(args)
     columns = _load(args, progress)
     plan = _plan(args, columns, policy, progress)
-    from ..plot import batch_counts, composition_figure
+    from ..plot import composition_figure
 
     panels = []
     if args.compare_plain:
@@ -238,8 +238,9 @@ def cmd_plot(args, progress) -> int:
         permutation = np.random.default_rng(plan.seed if isinstance(plan.seed, int) else None
                                             ).permutation(n)
         plain = [permutation[i:i + size] for i in range(0, n, size)]
-        counts, labels = batch_counts(columns, plain)
-        panels.append((f"plain shuffling, batch_size={size}", counts, labels))
+        # The plain batches in the plan's own view (strata, classes or labels).
+        panels.append(plan.report().plain_panel(columns, plain,
+                                                f"plain shuffling, batch_size={size}"))
     panels.append(plan.report().panel(f"pystratum {policy!r}"))
     try:
         composition_figure(panels, args.output, max_strata=args.max_strata, progress=progress)

@@ -197,6 +197,14 @@ class StratumReport:
                      headline=self.headline(), value_name=self.value_name,
                      floor=self.promise()[0])
 
+    def plain_panel(self, strata, batches, title=None):
+        """The same view of other ``batches`` of ``strata`` (e.g. plain shuffling), to
+        compare: the batches missing a stratum, since no promise binds them."""
+        from ..plot import Panel, batch_counts
+
+        counts, labels = batch_counts(strata, batches)
+        return Panel(title=title, counts=counts, labels=labels)
+
 
 # How many labels a label plan's overview names (the rarest per batch first).
 _LABELS_SHOWN = 8
@@ -247,6 +255,19 @@ class LabelReport(StratumReport):
     def totals(self) -> np.ndarray:
         """The ``total`` column: the rows of each batch (not the sum of its positives)."""
         return np.diff(self.plan.bounds)
+
+    def plain_panel(self, strata, batches, title=None):
+        """Positives of each label in other ``batches`` of the label matrix ``strata``."""
+        from ..plot import Panel
+        from ..strata._label_matrix import label_matrix
+
+        matrix = label_matrix(strata).matrix
+        counts = np.array([matrix[np.asarray(rows, dtype=np.int64)].sum(axis=0)
+                           for rows in batches], dtype=np.int64).reshape(len(batches), -1)
+        missing = int(np.count_nonzero((counts == 0).any(axis=1)))
+        return Panel(title=title, counts=counts, labels=self.plan.strata,
+                     headline=f"{missing} of {len(batches)} batches miss a label",
+                     value_name=self.value_name)
 
     def summary(self) -> PlanSummary:
         base = super().summary()
@@ -331,6 +352,23 @@ class ClassesReport:
 
         return Panel(title=title, appearances=self.appearances(), labels=self.plan.strata,
                      headline=self.headline())
+
+    def plain_panel(self, strata, batches, title=None):
+        """How often each class appears in other ``batches`` of ``strata``, and how many of
+        them hold a class with a single row (no positive pair for a P x K loss)."""
+        from ..plot import Panel
+        from ..strata._encode import encode_strata
+
+        encoded = encode_strata(strata)
+        sizes = np.array([len(rows) for rows in batches], dtype=np.int64)
+        batch = np.repeat(np.arange(len(batches), dtype=np.int64), sizes)
+        codes = encoded.codes[np.concatenate([np.asarray(r, dtype=np.int64) for r in batches])
+                              ] if len(batches) else np.zeros(0, np.int64)
+        pairs, rows = np.unique(batch * encoded.n_strata + codes, return_counts=True)
+        lone = np.unique(pairs[rows == 1] // encoded.n_strata).shape[0]
+        appearances = np.bincount(pairs % encoded.n_strata, minlength=encoded.n_strata)
+        return Panel(title=title, appearances=appearances, labels=encoded.labels,
+                     headline=f"{lone} of {len(batches)} batches hold a class with a single row")
 
 
 _REPORTS = {"strata": StratumReport, "classes": ClassesReport, "labels": LabelReport}

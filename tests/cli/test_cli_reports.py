@@ -70,3 +70,23 @@ def test_csv_of_a_label_plan_totals_the_batch_rows_not_the_positives(tmp_path):
     assert lines[0] == ["batch", "a", "b", "c", "total"]
     assert [[int(v) for v in line] for line in lines[1:]] == [
         [b] + plan.label_counts[b].tolist() + [len(plan[b])] for b in range(plan.num_batches)]
+
+
+def test_compare_plain_draws_plain_batches_in_the_plans_own_view(tmp_path, many_classes):
+    import pandas as pd
+
+    path = tmp_path / "labels.csv"
+    rng = np.random.default_rng(4)
+    pd.DataFrame((rng.random((200, 3)) < [0.6, 0.3, 0.1]).astype(int),
+                 columns=["a", "b", "c"]).to_csv(path, index=False)
+    png = tmp_path / "labels.png"
+    run("plot", path, "--label", "a", "--label", "b", "--label", "c", "--policy",
+        "multi_label", "--batch-size", 20, "--seed", 1, "--compare-plain", "--output", png,
+        check_code=0)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    classes, _ = many_classes
+    png = tmp_path / "classes.png"
+    run("plot", classes, "--stratum", "label", "--policy", "classes_per_batch", "--param",
+        "classes_per_batch=4", "--param", "per_class=2", "--seed", 1, "--compare-plain",
+        "--output", png, check_code=0)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

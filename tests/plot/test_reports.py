@@ -163,3 +163,26 @@ def test_plain_batches_still_report_the_batches_missing_a_stratum():
     counts = np.array([[5, 0], [3, 2]])
     ax = plot_counts(counts, ("a", "b"))
     assert ax.get_title(loc="left") == "1 of 2 batches miss a stratum"
+
+
+def test_plain_panels_use_the_plans_view():
+    plan = label_plan()
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(plan.order))
+    plain = np.array_split(order, plan.num_batches)
+    import pandas as pd
+
+    frame = pd.DataFrame((np.random.default_rng(3).random((200, 4)) <
+                          [0.5, 0.2, 0.06, 0.3]).astype(int),
+                         columns=["politics", "sports", "science", "culture"])
+    panel = plan.report().plain_panel(frame, plain, "plain")
+    expected = np.array([frame.to_numpy()[rows].sum(axis=0) for rows in plain])
+    np.testing.assert_array_equal(panel.counts, expected)
+    assert panel.value_name == "positives"
+    missing = int((expected == 0).any(axis=1).sum())
+    assert panel.headline == f"{missing} of {plan.num_batches} batches miss a label"
+    labels = np.repeat(np.arange(6), 8)
+    pk = plan_batches(labels, ClassesPerBatch(2, 4), seed=0)
+    lone = pk.report().plain_panel(labels, [[0, 8, 9], [1, 2, 16, 17]], "plain")
+    assert lone.appearances.tolist() == [2, 1, 1, 0, 0, 0]
+    assert lone.headline == "1 of 2 batches hold a class with a single row"
