@@ -70,7 +70,7 @@ def main() -> None:
     n_batches = int(args.batches)
     with tempfile.TemporaryDirectory() as folder:
         output = os.path.join(folder, "figure.png")
-        print(f"| plan | batches | automatic view (s) | bars (s) | ratio |")
+        print("| plan | batches | automatic view (s) | bars (s) | ratio |")
         print("|---|---|---|---|---|")
         for name, plan in plans(n_batches).items():
             auto = best(lambda: draw(plan, "auto", output), args.repeats, time.perf_counter)
