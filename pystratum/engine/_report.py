@@ -153,7 +153,7 @@ class StratumReport:
         floor, words = self.promise()
         least = int(counts.min()) if counts.size else 0
         if floor is None:
-            return f"{words}: fewest rows of a stratum in a batch {least}"
+            return f"{words}: fewest rows of a stratum in a batch: {least}"
         kept = int(np.count_nonzero(counts.min(axis=1) >= floor)) if counts.size else n
         return f"{words}: {_share_of(kept, n)} batches do (fewest rows of a stratum in a " \
                f"batch: {least})"

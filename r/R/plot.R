@@ -212,7 +212,7 @@ count_table_headline = function(x) {
   }
   promise = stratum_promise(policy$name, policy$params)
   if (is.null(promise$floor)) {
-    return(sprintf("%s: fewest rows of a stratum in a batch %d", promise$words, least))
+    return(sprintf("%s: fewest rows of a stratum in a batch: %d", promise$words, least))
   }
   kept = sum(apply(counts, 1L, min) >= promise$floor)
   sprintf("%s: %s batches do (fewest rows of a stratum in a batch: %d)", promise$words,

@@ -12,13 +12,14 @@ import pytest
 
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
 from pystratum import plan_batches
-from pystratum.policies import ClassesPerBatch, FixedSize, MinPerStratum, MultiLabel
+from pystratum.policies import ClassesPerBatch, FixedSize, MinPerStratum, MultiLabel, Targets
 
 R_SUMMARY = """function(kind, codes, values, n_rows, seed) {
   policy = switch(kind,
     min = pystratum::policy_min_per_stratum(2),
     fixed = pystratum::policy_fixed_size(20),
     classes = pystratum::policy_classes_per_batch(3, 2),
+    targets = pystratum::policy_targets("balanced", 9),
     labels = pystratum::policy_multi_label(batch_size = 9, min_per_label = 2))
   strata = if (kind == "labels") {
     as.data.frame(matrix(as.integer(values), nrow = n_rows, byrow = TRUE,
@@ -36,6 +37,7 @@ CASES = {
     "min": MinPerStratum(2),
     "fixed": FixedSize(20),
     "classes": ClassesPerBatch(3, 2),
+    "targets": Targets("balanced", 9),
     "labels": MultiLabel(batch_size=9, min_per_label=2),
 }
 
