@@ -221,7 +221,7 @@ def write_figure(plain_counts, plan, strata, results, output) -> None:
     from pystratum.plot import composition_figure
 
     panels = [(f"plain shuffling, batch_size={plain_batch_size(plan)}", plain_counts, strata),
-              (f"pystratum MinPerStratum({MIN_POSITIVES})", plan.counts, plan.strata)]
+              plan.report().panel(f"pystratum MinPerStratum({MIN_POSITIVES})")]
     figure = composition_figure(panels, extra_axes=1 if results else 0)
     if results:
         ax = figure.axes[-1]

@@ -232,7 +232,7 @@ def cmd_plot(args, progress) -> int:
     policy = policy_from_args(args)
     columns = _load(args, progress)
     plan = _plan(args, columns, policy, progress)
-    from ..plot import batch_counts, composition_figure
+    from ..plot import composition_figure
 
     panels = []
     if args.compare_plain:
@@ -241,17 +241,12 @@ def cmd_plot(args, progress) -> int:
         permutation = np.random.default_rng(plan.seed if isinstance(plan.seed, int) else None
                                             ).permutation(n)
         plain = [permutation[i:i + size] for i in range(0, n, size)]
-        counts, labels = batch_counts(columns, plain)
-        panels.append((f"plain shuffling, batch_size={size}", counts, labels))
-    if plan.batch_strata is not None:
-        # Slot plans: the strata with most slots and "other" (no batches x strata table).
-        counts, labels = plan._lumped_slot_counts(args.max_strata)
-        panels.append((f"pystratum {policy!r}", counts, labels))
-    else:
-        panels.append((f"pystratum {policy!r}", plan.counts, plan.strata))
-    progress(f"drawing {args.output}")
+        # The plain batches in the plan's own view (strata, classes or labels).
+        panels.append(plan.report().plain_panel(columns, plain,
+                                                f"plain shuffling, batch_size={size}"))
+    panels.append(plan.report().panel(f"pystratum {policy!r}"))
     try:
-        composition_figure(panels, args.output, max_strata=args.max_strata)
+        composition_figure(panels, args.output, max_strata=args.max_strata, progress=progress)
     except (OSError, ValueError) as error:
         raise UserError(f"--output {args.output!r} cannot be written: {error}") from None
     print(f"wrote {args.output}", file=sys.stderr)

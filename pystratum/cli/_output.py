@@ -11,24 +11,16 @@ from pathlib import Path
 import numpy as np
 
 from ..engine._plan import BatchPlan
-from ..strata._labels import label_text
+from ..engine._report import json_label
 from ._errors import UserError
-
-
-def _label_json(label):
-    if isinstance(label, tuple):
-        return [_label_json(v) for v in label]
-    if isinstance(label, np.generic):
-        return label.item()
-    return label if isinstance(label, (str, int, float, bool)) else str(label)
 
 
 def _plan_header(plan: BatchPlan) -> dict:
     return {"n_rows": int(plan.order.shape[0]), "num_batches": plan.num_batches,
-            "policy": plan.policy.to_dict(), "rng": plan.rng, "seed": _label_json(plan.seed),
+            "policy": plan.policy.to_dict(), "rng": plan.rng, "seed": json_label(plan.seed),
             "epoch": plan.epoch, "shuffle": plan.shuffle, "batch_numbering": "0-based",
             "row_numbering": "0-based positions in DATA's data rows",
-            "strata": [_label_json(s) for s in plan.strata]}
+            "strata": [json_label(s) for s in plan.strata]}
 
 
 def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
@@ -40,14 +32,10 @@ def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
                 # Importance weights of sampling policies, row for row.
                 record["weights"] = [plan.batch_weights(b).tolist()
                                      for b in range(plan.num_batches)]
-        elif plan.batch_strata is not None:
-            # Slot plans (ClassesPerBatch): the strata of every batch, K rows each; a
-            # dense count table would hold batches x strata entries.
-            record["batch_strata"] = [[_label_json(plan.strata[s]) for s in row]
-                                      for row in plan.batch_strata.tolist()]
-            record["rows_per_stratum"] = plan.policy.per_class
         else:
-            record["counts"] = plan.counts.tolist()
+            # The plan's report (one per policy family): counts, or the classes of
+            # every batch for ClassesPerBatch (never a dense batches x classes table).
+            record.update(plan.report().json_fields())
         return json.dumps(record) + "\n"
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -62,64 +50,21 @@ def render_plan(plan: BatchPlan, fmt: str, batches: bool, max_rows: int) -> str:
                 writer.writerow(["row", "batch", "weight"])
                 writer.writerows(zip(plan.order.tolist(), batch_ids.tolist(),
                                      plan.weights.tolist()))
-        elif plan.batch_strata is not None:
-            # Slot plans: one line per (batch, stratum) of the batch, in slot order.
-            writer.writerow(["batch", "stratum", "rows"])
-            for b, row in enumerate(plan.batch_strata.tolist()):
-                writer.writerows([b, label_text(plan.strata[s]), plan.policy.per_class]
-                                 for s in row)
         else:
-            writer.writerow(["batch"] + [label_text(s) for s in plan.strata] + ["total"])
-            for b, counts in enumerate(plan.counts.tolist()):
-                writer.writerow([b] + counts + [sum(counts)])
+            header, rows = plan.report().records()
+            writer.writerow(header)
+            writer.writerows(rows)
         return out.getvalue()
+    # The table and its summary lines come from the plan's report (one per policy family).
+    report = plan.report()
     sizes = np.diff(plan.bounds)
-    if plan.batch_strata is not None:
-        return _slot_table(plan, max_rows)
-    lines = [plan.counts_table(max_rows=max_rows if max_rows > 0 else plan.num_batches + 1),
+    lines = [report.table(max_rows=max_rows if max_rows > 0 else None),
              "",
              f"{plan.num_batches} batches (numbered from 0) of {sizes.min()}-{sizes.max()} rows; "
-             + (_label_summary(plan) if plan.label_counts is not None else
-                f"{len(plan.strata)} strata; smallest count of a stratum in a batch: "
-                f"{int(plan.counts.min())}"),
+             + report.overview(),
+             report.headline(),
              f"policy {plan.policy!r}, rng={plan.rng!r}, seed={plan.seed!r}, epoch={plan.epoch}"
              + ("" if plan.shuffle else ", no shuffle")]
-    return "\n".join(lines) + "\n"
-
-
-# How many labels the summary line names (the rarest per batch first).
-_LABELS_SHOWN = 8
-
-
-def _label_summary(plan: BatchPlan) -> str:
-    """A label plan's (MultiLabel) summary: labels, and each label's least-most positives
-    in a batch (:meth:`BatchPlan.label_spread`), the least served labels first."""
-    spread = plan.label_spread()
-    names = sorted(spread, key=lambda name: spread[name])  # stable: ties keep label order
-    shown = ", ".join(f"{label_text(name)!r} {spread[name][0]}-{spread[name][1]}"
-                      for name in names[:_LABELS_SHOWN])
-    more = "" if len(names) <= _LABELS_SHOWN else f", ... ({len(names) - _LABELS_SHOWN} more)"
-    least = min(lo for lo, _ in spread.values()) if spread else 0
-    return (f"{len(names)} labels; positives of a label in a batch (least-most): {shown}{more}; "
-            f"fewest of any label in a batch: {least}")
-
-
-def _slot_table(plan: BatchPlan, max_rows: int) -> str:
-    """A slot plan (ClassesPerBatch) as text: each batch's strata, K rows each."""
-    shown = list(range(plan.num_batches))
-    if 0 < max_rows < len(shown):
-        shown = shown[:max_rows // 2] + [None] + shown[-(max_rows - max_rows // 2):]
-    lines = ["batch  strata (%d rows each)" % plan.policy.per_class]
-    for b in shown:
-        lines.append("  ..." if b is None else f"{b:5d}  " + ", ".join(
-            label_text(plan.strata[s]) for s in plan.batch_strata[b].tolist()))
-    served = int(np.count_nonzero(np.bincount(plan.batch_strata.ravel(),
-                                              minlength=len(plan.strata))))
-    lines += ["", f"{plan.num_batches} batches (numbered from 0) of "
-                  f"{plan.batch_strata.shape[1]} strata x {plan.policy.per_class} rows; "
-                  f"{served} of {len(plan.strata)} strata served",
-              f"policy {plan.policy!r}, rng={plan.rng!r}, seed={plan.seed!r}, epoch={plan.epoch}"
-              + ("" if plan.shuffle else ", no shuffle")]
     return "\n".join(lines) + "\n"
 
 

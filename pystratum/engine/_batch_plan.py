@@ -9,10 +9,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ..base._validation import check_int, show
+from ..base._validation import show
 from ._assemble import BatchOrder
 from ..policies import MinPerStratum, Policy
-from ..strata._labels import label_text
 
 __all__ = ["BatchPlan"]
 
@@ -177,62 +176,56 @@ class BatchPlan:
         result[self.order] = np.repeat(np.arange(self.num_batches, dtype=np.int64), sizes)
         return result
 
+    def report(self):
+        """The report that fits this plan's policy family (one dispatch, every face asks it).
+
+        Stratum policies: the batches x strata count table. ``ClassesPerBatch``:
+        the P classes of each batch (K rows each) and how often each class
+        appears, never a batches x classes table. ``MultiLabel``: positives of
+        every label per batch. Each report's headline states its policy's
+        promise and how many batches keep it.
+        """
+        from ._report import report_of
+
+        return report_of(self)
+
+    def summary(self):
+        """The plan's :class:`~pystratum.engine._report.PlanSummary`: the headline (the
+        policy's promise, kept by how many batches) and one record per stratum (rows,
+        least and most in a batch), per label (positives) or, for ``ClassesPerBatch``,
+        per number of batches a class appears in. ``print()`` shows it as text."""
+        return self.report().summary()
+
     def counts_table(self, max_rows: int | None = 10) -> str:
-        """The per-batch x per-stratum count table as text (like the blog's ``dcast``).
+        """The plan's per-batch table as text (like the blog's ``dcast``), in its family's form.
 
-        Batches are numbered from 0, as in ``plan[b]`` and :meth:`batch_of_row`
-        (Python is 0-based throughout; the R package numbers from 1).
-        ``max_rows``: at most this many batch rows (an int >= 1), the first and
-        last ones around a ``...`` row; None shows every batch.
+        Stratum policies: batches x strata counts with a ``total`` column.
+        ``MultiLabel``: positives of each label per batch; ``total`` is the
+        batch's rows (a row may carry several labels). ``ClassesPerBatch``: one
+        line per batch naming its P classes (K rows each), so 1,500 classes
+        never make 1,500 columns. Batches are numbered from 0, as in
+        ``plan[b]`` and :meth:`batch_of_row` (Python is 0-based throughout; the
+        R package numbers from 1). ``max_rows``: at most this many batch rows
+        (an int >= 1), the first and last ones around a ``...`` row; None shows
+        every batch.
         """
-        if max_rows is not None:
-            max_rows = check_int(max_rows, "max_rows", minimum=1,
-                                 fix="It is how many batch rows to show; None shows all.")
-        header = ["batch"] + [label_text(label) for label in self.strata] + ["total"]
-        rows = []
-        shown = list(range(self.num_batches))
-        if max_rows is not None and len(shown) > max_rows:
-            shown = shown[: max_rows // 2] + [None] + shown[-(max_rows - max_rows // 2):]
-        for b in shown:
-            if b is None:
-                rows.append(["..."] * len(header))
-                continue
-            counts = self.counts[b]
-            # Label plans: a row may carry several labels, so the total is the batch's rows.
-            total = int(counts.sum()) if self.label_counts is None \
-                else int(self.bounds[b + 1] - self.bounds[b])
-            rows.append([str(b)] + [str(int(c)) for c in counts] + [str(total)])
-        widths = [max(len(r[k]) for r in [header] + rows) for k in range(len(header))]
-        lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in [header] + rows]
-        return "\n".join(lines)
+        return self.report().table(max_rows)
 
-    def plot(self, ax=None, *, title=None, max_strata: int = 8):
-        """Stacked bars of this plan's per-batch counts (needs matplotlib); returns the Axes.
+    def plot(self, ax=None, *, title=None, max_strata: int = 8, view: str = "auto"):
+        """This plan's figure, as its report draws it (needs matplotlib); returns the Axes.
 
-        One bar per batch (0-based), one band per stratum; with more than
-        ``max_strata`` strata the largest ``max_strata - 1`` are drawn and the
-        rest summed into "other". See :func:`pystratum.plot.plot_counts`.
+        Stratum and label plans: one stacked bar per batch (0-based), one band
+        per stratum or label (with more than ``max_strata`` the largest
+        ``max_strata - 1`` are drawn and the rest summed into "other"); past
+        ``pystratum.plot.AGGREGATE_FROM`` batches (``view="auto"``) the spread of
+        each column's per-batch counts instead. ``ClassesPerBatch`` plans: how
+        many classes appear in how many batches. The title states the policy's
+        promise. Without ``ax``, a new Figure laid out so that ``savefig`` keeps
+        the legend. See :func:`pystratum.plot.plot_counts`.
         """
-        from ..plot import plot_counts
+        from ..plot import draw_panel
 
-        if self.batch_strata is not None and \
-                self.num_batches * len(self.strata) > max(self.order.shape[0], 1 << 20):
-            counts, labels = self._lumped_slot_counts(max_strata)
-            return plot_counts(counts, labels, ax=ax, title=title, max_strata=max_strata)
-        return plot_counts(self.counts, self.strata, ax=ax, title=title, max_strata=max_strata)
-
-    def _lumped_slot_counts(self, max_strata: int):
-        """A slot plan's counts for the ``max_strata - 1`` strata with most slots, plus "other"."""
-        batch, stratum, rows = self.slot_counts()
-        totals = np.bincount(stratum, weights=rows, minlength=len(self.strata))
-        keep = np.sort(np.argsort(-totals, kind="stable")[:max(max_strata - 1, 1)])
-        column = np.full(len(self.strata), keep.shape[0], dtype=np.int64)
-        column[keep] = np.arange(keep.shape[0])
-        counts = np.zeros((self.num_batches, keep.shape[0] + 1), dtype=np.int64)
-        np.add.at(counts, (batch, column[stratum]), rows)
-        labels = [self.strata[k] for k in keep.tolist()] + \
-            [f"other ({len(self.strata) - keep.shape[0]} strata)"]
-        return counts, labels
+        return draw_panel(self.report().panel(title), ax, max_strata=max_strata, view=view)
 
     def __repr__(self) -> str:
         return (

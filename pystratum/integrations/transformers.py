@@ -57,9 +57,12 @@ class _EpochCallback(TrainerCallback):
 class StratifiedTrainer(Trainer):
     """A ``transformers.Trainer`` whose training batches come from a pystratum policy.
 
-    Parameters (besides ``Trainer``'s own, passed through)
+    Takes ``Trainer``'s own arguments (passed through) and the keyword-only
+    ones below.
+
+    Parameters
     ----------
-    strata
+    strata : str or array-like
         The name of a column of ``train_dataset`` (a ``datasets.Dataset``),
         or one label per training row (anything ``StratifiedBatchSampler``
         accepts). Keyword-only.

@@ -8,8 +8,10 @@ torch sampler, R package) does the rest. Pass a policy wherever
 
 * :class:`MinPerStratum` ``(m)``: at least ``m`` rows of every stratum per
   batch, as many batches as that allows (R: ``policy_min_per_stratum(m)``).
-* :class:`FixedSize` ``(batch_size, min_per_stratum=1)``: batches of about
-  ``batch_size`` rows, each stratum spread evenly (R: ``policy_fixed_size()``).
+* :class:`FixedSize` ``(batch_size, min_per_stratum=1, sizes="exact")``: batches of
+  exactly ``batch_size`` rows but the epoch's last (the rest), each stratum
+  spread evenly; ``sizes="balanced"``: ``round(N / batch_size)`` batches of
+  floor or ceil of their mean size (R: ``policy_fixed_size()``).
 * :class:`Targets` ``(shares, batch_size, epoch="largest")``: every batch of
   exactly ``batch_size`` rows with each stratum's target share; small strata
   recycled or large ones undersampled (R: ``policy_targets()``).

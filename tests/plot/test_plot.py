@@ -70,7 +70,9 @@ def test_plan_plot_with_200_strata_lumps_the_tail_into_other():
     ax = plan.plot(max_strata=8)
     names = _legend_texts(ax)
     assert names == [str(k) for k in range(7)] + ["other (193 strata)"]
-    assert ax.get_title(loc="left") == "0 of 2 batches miss a stratum"
+    # A plan's headline is its policy's promise, kept by every batch.
+    assert ax.get_title(loc="left") == ("every batch holds >= 1 row(s) of every stratum: all 2 "
+                                        "batches do (fewest rows of a stratum in a batch: 1)")
     # The bars still add up to every row of each batch.
     totals = np.zeros(plan.num_batches)
     for patch in ax.patches:

@@ -27,6 +27,11 @@ CLAIMS = {
         "ClassesPerBatch        93       100.0%              0                    0",
         "MPerClassSampler       80        43.4%             51",
     ],
+    "trainers.md": [
+        "8 micro-batches, 4 optimizer steps",
+        "positives per micro-batch: [1, 1, 1, 1, 1, 1, 2, 2]",
+        "6 batches of 8 pairs, 8 distinct questions each",
+    ],
     "multi-label.md": [
         "MultiLabel                         0.0%                         0.0",
         "plain shuffle                     39.4%",

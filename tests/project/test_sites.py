@@ -250,3 +250,52 @@ def test_r_vignette_news_and_search(browser, server):
     browser.get(target)
     assert "negative_pair_batches(" in _wait_for(browser, "div:has(> #ref-usage)").text
     assert _errors(browser) == []
+
+
+def test_readme_code_is_never_cut_off_behind_a_scroll_bar(browser, server):
+    _open(browser, server + "index.html")
+    _wait_for(browser, "article pre > code")
+    overflowing = browser.execute_script(
+        "return Array.from(document.querySelectorAll('article pre > code'))"
+        ".filter(c => c.scrollWidth > c.clientWidth + 1)"
+        ".map(c => c.textContent.split('\\n')[0])")
+    assert overflowing == []
+    assert _errors(browser) == []
+
+
+def test_policies_page_opens_with_the_policies_and_ends_with_the_internals(browser, server):
+    _open(browser, server + "reference/policies.html")
+    _wait_for(browser, "[id='pystratum.policies.MinPerStratum']")
+    documented = browser.execute_script(
+        "return Array.from(document.querySelectorAll(\"article [id^='pystratum.policies.']\"))"
+        ".map(h => h.id).filter(id => id.split('.').length == 3)")  # objects, not members
+    policies = ["MinPerStratum", "FixedSize", "Targets", "ClassesPerBatch", "Downsample",
+                "MultiLabel"]
+    assert [name.split(".")[-1] for name in documented[:6]] == policies
+    assert documented.index("pystratum.policies.Allocation") > 6
+    body = browser.find_element("css selector", "article").text
+    assert "about batch_size rows" not in body and "exactly batch_size rows" in body
+
+
+def test_stratified_trainer_parameters_are_a_table(browser, server):
+    _open(browser, server + "reference/integrations.html")
+    _wait_for(browser, "[id='pystratum.integrations.transformers.StratifiedTrainer']")
+    rows = browser.execute_script(
+        "const h = document.getElementById("
+        "'pystratum.integrations.transformers.StratifiedTrainer');"
+        "const table = h.parentElement.querySelector('table');"
+        "return table ? Array.from(table.tBodies[0].rows).map(r => r.cells[0].textContent.trim())"
+        " : [];")
+    assert rows == ["strata", "policy", "seed", "rng", "allow_single_batch"]
+
+
+def test_fixed_vignettes_show_the_sampler_for_multilabel_and_accumulation(browser, server):
+    _open(browser, server + "vignettes/multi-label.html")
+    body = _wait_for(browser, "article").text
+    assert "does not yet serve" not in body
+    assert "StratifiedBatchSampler(labels, policy, seed=0)" in body
+    _open(browser, server + "vignettes/trainers.html")
+    body = _wait_for(browser, "article").text
+    assert "Gradient accumulation." in body and "8 micro-batches, 4 optimizer steps" in body
+    assert "ClassesPerBatch(P, 1)" in body
+    assert _errors(browser) == []

@@ -44,3 +44,72 @@ test_that("plot() draws with 2 and with 200 strata and marks missing strata", {
   expect_error(plot(batch_count_table(y, list(1:33)), max_strata = 1),
                class = "pystratum_value_error")
 })
+
+test_that("a label matrix's table counts each label, not the label combinations", {
+  labels = data.frame(a = rep(c(1, 0, 1, 0), 25), b = rep(c(0, 1, 1, 0), 25),
+                      c = rep(c(0, 0, 0, 1), 25))
+  batches = stratified_batches(labels, policy_multi_label(batch_size = 10), seed = 1)
+  counts = batch_count_table(labels, batches)
+  expect_s3_class(counts, "pystratum_label_table")
+  expect_equal(colnames(counts), c("a", "b", "c"))
+  expect_equal(unname(unclass(counts)[, , drop = TRUE]), unname(attr(batches, "label_counts")),
+               ignore_attr = TRUE)
+  expect_equal(colSums(unclass(counts)), c(a = 50, b = 50, c = 25))
+  # Plain batches of the same matrix: the policy says it is a label matrix.
+  plain = split(1:100, rep(1:10, each = 10L))
+  expect_s3_class(batch_count_table(labels, plain, policy = policy_multi_label(batch_size = 10)),
+                  "pystratum_label_table")
+  result = summary(counts)
+  expect_equal(result$headline, paste0("every batch holds >= 1 positive(s) of every label ",
+                                       "(best effort: strict=False): all 10 batches do"))
+  expect_equal(result$per_label$positives, c(50L, 50L, 25L))
+  path = tempfile(fileext = ".png")
+  grDevices::png(path, width = 600, height = 300)
+  expect_invisible(plot(counts))
+  grDevices::dev.off()
+  expect_gt(file.size(path), 1000)
+})
+
+test_that("a classes-per-batch table names each batch's classes and states P x K", {
+  y = rep(paste0("c", 1:30), each = 8L)
+  policy = policy_classes_per_batch(4, 2)
+  batches = stratified_batches(y, policy, seed = 1)
+  classes = batch_count_table(y, batches, policy = policy)
+  expect_s3_class(classes, "pystratum_class_table")
+  expect_equal(dim(classes), c(length(batches), 4L))
+  result = summary(classes)
+  expect_false(grepl("miss", result$headline))
+  expect_match(result$headline, "^every batch holds 4 distinct classes x 2 rows: all 30 batches do")
+  expect_equal(result$records$classes, 30L)
+  expect_equal(sum(attr(classes, "appearances")), 4L * length(batches))
+  expect_output(print(classes), "classes of each batch \\(2 rows each\\)")
+  path = tempfile(fileext = ".png")
+  grDevices::png(path, width = 600, height = 300)
+  expect_invisible(plot(classes))
+  grDevices::dev.off()
+  expect_gt(file.size(path), 1000)
+})
+
+test_that("a stratum policy's summary states its promise; past 300 batches plot() aggregates", {
+  y = rep(c("a", "b"), c(2400L, 400L))
+  batches = stratified_batches(y, 1, seed = 2)
+  counts = batch_count_table(y, batches, policy = 1)
+  expect_equal(summary(counts)$headline, paste0("every batch holds >= 1 row(s) of every ",
+                                                "stratum: all 400 batches do (fewest rows of a ",
+                                                "stratum in a batch: 1)"))
+  path = tempfile(fileext = ".png")
+  grDevices::png(path, width = 600, height = 300)
+  expect_invisible(plot(counts))
+  grDevices::dev.off()
+  expect_gt(file.size(path), 1000)
+  expect_error(batch_count_table(y, batches, policy = "x"), class = "pystratum_type_error")
+})
+
+test_that("a label table keeps empty batches and a batch of one label", {
+  labels = data.frame(a = c(1, 0, 1), b = c(0, 1, 1))
+  counts = batch_count_table(labels, list(1L, integer(0), 2:3),
+                             policy = policy_multi_label(num_batches = 3))
+  expect_equal(unname(unclass(counts)[, , drop = TRUE]),
+               matrix(c(1L, 0L, 1L, 0L, 0L, 2L), nrow = 3L), ignore_attr = TRUE)
+  expect_equal(attr(counts, "batch_rows"), c(1L, 0L, 2L))
+})

@@ -1,0 +1,188 @@
+"""Reports that fit each policy family (issue 32, items 4 and 5): tables, summaries and
+figures of stratum, classes-per-batch and label plans, and figures that stay fast and whole
+at thousands of batches."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from pystratum import plan_batches
+from pystratum import plot
+from pystratum.plot import composition_figure, plot_counts
+from pystratum.policies import ClassesPerBatch, FixedSize, MinPerStratum, MultiLabel
+
+# The 'plot' extra is part of the test set-up (.ci/dev): a missing matplotlib fails here.
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+
+
+def long_tail_classes(n_classes=1500, seed=0):
+    """Metric-learning labels: ``n_classes`` classes of 4 to a few hundred rows each."""
+    rng = np.random.default_rng(seed)
+    sizes = np.minimum(np.maximum(4, (rng.pareto(1.2, n_classes) * 4).astype(int)), 400)
+    return np.repeat(np.arange(n_classes), sizes)
+
+
+@pytest.fixture(scope="module")
+def pk_plan():
+    return plan_batches(long_tail_classes(), ClassesPerBatch(8, 4), seed=1)
+
+
+def test_counts_table_of_1500_classes_names_each_batchs_p_classes(pk_plan):
+    lines = pk_plan.counts_table(max_rows=6).splitlines()
+    assert lines[0] == "batch  classes (4 rows each)"
+    assert len(lines) == 1 + 6 + 1
+    for line in lines[1:]:
+        if line.strip() != "...":
+            batch, classes = line.split(None, 1)
+            expected = [str(s) for s in pk_plan.batch_strata[int(batch)]]
+            assert classes.split(", ") == expected  # P names, not 1,500 columns
+    assert max(len(line) for line in lines) < 80
+
+
+def test_classes_summary_counts_how_often_each_class_appears(pk_plan):
+    summary = pk_plan.summary()
+    assert summary.family == "classes"
+    assert summary.columns == ("batches_per_class", "classes", "rows_per_class")
+    appearances = np.bincount(pk_plan.batch_strata.ravel(), minlength=1500)
+    assert sum(row[1] for row in summary.rows) == 1500
+    assert {row[0]: row[1] for row in summary.rows} == \
+        dict(zip(*[v.tolist() for v in np.unique(appearances, return_counts=True)]))
+    assert len(str(summary).splitlines()) == 2 + len(summary.rows)
+
+
+def test_pk_headlines_state_p_by_k_not_a_missing_stratum(pk_plan):
+    headline = pk_plan.summary().headline
+    assert "miss" not in headline
+    assert headline.startswith(f"every batch holds 8 distinct classes x 4 rows: all "
+                               f"{pk_plan.num_batches:,} batches do; 1,500 of 1,500 classes")
+    ax = pk_plan.plot()
+    assert ax.get_title(loc="left") == headline
+    assert "miss" not in ax.get_title(loc="left")
+    assert ax.get_ylabel() == "batches a class appears in"
+
+
+def test_stratum_headline_states_the_policy_promise():
+    labels = np.repeat([0, 1, 2], [60, 20, 9])
+    plan = plan_batches(labels, MinPerStratum(3), seed=2)
+    assert plan.summary().headline == ("every batch holds >= 3 row(s) of every stratum: all 3 "
+                                       "batches do (fewest rows of a stratum in a batch: 3)")
+    assert plan.summary().rows == tuple(
+        (str(s), int(n), int(lo), int(hi)) for s, n, lo, hi in zip(
+            plan.strata, plan.counts.sum(0), plan.counts.min(0), plan.counts.max(0)))
+    fixed = plan_batches(labels, FixedSize(20), seed=2)
+    assert fixed.summary().headline.startswith(
+        "batches of exactly 20 rows (the last batch the rest) holding >= 1 row(s) of every "
+        "stratum: all 5 batches do")
+
+
+def label_plan(strict=False, min_per_label=1):
+    rng = np.random.default_rng(3)
+    import pandas as pd
+
+    matrix = pd.DataFrame((rng.random((200, 4)) < [0.5, 0.2, 0.06, 0.3]).astype(int),
+                          columns=["politics", "sports", "science", "culture"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return plan_batches(matrix, MultiLabel(batch_size=20, min_per_label=min_per_label,
+                                               strict=strict), seed=1)
+
+
+def test_label_reports_count_positives_per_label():
+    plan = label_plan(min_per_label=2)
+    summary = plan.summary()
+    assert summary.family == "labels"
+    assert summary.columns == ("label", "positives", "min_per_batch", "max_per_batch")
+    assert [row[1] for row in summary.rows] == plan.label_counts.sum(axis=0).tolist()
+    spread = plan.label_spread()
+    assert [(row[2], row[3]) for row in summary.rows] == [spread[name] for name in plan.strata]
+    short = [str(name) for name, (lo, _) in spread.items() if lo < 2]
+    assert short and summary.headline.endswith(f"(short: {', '.join(short)})")
+    table = plan.counts_table(max_rows=None).splitlines()
+    assert table[0].split() == ["batch"] + [str(s) for s in plan.strata] + ["total"]
+    assert [int(line.split()[-1]) for line in table[1:]] == np.diff(plan.bounds).tolist()
+
+
+def test_label_plot_counts_positives():
+    ax = label_plan().plot()
+    assert ax.get_ylabel() == "positives"
+    assert ax.get_legend().get_title().get_text() == "label"
+
+
+@pytest.mark.parametrize("make_plan", [label_plan, lambda: plan_batches(
+    np.repeat(["majority", "minority"], [90, 12]), 2, seed=1)])
+def test_a_saved_plot_keeps_its_legend_and_title(tmp_path, make_plan):
+    ax = make_plan().plot()
+    figure = ax.figure
+    output = tmp_path / "labels.png"
+    figure.savefig(output)  # no bbox_inches: the layout must keep the legend inside
+    figure.draw_without_rendering()
+    inside = figure.bbox
+    for artist in (ax.get_legend(), ax.title):
+        box = artist.get_window_extent()
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1 + 0.5, artist
+        assert inside.y0 <= box.y0 and box.y1 <= inside.y1 + 0.5, artist
+
+
+def test_a_plot_past_a_few_hundred_batches_is_the_distribution_view():
+    labels = np.repeat(np.arange(12), 400)
+    plan = plan_batches(labels, FixedSize(14), seed=1)
+    assert plan.num_batches > plot.AGGREGATE_FROM
+    ax = plan.plot(max_strata=8)
+    # One box per drawn column, not one bar per batch and stratum.
+    assert len(ax.patches) == 8
+    assert [t.get_text() for t in ax.get_xticklabels()] == \
+        [str(k) for k in range(7)] + ["other (5 strata)"]
+    assert ax.get_ylabel() == "rows per batch"
+    assert f"{plan.num_batches:,} batches" in ax.get_title(loc="left")
+    bars = plot_counts(plan.counts[:plot.AGGREGATE_FROM], plan.strata, max_strata=8)
+    assert len(bars.patches) == 8 * plot.AGGREGATE_FROM
+    with pytest.raises(ValueError, match="^view must be one of"):
+        plot_counts(plan.counts, plan.strata, view="heat")
+
+
+def test_composition_figure_reports_progress_and_keeps_legends(tmp_path):
+    labels = np.repeat(np.arange(3), [90, 30, 10])
+    plan = plan_batches(labels, 2, seed=1)
+    messages = []
+    output = tmp_path / "f.png"
+    figure = composition_figure([plan.report().panel("stratified")], output,
+                                progress=messages.append)
+    assert messages == [f"drawing panel 1 of 1 ({plan.num_batches:,} batches)",
+                        f"writing {output}"]
+    figure.draw_without_rendering()
+    box = figure.axes[0].get_legend().get_window_extent()
+    assert box.x1 <= figure.bbox.x1 + 0.5
+
+
+def test_plain_batches_still_report_the_batches_missing_a_stratum():
+    counts = np.array([[5, 0], [3, 2]])
+    ax = plot_counts(counts, ("a", "b"))
+    assert ax.get_title(loc="left") == "1 of 2 batches miss a stratum"
+
+
+def test_plain_panels_use_the_plans_view():
+    plan = label_plan()
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(plan.order))
+    plain = np.array_split(order, plan.num_batches)
+    import pandas as pd
+
+    frame = pd.DataFrame((np.random.default_rng(3).random((200, 4)) <
+                          [0.5, 0.2, 0.06, 0.3]).astype(int),
+                         columns=["politics", "sports", "science", "culture"])
+    panel = plan.report().plain_panel(frame, plain, "plain")
+    expected = np.array([frame.to_numpy()[rows].sum(axis=0) for rows in plain])
+    np.testing.assert_array_equal(panel.counts, expected)
+    assert panel.value_name == "positives"
+    missing = int((expected == 0).any(axis=1).sum())
+    assert panel.headline == f"{missing} of {plan.num_batches} batches miss a label"
+    labels = np.repeat(np.arange(6), 8)
+    pk = plan_batches(labels, ClassesPerBatch(2, 4), seed=0)
+    lone = pk.report().plain_panel(labels, [[0, 8, 9], [1, 2, 16, 17]], "plain")
+    assert lone.appearances.tolist() == [2, 1, 1, 0, 0, 0]
+    assert lone.headline == "1 of 2 batches hold a class with a single row"

@@ -1,0 +1,72 @@
+"""The reports of both languages (live R through rpy2): one per policy family, same numbers.
+
+Python's ``BatchPlan.summary()`` and R's ``summary(batch_count_table(strata, batches,
+policy))`` give the same headline (the policy's promise and how many batches keep
+it) and the same records, for the same plan (``rng="R"``, same seed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
+from pystratum import plan_batches
+from pystratum.policies import ClassesPerBatch, FixedSize, MinPerStratum, MultiLabel, Targets
+
+R_SUMMARY = """function(kind, codes, values, n_rows, seed) {
+  policy = switch(kind,
+    min = pystratum::policy_min_per_stratum(2),
+    fixed = pystratum::policy_fixed_size(20),
+    classes = pystratum::policy_classes_per_batch(3, 2),
+    targets = pystratum::policy_targets("balanced", 9),
+    labels = pystratum::policy_multi_label(batch_size = 9, min_per_label = 2))
+  strata = if (kind == "labels") {
+    as.data.frame(matrix(as.integer(values), nrow = n_rows, byrow = TRUE,
+                         dimnames = list(NULL, c("a", "b", "c"))))
+  } else {
+    paste0("s", codes)
+  }
+  batches = pystratum::stratified_batches(strata, policy, seed = seed, rng = "R")
+  result = summary(pystratum::batch_count_table(strata, batches, policy = policy))
+  list(headline = result$headline, records = lapply(result$records, function(column) {
+    if (is.numeric(column)) as.integer(column) else as.character(column) }))
+}"""
+
+CASES = {
+    "min": MinPerStratum(2),
+    "fixed": FixedSize(20),
+    "classes": ClassesPerBatch(3, 2),
+    "targets": Targets("balanced", 9),
+    "labels": MultiLabel(batch_size=9, min_per_label=2),
+}
+
+
+def r_summary(session, kind, codes, values, n_rows, seed):
+    call = r_function(session, R_SUMMARY)
+    with session.calling():
+        out = call(kind, session.ro.IntVector(codes.tolist()),
+                   session.ro.IntVector(values.ravel().tolist()), n_rows, seed)
+        records = out.rx2("records")
+        columns = [list(records.rx2(name)) for name in records.names]
+        return out.rx2("headline")[0], [tuple(row) for row in zip(*columns)]
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+@pytest.mark.parametrize("seed", [1, 7, 2024])
+def test_both_languages_report_the_same_headline_and_records(r_session, kind, seed):
+    rng = np.random.default_rng(seed)
+    codes = np.repeat(np.arange(9), rng.integers(6, 14, size=9))
+    rng.shuffle(codes)
+    values = (rng.random((80, 3)) < [0.5, 0.25, 0.12]).astype(np.int64)
+    if kind == "labels":
+        import pandas as pd
+
+        strata = pd.DataFrame(values, columns=["a", "b", "c"])
+    else:
+        strata = np.array([f"s{c}" for c in codes])
+    plan = plan_batches(strata, CASES[kind], seed=seed, rng="R")
+    summary = plan.summary()
+    headline, records = r_summary(r_session, kind, codes, values, values.shape[0], seed)
+    assert headline == summary.headline
+    assert records == [tuple(row) for row in summary.rows]
