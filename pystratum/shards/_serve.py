@@ -1,0 +1,120 @@
+"""Serving a batch: its rows gathered from cached shards, in the batch's order."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._cache import ShardCache
+from ._reader import RowLocator, RowOps, check_shard_sizes
+
+__all__ = ["BatchServer"]
+
+
+class BatchServer:
+    """Gathers the rows of batches (lists of row positions) from a :class:`ShardReader`.
+
+    Guarantee: ``serve(batch)`` holds exactly the rows of ``batch``, in the
+    batch's order (a row listed twice is served twice), or raises; every
+    shard passes through a :class:`~pystratum.shards.ShardCache` of
+    ``cache_shards`` decoded shards, so a batch that needs more shards than
+    that is still served whole (the cache evicts between shards).
+
+    Recycled rows: :meth:`keep_recycled` names the rows a run of batches
+    serves more than once (the strata ``Targets`` or ``small="repeat"``
+    recycle). The first time their shard is read, those rows are copied
+    aside and served from there afterwards, so the passes after the first
+    never read their shards again, in this epoch or the next ones. Memory:
+    the kept rows' decoded size (``stats.kept_bytes``), at most the rows of
+    the recycled strata.
+    """
+
+    def __init__(self, reader, *, cache_shards: int = 8):
+        if not callable(getattr(reader, "load", None)) or not hasattr(reader, "shard_sizes"):
+            raise TypeError(
+                f"reader must have shard_sizes and a load(shard) method (pystratum.shards."
+                f"ShardReader), got reader={reader!r} of type {type(reader).__name__}.")
+        self.reader = reader
+        self.sizes = check_shard_sizes(reader.shard_sizes, "reader.shard_sizes")
+        self.locator = RowLocator(self.sizes)
+        self.ops = RowOps(reader)
+        self.cache = ShardCache(reader, self.sizes, self.ops, cache_shards)
+        self._kept_offsets: dict = {}   # shard -> sorted offsets kept aside
+        self._kept_parts: dict = {}     # shard -> those rows, decoded (filled on first read)
+        self._kept_bytes: dict = {}
+
+    @property
+    def n_rows(self) -> int:
+        return self.locator.n_rows
+
+    @property
+    def stats(self):
+        return self.cache.stats
+
+    def keep_recycled(self, batches) -> None:
+        """Keep aside the rows that ``batches`` (one run, e.g. an epoch) serve more than once.
+
+        Rows kept before stay kept (a policy recycles the same strata every
+        epoch, so the kept rows are at most those strata's rows); a shard
+        with newly recycled rows is read once more, then never again.
+        """
+        rows = np.concatenate([np.asarray(b, dtype=np.int64) for b in batches]) \
+            if len(batches) else np.zeros(0, dtype=np.int64)
+        values, counts = np.unique(rows, return_counts=True)
+        shard, offset = self.locator.locate(values[counts > 1], "batches")
+        wanted = {}
+        if shard.size:
+            cuts = np.flatnonzero(np.diff(shard)) + 1
+            for offsets in np.split(np.arange(shard.size), cuts):
+                wanted[int(shard[offsets[0]])] = offset[offsets]
+        for h, new in wanted.items():
+            old = self._kept_offsets.get(h)
+            if old is None:
+                continue  # new to keep: filled when the shard is read
+            if np.isin(new, old).all():
+                wanted[h] = old  # kept already: the part's index stays
+                continue
+            # More rows of this shard are recycled now: keep the union, read once more.
+            wanted[h] = np.union1d(old, new)
+            self._kept_parts.pop(h, None)
+            self._kept_bytes.pop(h, None)
+        for h, old in self._kept_offsets.items():
+            wanted.setdefault(h, old)
+        self._kept_offsets.update(wanted)
+        self._update_kept_stats()
+
+    def serve(self, batch):
+        """The rows of ``batch`` (row positions), in its order, as the reader decodes them."""
+        rows = np.asarray(batch)
+        if rows.ndim != 1 or rows.shape[0] == 0:
+            raise ValueError(f"batch must be a non-empty 1-D list of row positions, got shape "
+                             f"{rows.shape}.")
+        shard, offset = self.locator.locate(rows)
+        order = np.argsort(shard, kind="stable")
+        cuts = np.flatnonzero(np.diff(shard[order])) + 1
+        parts = []
+        for group in np.split(order, cuts):
+            parts.append(self._take(int(shard[group[0]]), offset[group]))
+        served = self.ops.concat(parts)
+        if np.any(order != np.arange(order.shape[0])):
+            served = self.ops.take(served, np.argsort(order))
+        return served
+
+    def _take(self, h: int, offsets: np.ndarray):
+        kept = self._kept_offsets.get(h)
+        part = self._kept_parts.get(h)
+        if part is not None:
+            index = np.searchsorted(kept, offsets)
+            if np.all(index < kept.shape[0]) and np.array_equal(kept[np.minimum(
+                    index, kept.shape[0] - 1)], offsets):
+                return self.ops.take(part, index)
+        decoded = self.cache.get(h)
+        if kept is not None and part is None:
+            part = self.ops.take(decoded, kept)
+            self._kept_parts[h] = part
+            self._kept_bytes[h] = self.ops.nbytes(part)
+            self._update_kept_stats()
+        return self.ops.take(decoded, offsets)
+
+    def _update_kept_stats(self) -> None:
+        self.stats.kept_rows = int(sum(self._kept_offsets[h].shape[0] for h in self._kept_parts))
+        self.stats.kept_bytes = int(sum(self._kept_bytes.values()))
