@@ -23,23 +23,29 @@ class ArrayShards:
         return self.values[start:start + int(self.shard_sizes[shard])]
 
 
-def shard_blocked_plans(labels, policy, sizes, *, window: int, seed: int = 0):
+class shard_blocked_plans:
     """epoch -> batches, each stratum's rows ordered by a per-epoch block of ``window`` shards.
 
     The order docs/SHARDS.md specifies, built here from the core's
     ``shuffle=False`` plan over rows pre-ordered by (block, random key), so
     the readers are tested independently of the engine's own ``shards=``.
+    A class, not a closure, so DataLoader workers can receive it pickled.
     """
-    labels = np.asarray(labels)
-    sizes = np.asarray(sizes, dtype=np.int64)
-    shard_of_row = np.repeat(np.arange(sizes.shape[0]), sizes)
 
-    def plans(epoch):
-        rng = np.random.default_rng([seed, epoch])
-        block = np.empty(sizes.shape[0], dtype=np.int64)
-        block[rng.permutation(sizes.shape[0])] = np.arange(sizes.shape[0]) // window
-        sequence = np.lexsort((rng.random(labels.shape[0]), block[shard_of_row]))
-        plan = plan_batches(labels[sequence], policy, shuffle=False, allow_single_batch=True)
+    def __init__(self, labels, policy, sizes, *, window: int, seed: int = 0):
+        self.labels = np.asarray(labels)
+        self.policy = policy
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.window = window
+        self.seed = seed
+        self.shard_of_row = np.repeat(np.arange(self.sizes.shape[0]), self.sizes)
+
+    def __call__(self, epoch):
+        shards = self.sizes.shape[0]
+        rng = np.random.default_rng([self.seed, epoch])
+        block = np.empty(shards, dtype=np.int64)
+        block[rng.permutation(shards)] = np.arange(shards) // self.window
+        sequence = np.lexsort((rng.random(self.labels.shape[0]), block[self.shard_of_row]))
+        plan = plan_batches(self.labels[sequence], self.policy, shuffle=False,
+                            allow_single_batch=True)
         return [sequence[batch] for batch in plan.batches]
-
-    return plans
