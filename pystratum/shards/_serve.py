@@ -38,9 +38,10 @@ class BatchServer:
         self.locator = RowLocator(self.sizes)
         self.ops = RowOps(reader)
         self.cache = ShardCache(reader, self.sizes, self.ops, cache_shards)
-        self._kept_offsets: dict = {}   # shard -> sorted offsets kept aside
-        self._kept_parts: dict = {}     # shard -> those rows, decoded (filled on first read)
+        self._kept_offsets: dict = {}   # shard -> sorted offsets whose rows are kept aside
+        self._kept_parts: dict = {}     # shard -> those rows, decoded, in offset order
         self._kept_bytes: dict = {}
+        self._pending: dict = {}        # shard -> offsets to keep, copied at its next read
 
     @property
     def n_rows(self) -> int:
@@ -51,11 +52,11 @@ class BatchServer:
         return self.cache.stats
 
     def keep_recycled(self, batches) -> None:
-        """Keep aside the rows that ``batches`` (one run, e.g. an epoch) serve more than once.
+        """Keep aside exactly the rows that ``batches`` (a run, e.g. an epoch) serve more than once.
 
-        Rows kept before stay kept (a policy recycles the same strata every
-        epoch, so the kept rows are at most those strata's rows); a shard
-        with newly recycled rows is read once more, then never again.
+        Rows kept before and still recycled stay, without a new read; rows no
+        longer recycled are released; rows newly recycled are copied aside
+        the next time their shard is read (their first pass reads it anyway).
         """
         rows = np.concatenate([np.asarray(b, dtype=np.int64) for b in batches]) \
             if len(batches) else np.zeros(0, dtype=np.int64)
@@ -64,22 +65,22 @@ class BatchServer:
         wanted = {}
         if shard.size:
             cuts = np.flatnonzero(np.diff(shard)) + 1
-            for offsets in np.split(np.arange(shard.size), cuts):
-                wanted[int(shard[offsets[0]])] = offset[offsets]
-        for h, new in wanted.items():
-            old = self._kept_offsets.get(h)
-            if old is None:
-                continue  # new to keep: filled when the shard is read
-            if np.isin(new, old).all():
-                wanted[h] = old  # kept already: the part's index stays
-                continue
-            # More rows of this shard are recycled now: keep the union, read once more.
-            wanted[h] = np.union1d(old, new)
-            self._kept_parts.pop(h, None)
-            self._kept_bytes.pop(h, None)
-        for h, old in self._kept_offsets.items():
-            wanted.setdefault(h, old)
-        self._kept_offsets.update(wanted)
+            for group in np.split(np.arange(shard.size), cuts):
+                wanted[int(shard[group[0]])] = offset[group]
+        for h in list(self._kept_offsets):
+            filled, part = self._kept_offsets[h], self._kept_parts[h]
+            still = np.isin(filled, wanted.get(h, ()))
+            if not still.any():
+                del self._kept_offsets[h], self._kept_parts[h], self._kept_bytes[h]
+            elif not still.all():
+                self._kept_offsets[h] = filled[still]
+                self._kept_parts[h] = self.ops.take(part, np.flatnonzero(still))
+                self._kept_bytes[h] = self.ops.nbytes(self._kept_parts[h])
+        self._pending = {}
+        for h, offsets in wanted.items():
+            missing = np.setdiff1d(offsets, self._kept_offsets.get(h, ()), assume_unique=True)
+            if missing.size:
+                self._pending[h] = missing
         self._update_kept_stats()
 
     def serve(self, batch):
@@ -101,20 +102,31 @@ class BatchServer:
 
     def _take(self, h: int, offsets: np.ndarray):
         kept = self._kept_offsets.get(h)
-        part = self._kept_parts.get(h)
-        if part is not None:
-            index = np.searchsorted(kept, offsets)
-            if np.all(index < kept.shape[0]) and np.array_equal(kept[np.minimum(
-                    index, kept.shape[0] - 1)], offsets):
-                return self.ops.take(part, index)
+        if kept is not None:
+            index = np.minimum(np.searchsorted(kept, offsets), kept.shape[0] - 1)
+            if np.array_equal(kept[index], offsets):
+                return self.ops.take(self._kept_parts[h], index)
         decoded = self.cache.get(h)
-        if kept is not None and part is None:
-            part = self.ops.take(decoded, kept)
-            self._kept_parts[h] = part
-            self._kept_bytes[h] = self.ops.nbytes(part)
-            self._update_kept_stats()
+        missing = self._pending.pop(h, None)
+        if missing is not None:
+            self._keep(h, decoded, missing)
         return self.ops.take(decoded, offsets)
 
+    def _keep(self, h: int, decoded, missing: np.ndarray) -> None:
+        """Add the rows at ``missing`` offsets of the decoded shard ``h`` to its kept rows."""
+        added = self.ops.take(decoded, missing)
+        if h in self._kept_offsets:
+            offsets = np.concatenate([self._kept_offsets[h], missing])
+            order = np.argsort(offsets, kind="stable")
+            part = self.ops.take(self.ops.concat([self._kept_parts[h], added]), order)
+            offsets = offsets[order]
+        else:
+            offsets, part = missing, added
+        self._kept_offsets[h] = offsets
+        self._kept_parts[h] = part
+        self._kept_bytes[h] = self.ops.nbytes(part)
+        self._update_kept_stats()
+
     def _update_kept_stats(self) -> None:
-        self.stats.kept_rows = int(sum(self._kept_offsets[h].shape[0] for h in self._kept_parts))
+        self.stats.kept_rows = int(sum(offsets.shape[0] for offsets in self._kept_offsets.values()))
         self.stats.kept_bytes = int(sum(self._kept_bytes.values()))
