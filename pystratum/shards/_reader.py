@@ -97,7 +97,16 @@ class RowOps:
             return int(rows.num_rows)
         if isinstance(rows, np.ndarray):
             return int(rows.shape[0]) if rows.ndim else -1
-        return len(rows)
+        if isinstance(rows, (list, tuple)) or getattr(self._reader, "take", None) is not None:
+            return len(rows)
+        raise self._unknown(rows)
+
+    @staticmethod
+    def _unknown(rows) -> TypeError:
+        return TypeError(
+            f"reader.load() must return a pyarrow Table/RecordBatch, a numpy array or a list, got "
+            f"{type(rows).__name__}: give the reader take(rows, offsets), concat(parts) and "
+            f"nbytes(rows) methods for other types.")
 
     def take(self, rows, offsets: np.ndarray):
         own = getattr(self._reader, "take", None)
@@ -109,10 +118,7 @@ class RowOps:
             return rows[offsets]
         if isinstance(rows, (list, tuple)):
             return [rows[i] for i in offsets.tolist()]
-        raise TypeError(
-            f"reader.load() must return a pyarrow Table/RecordBatch, a numpy array or a list, got "
-            f"{type(rows).__name__}: give the reader take(rows, offsets), concat(parts) and "
-            f"nbytes(rows) methods for other types.")
+        raise self._unknown(rows)
 
     def concat(self, parts: list):
         own = getattr(self._reader, "concat", None)
