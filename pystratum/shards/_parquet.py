@@ -18,6 +18,20 @@ from ..strata._parquet import _open_dataset, _ordered_fragments
 __all__ = ["ParquetShards"]
 
 
+def _groups_text(groups) -> str:
+    """Row group sizes, runs of equal sizes written once: ``[500, 500, 20]`` -> ``2 x 500, 20``."""
+    if not groups:
+        return "no row group"
+    parts, k = [], 0
+    while k < len(groups):
+        run = k
+        while run < len(groups) and groups[run] == groups[k]:
+            run += 1
+        parts.append(f"{run - k} x {groups[k]}" if run - k > 1 else str(groups[k]))
+        k = run
+    return "row groups of " + ", ".join(parts) + " rows"
+
+
 def _metadata_digest(metadata) -> str:
     """A digest of a file's footer: row groups, their sizes and statistics, schema, writer."""
     text = json.dumps(metadata.to_dict(), sort_keys=True, default=str)
@@ -122,8 +136,9 @@ class ParquetShards:
             now = [parquet.metadata.row_group(g).num_rows
                    for g in range(parquet.metadata.num_row_groups)]
             raise ValueError(
-                f"the Parquet file {path!r} changed since the reader read its footer (row groups "
-                f"of {self._files[f][0]} rows then, {now} now, or other metadata): the plan's "
+                f"the Parquet file {path!r} changed since the reader read its footer "
+                f"({_groups_text(self._files[f][0])} then, {_groups_text(now)} now, or other "
+                f"metadata): the plan's "
                 f"rows would not be the data's. Re-create the reader and the plan from the data "
                 f"as it is now.")
         if group is None:
@@ -156,7 +171,8 @@ class ParquetShards:
         for path in old:
             if path in new and old[path] != new[path]:
                 if old[path][0] != new[path][0]:
-                    notes.append(f"{path!r}: row groups of {old[path][0]} rows -> {new[path][0]}")
+                    notes.append(f"{path!r}: {_groups_text(old[path][0])} -> "
+                                 f"{_groups_text(new[path][0])}")
                 else:
                     notes.append(f"{path!r}: same row counts, other metadata (footer digest "
                                  f"{old[path][1]} -> {new[path][1]})")
