@@ -103,8 +103,11 @@ class ShardBatchDataset(IterableDataset):
         run = self.batches.run(workers, worker)
         bar = None
         if self.progress and worker == 0 and self.batches.rank == 0:
-            from tqdm.auto import tqdm
-
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:  # pragma: no cover - exercised only without tqdm
+                raise ImportError("progress=True needs tqdm: pip install 'stratabatch[shards]'.") \
+                    from None
             bar = tqdm(total=len(run), initial=run.batches_yielded, unit="batch",
                        desc=f"epoch {run.epoch}")
         return _ServedRun(run, self.transform, self.with_rows, bar)

@@ -226,3 +226,41 @@ def test_a_state_past_the_run_or_for_other_workers_is_refused_at_the_next_run():
         served.run(num_workers=2, worker=0)
     with pytest.raises(ValueError, match="state_dict lacks"):
         served.load_state_dict({"format": "pystratum.shards/1"})
+
+
+@settings(max_examples=40)
+@given(sizes=st.lists(st.integers(0, 30), min_size=1, max_size=10).filter(lambda s: sum(s) >= 8),
+       replicas=st.integers(1, 3), workers=st.integers(1, 3), drop_last=st.booleans(),
+       data=st.data())
+def test_runs_and_resumes_serve_every_batch_once_whatever_the_stop(sizes, replicas, workers,
+                                                                   drop_last, data):
+    labels = np.arange(sum(sizes)) % 2
+    plans = lambda epoch: plan_batches(labels, 2, seed=epoch, epoch=epoch,
+                                       allow_single_batch=True)
+    plan = [b.tolist() for b in plans(0)]
+    served = []
+    for rank in range(replicas):
+        for worker in range(workers):
+            reader = ArrayShards(sizes)
+            first = ShardedBatches(reader, plans, num_replicas=replicas, rank=rank,
+                                   drop_last=drop_last, cache_shards=2)
+            run = first.run(workers, worker)
+            stop = data.draw(st.integers(0, len(run)))
+            head = [rows.tolist() for rows, _ in (next(run) for _ in range(stop))]
+            resumed = ShardedBatches(reader, plans, num_replicas=replicas, rank=rank,
+                                     drop_last=drop_last, cache_shards=2)
+            resumed.load_state_dict(first.state_dict())
+            tail = []
+            for rows, values in resumed.run(workers, worker):
+                assert values.tolist() == rows.tolist()
+                tail.append(rows.tolist())
+            served.append(head + tail)
+    per_rank = [sum(len(served[r * workers + w]) for w in range(workers))
+                for r in range(replicas)]
+    assert len(set(per_rank)) == 1  # every rank the same number of batches
+    flat = [batch for run in served for batch in run]
+    if drop_last:
+        assert flat == plan[:len(flat)] and len(flat) == len(plan) // replicas * replicas
+    else:
+        assert flat[:len(plan)] == plan  # contiguous runs, in plan order; then padding
+        assert flat[len(plan):] == plan[:len(flat) - len(plan)]
