@@ -95,6 +95,11 @@ class ShardedBatches:
         """The cache's counters (:class:`~pystratum.shards.CacheStats`)."""
         return self.server.stats
 
+    @property
+    def resuming(self) -> bool:
+        """Whether a loaded state waits for the next run."""
+        return self._pending is not None
+
     def set_epoch(self, epoch: int) -> None:
         """Serve epoch ``epoch`` next. A resume loaded for another epoch is dropped."""
         epoch = check_epoch(epoch)

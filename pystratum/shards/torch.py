@@ -75,6 +75,9 @@ class ShardBatchDataset(IterableDataset):
         self.with_rows = check_bool(with_rows, "with_rows")
         self.progress = check_bool(progress, "progress")
         self._num_batches = {}  # epoch -> the plan's batch count (len without re-planning)
+        # The epoch in shared memory: persistent DataLoader workers keep their copy of the
+        # dataset (and its kept rows) across epochs and still see set_epoch.
+        self._shared_epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
 
     @property
     def epoch(self) -> int:
@@ -86,8 +89,13 @@ class ShardBatchDataset(IterableDataset):
         return self.batches.stats
 
     def set_epoch(self, epoch: int) -> None:
-        """Serve epoch ``epoch`` next (call it before each epoch, on every rank)."""
+        """Serve epoch ``epoch`` next (call it before each epoch, on every rank).
+
+        Persistent workers (``persistent_workers=True``) see it too, and keep
+        the rows of recycled strata from one epoch to the next.
+        """
         self.batches.set_epoch(epoch)
+        self._shared_epoch[0] = self.batches.epoch
 
     def __len__(self) -> int:
         """Batches this rank yields per epoch (all its workers together; the same on every rank)."""
@@ -100,6 +108,8 @@ class ShardBatchDataset(IterableDataset):
     def __iter__(self):
         info = get_worker_info()
         workers, worker = (1, 0) if info is None else (info.num_workers, info.id)
+        if not self.batches.resuming:
+            self.batches.set_epoch(int(self._shared_epoch[0]))
         run = self.batches.run(workers, worker)
         bar = None
         if self.progress and worker == 0 and self.batches.rank == 0:
@@ -119,6 +129,8 @@ class ShardBatchDataset(IterableDataset):
     def load_state_dict(self, state_dict: dict) -> None:
         """Resume: the next ``iter()`` continues the saved epoch; changed data is refused."""
         self.batches.load_state_dict(state_dict)
+        if get_worker_info() is None:
+            self._shared_epoch[0] = self.batches.epoch
 
 
 class _ServedRun:

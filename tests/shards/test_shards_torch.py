@@ -11,7 +11,8 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from _shard_data import shard_blocked_plans
 from _shard_workers import LoggedParquetShards, logged_loads, write_shards
 from _torch_helpers import run_ranks
-from pystratum.policies import MinPerStratum
+import pystratum
+from pystratum.policies import MinPerStratum, Targets
 from pystratum.shards import run_batch_ids
 from pystratum.shards.torch import ShardBatchDataset, table_tensors
 from pystratum.torch import StratifiedBatchSampler
@@ -172,3 +173,29 @@ def test_ddp_ranks_serve_contiguous_runs_and_read_each_shard_about_once(tmp_path
     # 2 epochs of 40 shards; each boundary between runs re-reads at most a cache's worth,
     # and so does a padded batch (a rank's run wrapping to the epoch's start).
     assert 2 * 40 <= loads <= 2 * (40 + runs * (2 * window + 2))
+
+
+def test_persistent_workers_see_set_epoch_and_keep_recycled_rows_across_epochs(tmp_path):
+    labels = (np.random.default_rng(0).random(8000) < 0.05).astype(np.int64)
+    write_shards(tmp_path / "data", labels, group_rows=200)  # 40 shards
+    reader = LoggedParquetShards(tmp_path / "data", ["row"], log=tmp_path / "loads.log")
+    policy = Targets({0: 0.5, 1: 0.5}, 128)
+
+    def plans(epoch):
+        return pystratum.plan_batches(labels, policy, seed=1, epoch=epoch, window=2,
+                                      shards=pystratum.shard_sizes(reader.shard_sizes))
+
+    dataset = ShardBatchDataset(reader, plans, cache_shards=6, with_rows=True)
+    loader = DataLoader(dataset, batch_size=None, num_workers=2, persistent_workers=True)
+    loads = []
+    for epoch in range(3):
+        dataset.set_epoch(epoch)
+        before = len(logged_loads(tmp_path / "loads.log"))
+        served = [rows.tolist() for rows, _ in loader]
+        plan = [b.tolist() for b in plans(epoch)]
+        runs = [[plan[i] for i in run_batch_ids(len(plan), 1, 0, False, 2, w)] for w in range(2)]
+        assert served == interleave(runs)  # the workers serve the epoch set in the main process
+        loads.append(len(logged_loads(tmp_path / "loads.log")) - before)
+    # Epoch 0 reads every shard in each worker for the recycled stratum's first pass; after
+    # that the workers serve it from the rows they kept.
+    assert max(loads[1:]) < 0.6 * loads[0]
