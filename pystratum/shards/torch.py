@@ -10,7 +10,6 @@ and workers together read each shard about once per epoch.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
