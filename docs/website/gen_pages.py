@@ -26,6 +26,7 @@ GUIDES = [
     ("Architecture", "docs/ARCHITECTURE.md"),
     ("Accepted inputs", "docs/INPUTS.md"),
     ("Order inside a batch", "docs/BATCH_ORDER.md"),
+    ("Sharded storage", "docs/SHARDS.md"),
 ]
 # (page title, reference page in docs/website/reference/).
 REFERENCE = [

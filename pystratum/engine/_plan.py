@@ -22,7 +22,8 @@ from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_order import reorder_split_safe
 from ._batch_plan import BatchPlan
 from ._lazy import LazyPlan
-from ._shards import ShardBlocks, label_signatures, redeal_labels, redeal_slots, shard_first
+from ._shards import (ShardBlocks, ShardMembers, label_signatures, redeal_labels, redeal_slots,
+                      shard_first)
 from ..strata._shards import check_window, read_shards
 from ._single_batch import check_several_batches, check_several_label_batches, quiet_if_refused
 
@@ -86,11 +87,11 @@ def check_shard_arguments(shards, window, policy, rng: str) -> int:
         return window
     if rng == "index" and getattr(policy, "reads_label_matrix", False):
         return window  # the MultiLabel refusal of rng='index' says it
-    if rng == "index":
+    if rng == "index" and getattr(policy, "allocates_slots", False):
         raise ValueError(
-            "shards cannot be honoured with rng='index' yet, got rng='index' with shards=: the "
-            "lazy plans' keyed shard order is not built. Use rng='numpy', rng='R' or "
-            "rng='torch', or leave shards=None.")
+            "shards cannot be honoured with rng='index' by ClassesPerBatch, got rng='index' "
+            "with shards=: its keyed refills and layout have no shard-blocked form. Use "
+            "rng='numpy', rng='R' or rng='torch' with shards, or leave shards=None.")
     if getattr(policy, "allocates_slots", False) and getattr(policy, "classes", None) == "uniform":
         raise ValueError(
             "shards cannot be honoured by ClassesPerBatch(classes='uniform'), got shards= with "
@@ -147,7 +148,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     """
     if getattr(stream, "name", None) == "index" and not policy.allocates_slots:
         members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
-        lazy = LazyPlan(members, policy, stream, epoch)
+        lazy = LazyPlan(members, policy, stream, epoch, shards=None if shards is None else
+                        (ShardMembers.of(members, shards.layout), shards.window))
         check_several_batches(encoded, policy, lazy.num_batches, allow_single_batch)
         return lazy.materialise()
     split_safe = policy.split_safe()

@@ -217,3 +217,110 @@ def redeal_labels(batch: np.ndarray, permutation: np.ndarray, signatures: np.nda
     dealt = np.empty_like(batch)
     dealt[by_group] = batch[by_group_batch]
     return dealt
+
+
+# rng="index": stream numbers reserved for shards (docs/SHARDS.md, "Lazy plans"). Other
+# keyed streams use the strata's turns and small multiples of S, far below 2**51.
+SHARD_ORDER_STREAM = 2**52 - 1
+BLOCK_STREAM_BASE = 2**51
+
+
+class ShardMembers:
+    """Every stratum's members grouped by shard, once (``rng="index"`` with shards).
+
+    ``counts[s, h]``: rows of stratum ``s`` in shard ``h``; ``by_shard``: the
+    member numbers of every stratum, stratum after stratum, ordered by shard
+    (then member number); ``starts[s, h]``: where shard ``h``'s members of
+    ``s`` start in it. O(N) memory plus two ``S x H`` tables.
+    """
+
+    def __init__(self, members, row_shards: np.ndarray, n_shards: int):
+        sizes = np.asarray(members.sizes, dtype=np.int64)
+        n_strata = sizes.shape[0]
+        stratum = np.repeat(np.arange(n_strata, dtype=np.int64), sizes)
+        within = np.arange(stratum.shape[0], dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes,
+                                                                          sizes)
+        shard = np.asarray(row_shards, dtype=np.int64)[members.member(stratum, within)]
+        key = stratum * n_shards + shard
+        order = np.argsort(key, kind="stable")
+        self.by_shard = within[order]
+        self.counts = np.bincount(key, minlength=n_strata * n_shards).reshape(n_strata, n_shards)
+        starts = np.zeros(n_strata * n_shards + 1, dtype=np.int64)
+        np.cumsum(self.counts.reshape(-1), out=starts[1:])
+        self.starts = starts[:-1].reshape(n_strata, n_shards)
+        self.n_shards = n_shards
+
+    @classmethod
+    def of(cls, members, layout) -> "ShardMembers":
+        """From a :class:`~pystratum.strata._shards.ShardLayout` of the members' rows."""
+        return cls(members, layout.index, layout.n_shards)
+
+
+class LazyShardOrder:
+    """One epoch's shard-blocked order for ``rng="index"``: stratum ranks -> member numbers.
+
+    The shard at position ``j`` of the epoch is ``perm[j]``, ``perm`` the keyed
+    bijection of ``range(H)`` with stream :data:`SHARD_ORDER_STREAM`; block
+    ``j // W``. A stratum's rows in *shard order* are its members of shard
+    ``perm[0]``, then of ``perm[1]``, ... (each shard's in member order); its
+    ranks in block ``j`` are ``D[s, jW] .. D[s, (j+1)W] - 1``, ``D`` the
+    running counts in that order. Rank ``r`` in block ``j`` is the shard-order
+    row ``D[s, jW] + perm_{s,j}(r - D[s, jW])``, ``perm_{s,j}`` the keyed
+    bijection of the block's rows with stream ``BLOCK_STREAM_BASE + t * m + j``
+    (``t`` the stratum's turn, ``m`` the number of blocks). Set-up: the
+    ``S x (H + 1)`` table ``D`` (O(S * H)); a rank costs two binary searches.
+    """
+
+    def __init__(self, shard_members: ShardMembers, window: int, stream, epoch: int,
+                 turn_of_stratum: np.ndarray):
+        n_shards = shard_members.n_shards
+        self.shard_members = shard_members
+        self.window = min(int(window), max(n_shards, 1))
+        self.n_blocks = -(-n_shards // self.window)
+        self.stream = stream
+        self.epoch = epoch
+        self.turn = np.asarray(turn_of_stratum, dtype=np.int64)
+        from ..streams._index import permute_ranks
+
+        keys = stream.keys(epoch, [SHARD_ORDER_STREAM])[:, 0]
+        self.shard_at = permute_ranks(np.arange(n_shards, dtype=np.int64), n_shards, keys)
+        counts = shard_members.counts[:, self.shard_at]          # (S, H), epoch order
+        self.running = np.zeros((counts.shape[0], n_shards + 1), dtype=np.int64)
+        np.cumsum(counts, axis=1, out=self.running[:, 1:])
+        edges = np.minimum(np.arange(self.n_blocks + 1, dtype=np.int64) * self.window, n_shards)
+        self.block_edges = self.running[:, edges]               # (S, m + 1)
+
+    def positions(self, stratum, ranks) -> np.ndarray:
+        """Member numbers of ``ranks`` of ``stratum`` (int arrays shaped alike, or a scalar
+        stratum)."""
+        from ..streams._index import permute_run_ranks
+
+        ranks = np.asarray(ranks, dtype=np.int64)
+        stratum = np.broadcast_to(np.asarray(stratum, dtype=np.int64), ranks.shape)
+        if ranks.shape[0] == 0:
+            return np.empty(0, dtype=np.int64)
+        edges = self.block_edges
+        # The block of each rank: the last block edge <= rank, per stratum.
+        block = np.empty(ranks.shape[0], dtype=np.int64)
+        for s in np.unique(stratum).tolist():
+            where = np.flatnonzero(stratum == s)
+            block[where] = np.searchsorted(edges[s], ranks[where], side="right") - 1
+        first = edges[stratum, block]
+        size = edges[stratum, block + 1] - first
+        pair = self.turn[stratum] * self.n_blocks + block
+        distinct, run = np.unique(pair, return_inverse=True)
+        run = run.reshape(-1)
+        run_sizes = np.empty(distinct.shape[0], dtype=np.int64)
+        run_sizes[run] = size
+        keys = self.stream.keys(self.epoch, BLOCK_STREAM_BASE + distinct)
+        order_index = first + permute_run_ranks(ranks - first, run, run_sizes, keys)
+        # The shard-order row -> its shard position q, then the member within that shard.
+        position = np.empty(ranks.shape[0], dtype=np.int64)
+        for s in np.unique(stratum).tolist():
+            where = np.flatnonzero(stratum == s)
+            position[where] = np.searchsorted(self.running[s], order_index[where],
+                                              side="right") - 1
+        shard = self.shard_at[position]
+        members = self.shard_members
+        at = members.starts[stratum, shard] + order_index - self.running[stratum, position]
+        return members.by_shard[at]

@@ -472,12 +472,10 @@ def test_window_without_shards_is_refused():
         plan_batches(CODES, 2, seed=1, window=3)
 
 
-def test_uniform_classes_and_index_are_refused_naming_shards():
+def test_uniform_classes_are_refused_naming_shards():
     with pytest.raises(ValueError, match=r"^shards cannot be honoured by ClassesPerBatch"):
         plan_batches(CODES, ClassesPerBatch(2, 2, classes="uniform"), seed=1,
                      shards=np.zeros(40, dtype=int))
-    with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
-        plan_batches(CODES, 2, seed=1, rng="index", shards=np.zeros(40, dtype=int))
 
 
 # --- the bounds (docs/SHARDS.md, "What W trades") ----------------------------------------
@@ -684,3 +682,81 @@ def test_a_recycled_stratum_sweeps_once_per_pass(seed, window):
     for start in range(0, sequence.shape[0], 12):  # one pass = the pool of 12 rows
         blocks = row_block[sequence[start:start + 12]]
         assert np.all(np.diff(blocks) >= 0)
+
+
+# --- rng="index": the keyed shard-blocked order (docs/SHARDS.md, "Lazy plans") ----------
+
+def ref_index_plan(codes, policy, shards, window, seed, epoch):
+    """docs/SHARDS.md's lazy definition by plain loops (batch_order='assembled')."""
+    from pystratum.streams._index import index_permutation
+
+    encoded = encode_strata(codes)
+    n = len(codes)
+    H = n_shards_of(shards)
+    index = shard_index(shards, n)
+    W = min(window, H)
+    m = -(-H // W)
+    shard_at = index_permutation(H, seed, epoch, 2**52 - 1).tolist()
+    turn_order = np.argsort(encoded.first_rows, kind="stable").tolist()
+    cuts = np.asarray(policy.allocate(encoded, epoch).cuts)
+    rows_of = {}
+    for t, s in enumerate(turn_order):
+        members = [r for r in range(n) if encoded.codes[r] == s]        # member order
+        in_shard_order = [r for h in shard_at for r in members if index[r] == h]
+        blocks = [[r for h in shard_at[j * W:(j + 1) * W] for r in members if index[r] == h]
+                  for j in range(m)]
+        sequence = []
+        for j, block in enumerate(blocks):
+            if block:
+                perm = index_permutation(len(block), seed, epoch, 2**51 + t * m + j)
+                sequence += [block[v] for v in perm.tolist()]
+        assert sorted(sequence) == sorted(in_shard_order)
+        rows_of[s] = sequence
+    return [[row for s in turn_order for row in rows_of[s][cuts[s, b]:cuts[s, b + 1]]]
+            for b in range(cuts.shape[1] - 1)]
+
+
+@settings(max_examples=40)
+@given(data=sharded_data(), seed=st.integers(0, 2**40), epoch=st.integers(0, 3),
+       which=st.integers(0, 1))
+def test_lazy_plans_follow_the_keyed_definition(data, seed, epoch, which):
+    codes, shards, window = data
+    policy = policies_for(codes)[which]
+    sharded = plan(codes, policy, shards, window, seed=seed, rng="index", epoch=epoch)
+    assert [b.tolist() for b in sharded.batches] == \
+        ref_index_plan(codes, policy, shards, window, seed, epoch)
+    plain = plan(codes, policy, seed=seed, rng="index", epoch=epoch)
+    np.testing.assert_array_equal(sharded.counts, plain.counts)
+    lazy = pystratum.lazy_plan(codes, policy, seed=seed, epoch=epoch, shards=shards,
+                               window=window, allow_single_batch=True)
+    for b in reversed(range(len(lazy))):  # any batch on its own, in any order
+        np.testing.assert_array_equal(lazy[b], sharded.batches[b])
+
+
+@settings(max_examples=30)
+@given(case=layout_case(), seed=st.integers(0, 2**16), which=st.integers(0, 1))
+def test_lazy_plans_sweep_blocks_forward(case, seed, which):
+    from pystratum.streams._index import index_permutation
+
+    codes, shards, window, _ = case
+    policy = single_pass_policies(codes)[which]
+    sharded = plan_batches(codes, policy, seed=seed, rng="index", shards=shards, window=window,
+                           allow_single_batch=True)
+    H = len(shards)
+    block = np.empty(H, dtype=np.int64)
+    block[index_permutation(H, seed, 0, 2**52 - 1)] = np.arange(H) // window
+    row_block = block[np.repeat(np.arange(H), shards.sizes)]
+    for visits in blocks_per_batch(sharded.batches, codes, row_block).values():
+        assert sweeps_forward(visits)
+
+
+def test_lazy_plans_refuse_pools_and_slots_naming_shards():
+    codes = np.r_[np.zeros(10, dtype=int), np.ones(90, dtype=int)]
+    with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
+        plan_batches(codes, Targets({0: .5, 1: .5}, 20), seed=1, rng="index",
+                     shards=shard_sizes([50, 50]))
+    with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
+        plan_batches(codes, ClassesPerBatch(2, 5), seed=1, rng="index",
+                     shards=shard_sizes([50, 50]))
+    with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
+        pystratum.lazy_plan(codes, ClassesPerBatch(2, 5), seed=1, shards=shard_sizes([50, 50]))
