@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _shard_data import ArrayShards, shard_blocked_plans
+from _reader_data import ArrayShards, shard_blocked_plans
 from pystratum import parquet_strata, plan_batches, shard_sizes
 from pystratum.policies import MinPerStratum, Targets
 from pystratum.shards import (BatchServer, ParquetShards, ShardedBatches, run_batch_ids,

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _shard_data import ArrayShards
-from _shard_workers import write_shards
+from _reader_data import ArrayShards
+from _reader_workers import write_shards
 from pystratum import plan_batches, shard_sizes
 from pystratum.policies import MinPerStratum, Targets
 from pystratum.shards import BatchServer, ParquetShards, ShardedBatches

@@ -8,8 +8,8 @@ import torch
 from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-from _shard_data import shard_blocked_plans
-from _shard_workers import LoggedParquetShards, logged_loads, write_shards
+from _reader_data import shard_blocked_plans
+from _reader_workers import LoggedParquetShards, logged_loads, write_shards
 from _torch_helpers import run_ranks
 import pystratum
 from pystratum.policies import MinPerStratum, Targets
@@ -150,7 +150,7 @@ def test_ddp_ranks_serve_contiguous_runs_and_read_each_shard_about_once(tmp_path
     config = {"directory": str(tmp_path / "data"), "labels": labels.tolist(), "m": 4,
               "window": window, "seed": 4, "epochs": 2, "num_workers": num_workers,
               "log_dir": str(tmp_path)}
-    results = run_ranks("_shard_workers:ddp_shards_worker", 2, config, tmp_path, timeout=180)
+    results = run_ranks("_reader_workers:ddp_shards_worker", 2, config, tmp_path, timeout=180)
     plans = shard_blocked_plans(labels, MinPerStratum(4), np.full(40, GROUP_ROWS),
                                 window=window, seed=4)
     for epoch in range(2):
@@ -199,3 +199,19 @@ def test_persistent_workers_see_set_epoch_and_keep_recycled_rows_across_epochs(t
     # Epoch 0 reads every shard in each worker for the recycled stratum's first pass; after
     # that the workers serve it from the rows they kept.
     assert max(loads[1:]) < 0.6 * loads[0]
+
+
+def test_a_shard_aware_sampler_as_the_plan_reads_each_shard_once_per_epoch(parquet_dir, tmp_path):
+    labels = labels_10_percent()
+    reader = LoggedParquetShards(parquet_dir, ["row", "label"], log=tmp_path / "loads.log")
+    sampler = StratifiedBatchSampler(labels, MinPerStratum(4), seed=3, window=2,
+                                     shards=pystratum.shard_sizes(reader.shard_sizes))
+    dataset = ShardBatchDataset(reader, sampler, cache_shards=6, with_rows=True,
+                                n_rows=len(labels))
+    for epoch in range(2):
+        dataset.set_epoch(epoch)
+        before = logged_loads(tmp_path / "loads.log")
+        served = [rows.tolist() for rows, _ in DataLoader(dataset, batch_size=None)]
+        assert served == [b.tolist() for b in sampler.plan(epoch)]
+        loads = logged_loads(tmp_path / "loads.log")[len(before):]
+        assert np.bincount(loads, minlength=40).max() == 1  # each shard at most once

@@ -60,7 +60,7 @@ def ddp_shards_worker(config):
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DataLoader
 
-    from _shard_data import shard_blocked_plans
+    from _reader_data import shard_blocked_plans
     from pystratum.policies import MinPerStratum
     from pystratum.shards.torch import ShardBatchDataset, table_tensors
 
