@@ -264,3 +264,23 @@ def test_runs_and_resumes_serve_every_batch_once_whatever_the_stop(sizes, replic
     else:
         assert flat[:len(plan)] == plan  # contiguous runs, in plan order; then padding
         assert flat[len(plan):] == plan[:len(flat) - len(plan)]
+
+
+@settings(max_examples=60)
+@given(sizes=st.lists(st.integers(0, 6), min_size=1, max_size=8).filter(lambda s: sum(s) > 0),
+       data=st.data(), capacity=st.integers(1, 3))
+def test_kept_rows_never_serve_a_wrong_row_as_the_recycled_set_changes(sizes, data, capacity):
+    # Each epoch recycles another set of rows (some kept before, some new, some released).
+    n = sum(sizes)
+    epochs = data.draw(st.lists(st.lists(st.lists(st.integers(0, n - 1), min_size=1,
+                                                  max_size=6), min_size=1, max_size=6),
+                                min_size=1, max_size=4))
+    reader = ArrayShards(sizes, values=np.arange(n) * 7 + 1)
+    served = ShardedBatches(reader, lambda epoch: epochs[epoch], cache_shards=capacity)
+    for epoch, batches in enumerate(epochs):
+        served.set_epoch(epoch)
+        for rows, values in served.run():
+            assert values.tolist() == (rows * 7 + 1).tolist()
+        recycled = {r for r, c in zip(*np.unique(np.concatenate(batches), return_counts=True))
+                    if c > 1}
+        assert served.stats.kept_rows <= len(recycled)  # never more than this epoch recycles
