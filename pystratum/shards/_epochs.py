@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from ..base._validation import check_bool, check_epoch, check_int, show
-from ._runs import epoch_batches, run_batch_ids
+from ._runs import epoch_plan, run_batch_ids
 from ._serve import BatchServer
 
 __all__ = ["STATE_FORMAT", "EpochRun", "ShardedBatches", "data_fingerprint"]
@@ -183,6 +183,7 @@ class EpochRun:
         self.worker = worker
         self.batches_yielded = skip
         self._batches = None
+        self._weights = None
         self._ids = None
 
     def __iter__(self):
@@ -196,7 +197,7 @@ class EpochRun:
         if self._ids is not None:
             return
         owner = self._owner
-        batches = epoch_batches(owner.plans, self.epoch)
+        batches, self._weights = epoch_plan(owner.plans, self.epoch)
         rows = np.concatenate(batches)
         owner.server.locator.locate(rows, "plans' batches")  # refuse a plan from other data
         self._ids = run_batch_ids(len(batches), owner.num_replicas, owner.rank, owner.drop_last,
@@ -213,6 +214,15 @@ class EpochRun:
         """Row positions of this run's ``k``-th batch."""
         self._open()
         return self._batches[int(self._ids[k])]
+
+    def weights(self, k: int) -> np.ndarray:
+        """Importance weights of the rows of this run's ``k``-th batch (float64; ones when the
+        plan has none, e.g. ``Downsample`` gives ``N_s / k_s``), aligned with :meth:`rows`."""
+        self._open()
+        b = int(self._ids[k])
+        if self._weights is None:
+            return np.ones(self._batches[b].shape[0])
+        return self._weights[b]
 
     def __next__(self):
         self._open()

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["epoch_batches", "rank_run_length", "run_batch_ids"]
+__all__ = ["epoch_batches", "epoch_plan", "rank_run_length", "run_batch_ids"]
 
 
 def epoch_batches(plans, epoch: int) -> list:
-    """The batches of ``epoch`` (int64 arrays of row positions) from ``plans``.
+    """The batches of ``epoch`` (int64 arrays of row positions) from ``plans``."""
+    return epoch_plan(plans, epoch)[0]
+
+
+def epoch_plan(plans, epoch: int) -> tuple:
+    """``(batches, weights)`` of ``epoch`` from ``plans``: weights a list parallel to the
+    batches (the plan's importance weights of each served row) or None when it has none.
 
     ``plans``: an object with ``plan(epoch)`` (``StratifiedBatchSampler``),
     a callable ``epoch -> plan``, or one plan served every epoch; a plan is a
@@ -33,7 +39,12 @@ def epoch_batches(plans, epoch: int) -> list:
     if hasattr(plan, "order") and hasattr(plan, "bounds"):
         order = np.asarray(plan.order, dtype=np.int64)
         bounds = np.asarray(plan.bounds, dtype=np.int64)
-        return [order[bounds[b]:bounds[b + 1]] for b in range(bounds.shape[0] - 1)]
+        spans = range(bounds.shape[0] - 1)
+        weights = getattr(plan, "weights", None)
+        if weights is not None:
+            weights = [np.asarray(weights[bounds[b]:bounds[b + 1]], dtype=np.float64)
+                       for b in spans]
+        return [order[bounds[b]:bounds[b + 1]] for b in spans], weights
     try:
         batches = [np.asarray(batch) for batch in plan]
     except TypeError:
@@ -47,7 +58,7 @@ def epoch_batches(plans, epoch: int) -> list:
                              f"dtype {batch.dtype}.")
     if not batches:
         raise ValueError(f"plans gave no batch for epoch {epoch}; a plan has at least one batch.")
-    return [batch.astype(np.int64, copy=False) for batch in batches]
+    return [batch.astype(np.int64, copy=False) for batch in batches], None
 
 
 def rank_run_length(num_batches: int, num_replicas: int, drop_last: bool) -> int:

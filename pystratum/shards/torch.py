@@ -46,7 +46,10 @@ class ShardBatchDataset(IterableDataset):
                   strata are spread over the shards (docs/SHARDS.md).
     transform:    applied to each served batch in the worker (e.g.
                   :func:`table_tensors`); ``with_rows=True`` yields ``(rows,
-                  batch)``, ``rows`` the int64 tensor of row positions.
+                  batch)``, ``rows`` the int64 tensor of row positions;
+                  ``with_weights=True`` adds the plan's importance weights of
+                  the rows (float64 tensor, ones without weights) last:
+                  ``(batch, weights)`` or ``(rows, batch, weights)``.
     num_replicas, rank: as the samplers' (default: the process group).
     progress:     a tqdm bar over the batches, on rank 0's first worker.
 
@@ -60,7 +63,7 @@ class ShardBatchDataset(IterableDataset):
     """
 
     def __init__(self, reader, plans, *, cache_shards: int = 8, transform=None,
-                 with_rows: bool = False, num_replicas: int | None = None,
+                 with_rows: bool = False, with_weights: bool = False, num_replicas: int | None = None,
                  rank: int | None = None, drop_last: bool = False, keep_recycled: bool = True,
                  n_rows: int | None = None, progress: bool = False):
         super().__init__()
@@ -72,6 +75,7 @@ class ShardBatchDataset(IterableDataset):
             raise TypeError(f"transform must be None or a callable, got transform={transform!r}.")
         self.transform = transform
         self.with_rows = check_bool(with_rows, "with_rows")
+        self.with_weights = check_bool(with_weights, "with_weights")
         self.progress = check_bool(progress, "progress")
         self._num_batches = {}  # epoch -> the plan's batch count (len without re-planning)
         # The epoch in shared memory: persistent DataLoader workers keep their copy of the
@@ -119,7 +123,7 @@ class ShardBatchDataset(IterableDataset):
                     from None
             bar = tqdm(total=len(run), initial=run.batches_yielded, unit="batch",
                        desc=f"epoch {run.epoch}")
-        return _ServedRun(run, self.transform, self.with_rows, bar)
+        return _ServedRun(run, self.transform, self.with_rows, self.with_weights, bar)
 
     def state_dict(self) -> dict:
         """Where this process's run stands (see :meth:`ShardedBatches.state_dict`)."""
@@ -135,10 +139,11 @@ class ShardBatchDataset(IterableDataset):
 class _ServedRun:
     """The iterator one worker's run returns: batches converted, the progress bar moved."""
 
-    def __init__(self, run, transform, with_rows, bar):
+    def __init__(self, run, transform, with_rows, with_weights, bar):
         self._run = run
         self._transform = transform
         self._with_rows = with_rows
+        self._with_weights = with_weights
         self._bar = bar
 
     def __iter__(self):
@@ -155,6 +160,7 @@ class _ServedRun:
             self._bar.update(1)
         if self._transform is not None:
             batch = self._transform(batch)
-        if self._with_rows:
-            return torch.as_tensor(rows), batch
-        return batch
+        item = (torch.as_tensor(rows), batch) if self._with_rows else (batch,)
+        if self._with_weights:
+            item += (torch.from_numpy(self._run.weights(self._run.batches_yielded - 1)),)
+        return item if len(item) > 1 else batch

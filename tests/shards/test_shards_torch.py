@@ -215,3 +215,23 @@ def test_a_shard_aware_sampler_as_the_plan_reads_each_shard_once_per_epoch(parqu
         assert served == [b.tolist() for b in sampler.plan(epoch)]
         loads = logged_loads(tmp_path / "loads.log")[len(before):]
         assert np.bincount(loads, minlength=40).max() == 1  # each shard at most once
+
+
+def test_the_plans_importance_weights_come_with_each_batch(parquet_dir, tmp_path):
+    labels = labels_10_percent()
+    policy = pystratum.Downsample({0: 0.25}, MinPerStratum(2))  # majority rows weigh ~4
+    sampler = StratifiedBatchSampler(labels, policy, seed=2)
+    reader = LoggedParquetShards(parquet_dir, ["row"], log=tmp_path / "loads.log")
+    dataset = ShardBatchDataset(reader, sampler, with_rows=True, with_weights=True)
+    plan = sampler.plan(0)
+    served = list(DataLoader(dataset, batch_size=None, num_workers=2))
+    runs = [list(run_batch_ids(len(plan), 1, 0, False, 2, w)) for w in range(2)]
+    for (rows, table, weights), b in zip(served, interleave(runs)):
+        assert rows.tolist() == plan[b].tolist() == table.column("row").to_pylist()
+        np.testing.assert_array_equal(weights.numpy(), plan.batch_weights(b))
+    assert {round(w, 6) for _, _, ws in served for w in ws.tolist()} == \
+        {1.0, round(float(np.max(plan.weights)), 6)}
+    (batch,) = [b for b in ShardBatchDataset(reader, [[0, 5]], with_weights=False)]
+    assert batch.num_rows == 2
+    (unweighted,) = [w for _, w in ShardBatchDataset(reader, [[0, 5]], with_weights=True)]
+    assert unweighted.tolist() == [1.0, 1.0]
