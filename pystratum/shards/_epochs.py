@@ -55,10 +55,10 @@ class ShardedBatches:
     """Serves the batches of ``plans`` from ``reader``, each rank and worker a contiguous run.
 
     plans:  a sampler with ``plan(epoch)`` (e.g.
-            :class:`pystratum.torch.StratifiedBatchSampler`, built with
-            ``num_replicas=1``: the global plan is read and shared here), a
-            callable ``epoch -> plan`` or one plan (a ``BatchPlan`` or a list
-            of batches) for every epoch.
+            :class:`pystratum.torch.StratifiedBatchSampler`: its plan is the
+            whole epoch whatever its ``num_replicas``, and the runs are
+            handed out here), a callable ``epoch -> plan`` or one plan (a
+            ``BatchPlan`` or a list of batches) for every epoch.
     n_rows: the rows the plan was built for; checked against the reader's
             rows (default: not checked, but every served row is range-checked).
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..base._validation import show
 from ._cache import ShardCache
 from ._reader import RowLocator, RowOps, check_shard_sizes
 
@@ -24,15 +25,16 @@ class BatchServer:
     recycle). The first time their shard is read, those rows are copied
     aside and served from there afterwards, so the passes after the first
     never read their shards again, in this epoch or the next ones. Memory:
-    the kept rows' decoded size (``stats.kept_bytes``), at most the rows of
-    the recycled strata.
+    the decoded size of exactly the rows the run serves more than once
+    (``stats.kept_rows``, ``stats.kept_bytes``), so at most the rows of the
+    strata the policy recycles.
     """
 
     def __init__(self, reader, *, cache_shards: int = 8):
         if not callable(getattr(reader, "load", None)) or not hasattr(reader, "shard_sizes"):
             raise TypeError(
                 f"reader must have shard_sizes and a load(shard) method (pystratum.shards."
-                f"ShardReader), got reader={reader!r} of type {type(reader).__name__}.")
+                f"ShardReader), got reader={show(reader)} of type {type(reader).__name__}.")
         self.reader = reader
         self.sizes = check_shard_sizes(reader.shard_sizes, "reader.shard_sizes")
         self.locator = RowLocator(self.sizes)
