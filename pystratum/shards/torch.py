@@ -51,6 +51,11 @@ class ShardBatchDataset(IterableDataset):
                   the rows (float64 tensor, ones without weights) last:
                   ``(batch, weights)`` or ``(rows, batch, weights)``.
     num_replicas, rank: as the samplers' (default: the process group).
+    drop_last:    False: every rank serves ``ceil(B / num_replicas)`` batches,
+                  the last rank's run wrapping to the epoch's first batches;
+                  True: ``floor(B / num_replicas)``, the epoch's last ``B %
+                  num_replicas`` batches served by no rank (a policy's short
+                  remainder batch is dropped only when it is among them).
     progress:     a tqdm bar over the batches, on rank 0's first worker.
 
     Guarantee: every rank yields ``len(self)`` batches per epoch; rank ``r``
