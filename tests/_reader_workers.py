@@ -98,3 +98,44 @@ def ddp_shards_worker(config):
                 "weight": model.module.weight.detach().reshape(-1).tolist()}
     finally:
         dist.destroy_process_group()
+
+
+def ddp_resume_worker(config):
+    """A gloo group: each rank serves part of an epoch through a StatefulDataLoader, then a
+    fresh loader on every rank resumes from rank 0's saved state (broadcast)."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    from pystratum.policies import MinPerStratum
+    from pystratum.shards.torch import ShardBatchDataset
+    from pystratum.torch import StratifiedBatchSampler
+
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    try:
+        labels = np.asarray(config["labels"])
+
+        def loader():
+            reader = ParquetShards(config["directory"], ["row"])
+            sampler = StratifiedBatchSampler(labels, MinPerStratum(config["m"]), seed=config["seed"])
+            dataset = ShardBatchDataset(reader, sampler, with_rows=True)
+            return dataset, StatefulDataLoader(dataset, batch_size=None,
+                                               num_workers=config["num_workers"])
+
+        dataset, first = loader()
+        dataset.set_epoch(config["epoch"])
+        head = []
+        for rows, _ in first:
+            head.append(rows.tolist())
+            if len(head) == config["stop"]:
+                break
+        saved = [first.state_dict()]
+        dist.broadcast_object_list(saved, src=0)  # rank 0's state resumes every rank
+        dataset, resumed = loader()
+        resumed.load_state_dict(saved[0])
+        rest = [rows.tolist() for rows, _ in resumed]
+        dist.barrier()
+        return {"rank": dist.get_rank(), "head": head, "rest": rest}
+    finally:
+        dist.destroy_process_group()

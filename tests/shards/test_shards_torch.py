@@ -235,3 +235,17 @@ def test_the_plans_importance_weights_come_with_each_batch(parquet_dir, tmp_path
     assert batch.num_rows == 2
     (unweighted,) = [w for _, w in ShardBatchDataset(reader, [[0, 5]], with_weights=True)]
     assert unweighted.tolist() == [1.0, 1.0]
+
+
+def test_every_ddp_rank_resumes_mid_epoch_from_rank_0s_state(tmp_path):
+    labels = labels_10_percent()
+    write_shards(tmp_path / "data", labels, group_rows=GROUP_ROWS)
+    config = {"directory": str(tmp_path / "data"), "labels": labels.tolist(), "m": 4,
+              "seed": 6, "epoch": 1, "stop": 9, "num_workers": 2}
+    results = run_ranks("_reader_workers:ddp_resume_worker", 2, config, tmp_path, timeout=180)
+    plan = [b.tolist() for b in StratifiedBatchSampler(labels, MinPerStratum(4), seed=6).plan(1)]
+    for rank, result in enumerate(results):
+        runs = [[plan[i] for i in run_batch_ids(len(plan), 2, rank, False, 2, w)]
+                for w in range(2)]
+        assert len(result["head"]) == 9
+        assert result["head"] + result["rest"] == interleave(runs)
