@@ -107,11 +107,14 @@ class ShardBatchDataset(IterableDataset):
 
     def __len__(self) -> int:
         """Batches this rank yields per epoch (all its workers together; the same on every rank)."""
-        epoch = self.batches.epoch
-        if epoch not in self._num_batches:
-            self._num_batches = {epoch: EpochPlan(self.batches.plans, epoch).num_batches}
-        return rank_run_length(self._num_batches[epoch], self.batches.num_replicas,
-                               self.batches.drop_last)
+        plans = self.batches.plans
+        count = getattr(plans, "num_batches", None)  # a sampler's: every epoch the same
+        if not isinstance(count, int):
+            epoch = self.batches.epoch
+            if epoch not in self._num_batches:
+                self._num_batches = {epoch: EpochPlan(plans, epoch).num_batches}
+            count = self._num_batches[epoch]
+        return rank_run_length(count, self.batches.num_replicas, self.batches.drop_last)
 
     def __iter__(self):
         info = get_worker_info()
