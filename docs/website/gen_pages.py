@@ -35,6 +35,7 @@ REFERENCE = [
     ("pystratum.torch", "reference/torch.md"),
     ("pystratum.tree", "reference/tree.md"),
     ("pystratum.negatives", "reference/negatives.md"),
+    ("pystratum.shards", "reference/shards.md"),
     ("pystratum.r", "reference/r.md"),
     ("pystratum.integrations", "reference/integrations.md"),
     ("The pystratum command", "reference/cli.md"),
