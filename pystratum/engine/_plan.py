@@ -8,8 +8,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from ._assemble import (BatchOrder, assemble_batches, assemble_by_stratum, assemble_in_place,
-                        assemble_slots, block_weights, in_place_kernels, pass_key, slot_draws,
-                        slot_epoch_draws, slot_index_draws, stratum_draws)
+                        block_weights, in_place_kernels, stratum_draws)
+from ._assemble_slots import (assemble_slots, pass_key, slot_draws, slot_epoch_draws,
+                              slot_index_draws)
 from ..strata._label_matrix import LabelMatrix, label_matrix
 from ..strata._encode import EncodedStrata, encode_strata
 from ..strata._members import members_of_codes, row_values
@@ -248,7 +249,7 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
 
 
 def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
-    """A slot allocation's plan (ClassesPerBatch): :func:`pystratum.engine._assemble.assemble_slots`."""
+    """A slot allocation's plan (ClassesPerBatch): :func:`pystratum.engine._assemble_slots.assemble_slots`."""
     n = encoded.n_rows
     planned = slot_draws(allocation.slots, n)
     if getattr(stream, "name", None) == "index":

@@ -5,7 +5,7 @@ classes with several rows each, among thousands or millions of classes.
 Every other policy puts every stratum in every batch, so this one has a
 sparse allocation (:class:`pystratum.policies.SlotPlan`): slots of K rows,
 O(strata + slots) to describe, laid out into batches by the shared engine
-(:func:`pystratum.engine._assemble.assemble_slots`).
+(:func:`pystratum.engine._assemble_slots.assemble_slots`).
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class ClassesPerBatch(Policy):
     Fisher-Yates shuffle of ``range(size)`` (R's ``sample.int`` algorithm).
 
     With ``rng="index"`` the three parts are keyed bijections instead
-    (:func:`pystratum.engine._assemble.slot_index_draws`), the same in R.
+    (:func:`pystratum.engine._assemble_slots.slot_index_draws`), the same in R.
     ``plan_batches``/``stratified_batches`` materialise them (O(N)); the
     lazy plan (``lazy_plan()``, the samplers' ``rng="index"``) computes
     batch ``b`` alone from :meth:`lazy_slots` (O(S) per epoch: slot counts
