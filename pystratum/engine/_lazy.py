@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import kernels as kernel_gate
 from ..streams._index import (MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks,
-                              small_domain_tables)
+                              permute_run_ranks, small_domain_tables)
 from ..strata._members import StratumMembers, members_of_codes, members_of_labels
 from ..base._validation import check_bool, check_epoch
 from ..policies import Policy, check_allocation
@@ -96,7 +96,6 @@ class LazyPlan:
         self._table = None
         self.row_weights = None
         self._pools = None
-        self._pass_keys = {}
         self._slots = None
         if policy.allocates_slots:
             # ClassesPerBatch: P slots per batch, not rank ranges (engine._lazy_slots).
@@ -253,13 +252,13 @@ class LazyPlan:
         n_strata = self.members.n_strata
         turn = self._turn_of_stratum[stratum]
         streams = (turn if np.ndim(turn) == 0 else turn[again]) + n_strata * passes[again]
-        for stream in np.unique(streams).tolist():
-            where = again[streams == stream]
-            keys = self._pass_keys.get(stream)
-            if keys is None:
-                keys = self._pass_keys[stream] = self.stream.keys(self.epoch, [stream])[:, 0]
-            size = int(pool if np.ndim(pool) == 0 else pool[where[0]])
-            within[where] = permute_ranks(within[where], size, keys)
+        unique, first, run = np.unique(streams, return_index=True, return_inverse=True)
+        # All passes at once: one key derivation and one permutation call, whatever the
+        # number of passes (a one-row pool recycled 8,000 times is 8,000 passes).
+        keys = self.stream.keys(self.epoch, unique)
+        sizes = pool[again][first] if np.ndim(pool) else \
+            np.full(unique.shape[0], int(pool), dtype=np.int64)
+        within[again] = permute_run_ranks(within[again], run.reshape(-1), sizes, keys)
         return within
 
     def batch_weights(self, batch: int) -> np.ndarray:
