@@ -137,19 +137,41 @@ def partial_shuffles(generator, sizes, takes) -> np.ndarray:
     ``highs`` lists ``size, size - 1, ..., size - take + 1`` entry by entry;
     ``j = generator.integers(0, highs)``; entry ``i`` is R's ``sample.int``
     loop on a virtual array ``x = 0..size-1``: step ``t`` takes ``x[j_t]``
-    and moves ``x[size - 1 - t]`` into its place. Vectorised over entries,
-    one step at a time (a step reads the earlier steps' moves): O(max(take)^2)
-    numpy calls over the entries.
+    and moves ``x[size - 1 - t]`` into its place. Entries of at most
+    ``_STEPWISE_MAX_TAKE`` values are vectorised over entries, one step at a
+    time (a step reads the earlier steps' moves); longer entries replay the
+    loop one entry at a time (``pystratum.streams._r``'s swap-remove
+    replay, O(take) or O(size) each), so the cost is O(total + entries), never
+    O(max(take)^2) numpy calls.
     """
     count = sizes.shape[0]
     if count == 0:
         return np.empty(0, dtype=np.int64)
+    from ..streams._r import _swap_remove
+
     total = int(takes.sum())
     first = np.cumsum(takes) - takes
     step_of = np.arange(total, dtype=np.int64) - np.repeat(first, takes)
     highs = np.repeat(sizes, takes) - step_of
     picks = generator.integers(0, highs)
     values = np.empty(total, dtype=np.int64)
+    short = takes <= _STEPWISE_MAX_TAKE
+    if short.any():
+        _stepwise_shuffles(picks, values, sizes[short], takes[short], first[short])
+    for entry in np.flatnonzero(~short).tolist():
+        at, take = int(first[entry]), int(takes[entry])
+        values[at:at + take] = _swap_remove(picks[at:at + take], int(sizes[entry]))
+    return values
+
+
+# Entries taking at most this many values are resolved together, step by step:
+# O(_STEPWISE_MAX_TAKE^2) numpy calls over all of them, whatever their number.
+_STEPWISE_MAX_TAKE = 16
+
+
+def _stepwise_shuffles(picks, values, sizes, takes, first) -> None:
+    """:func:`partial_shuffles`' loop for entries ``first`` (short takes), vectorised over entries."""
+    count = sizes.shape[0]
     longest = int(takes.max())
     moved_at = np.full((longest, count), -1, dtype=np.int64)  # position written at step t
     moved_value = np.zeros((longest, count), dtype=np.int64)
@@ -168,7 +190,6 @@ def partial_shuffles(generator, sizes, takes) -> np.ndarray:
         values[at] = read(entries, position, t)
         moved_at[t, entries] = position
         moved_value[t, entries] = read(entries, sizes[entries] - 1 - t, t)
-    return values
 
 
 @dataclass(frozen=True)
