@@ -45,6 +45,7 @@ from ..streams._index import (MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_rank
 from ..strata._members import StratumMembers, members_of_codes, members_of_labels
 from ..base._validation import check_bool, check_epoch
 from ..policies import Policy, check_allocation
+from ..policies._draw_cost import check_recycled_passes
 from ..strata._encode import encode_strata
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_plan import BatchPlan
@@ -119,6 +120,10 @@ class LazyPlan:
             pools = members.sizes if allocation.pool_sizes is None else \
                 np.asarray(allocation.pool_sizes, dtype=np.int64)
             if allocation.pool_sizes is not None or (self._table[:, -1] > pools).any():
+                # A pass of a recycled pool is one more bijection: priced as the draw it
+                # is with the other rngs (the same refusal in every rng).
+                check_recycled_passes(policy, self._table, members.sizes, allocation.pool_sizes,
+                                      f"an epoch of {self.num_batches:,} batches")
                 self._pools = pools
         self._small = _small_domain_table(members.sizes, self.keys)
         self.split_safe = policy.split_safe(index=True)

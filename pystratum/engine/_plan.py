@@ -17,6 +17,7 @@ from ..strata._members import members_of_codes, row_values
 from ..streams._base import RNG_CHOICES, stream_for
 from ..base._validation import check_bool, check_choice, check_epoch
 from ..policies import Policy, StratumTooSmallWarning, check_allocation
+from ..policies._draw_cost import check_recycled_passes
 from ..policies._multi_label import (MultiLabelShortfallError, assign_batches, placing_steps,
                                      check_label_matrix, shortfall_message)
 from ._arguments import check_strata_are_groups, resolve_policy
@@ -107,6 +108,9 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     if allocation.slots is not None:
         return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
     if draws_by_stratum(policy, allocation):
+        # One draw per pass of a recycled stratum: priced before any is listed or drawn.
+        check_recycled_passes(policy, allocation.cuts, encoded.sizes, allocation.pool_sizes,
+                              f"an epoch of {allocation.num_batches:,} batches")
         planned = stratum_draws(allocation, encoded.sizes, encoded.first_rows)
         sizes = [(size, take) for _, size, take in planned]
         # A stratum's first draw picks its rows (its pool), the others index the pool.
