@@ -79,7 +79,8 @@ class LazySlots:
             turn = np.empty(n_strata, dtype=np.int64)
             turn[turn_order] = np.arange(n_strata)
             self.pass_starts = np.asarray(plan.pass_starts, dtype=np.int64)
-            # rng="index": the pass orders are keyed by the seed itself (engine._assemble_slots.pass_key).
+            # rng="index": the pass orders are keyed by the seed itself
+            # (engine._assemble_slots.pass_key).
             self._raw = _RawPasses(int(stream.seed),
                                    np.asarray(members.sizes, dtype=np.int64), turn)
 

@@ -253,7 +253,7 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
 
 
 def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
-    """A slot allocation's plan (ClassesPerBatch): :func:`pystratum.engine._assemble_slots.assemble_slots`."""
+    """A slot allocation's plan (ClassesPerBatch): ``engine._assemble_slots.assemble_slots``."""
     n = encoded.n_rows
     planned = slot_draws(allocation.slots, n)
     if getattr(stream, "name", None) == "index":

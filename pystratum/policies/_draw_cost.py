@@ -10,8 +10,8 @@ rows plus a fixed overhead per call, the epoch-jump guard's model
 (:class:`pystratum.streams._base.SkipCost`: ``call_cost`` row draws a call,
 at most ``MAX_SKIPPED_DRAWS``), so an epoch whose repeat draws cost more is
 refused before anything is drawn, whatever the rng. The R package prices
-the same draws with the same numbers (``repeat_draw_cost()`` in
-``policy_base.R``).
+the same draws with the same numbers (``check_repeat_draws()`` in
+``validation.R``).
 """
 
 from __future__ import annotations
