@@ -14,10 +14,10 @@ from ._assemble_slots import (assemble_slots, pass_key, slot_draws, slot_epoch_d
 from ..strata._label_matrix import LabelMatrix, label_matrix
 from ..strata._encode import EncodedStrata, encode_strata
 from ..strata._members import members_of_codes, row_values
-from ..streams._base import RNG_CHOICES, stream_for
+from ..streams._base import RNG_CHOICES, SequentialStream, stream_for
 from ..base._validation import check_bool, check_choice, check_epoch
 from ..policies import Policy, StratumTooSmallWarning, check_allocation
-from ..policies._draw_cost import check_recycled_passes
+from ..policies._draw_cost import check_recycled_passes, check_refill_draws
 from ..policies._multi_label import (MultiLabelShortfallError, assign_batches, placing_steps,
                                      check_label_matrix, shortfall_message)
 from ._arguments import check_strata_are_groups, resolve_policy
@@ -261,6 +261,8 @@ def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
     elif stream is None:
         drawn = [np.arange(take, dtype=np.int64) for _, take in planned]
     else:
+        if isinstance(stream, SequentialStream):  # one stream call per refill: priced first
+            check_refill_draws(policy, allocation.slots, encoded.sizes)
         drawn = slot_epoch_draws(stream, n, planned, epoch,
                                  draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
     passes = None

@@ -17,7 +17,6 @@ import numpy as np
 
 from ..base._validation import SIZE_MAX, check_choice, check_int, check_served_size
 from ._base import Allocation, Policy, SlotPlan, check_batch_order, slot_step
-from ._draw_cost import check_repeat_draws, repeat_draw_cost
 
 __all__ = ["ClassesPerBatch", "SlotRefills", "SmallStrataWarning"]
 
@@ -235,13 +234,6 @@ class ClassesPerBatch(Policy):
         sizes = np.asarray(strata.sizes, dtype=np.int64)
         n_slots = own + _extra_slots(own, sizes, served, num_batches * self.classes_per_batch,
                                      strata.first_rows, epoch)
-        # One stream draw per refill: priced before any refill is listed or drawn.
-        check_repeat_draws(self, repeat_draw_cost(_refill_counts(sizes, own, n_slots,
-                                                                 self.per_class), sizes),
-                           f"an epoch of {num_batches:,} batches",
-                           "Lower per_class, pass small='drop' to leave out the strata far "
-                           "smaller than per_class, or give them more rows (a small stratum's "
-                           "slot takes one draw per pass over its rows).")
         empty = np.zeros(0, dtype=np.int64)
         plan = SlotPlan(n_slots=n_slots, width=self.per_class,
                         per_batch=self.classes_per_batch, num_batches=num_batches,
@@ -378,18 +370,6 @@ def _pass_takes(missing: int, n: int) -> np.ndarray:
     if rest:
         takes[-1] = rest
     return takes
-
-
-def _refill_counts(sizes, own, n_slots, k) -> np.ndarray:
-    """Refill draws per stratum (``ClassesPerBatch._refills``' entries), in closed form: O(S)."""
-    served = own > 0
-    repeat = served & (sizes < k)
-    partial = (served & ~repeat & (sizes % k > 0)).astype(np.int64)
-    counts = np.where(served & ~repeat, partial + n_slots - own, 0)
-    n = np.maximum(sizes, 1)
-    first_slot = -(-(k - sizes) // n)
-    later_slot = -(-k // n)
-    return np.where(repeat, first_slot + (n_slots - 1) * later_slot, counts)
 
 
 def _extra_slots(own, sizes, served, capacity, first_rows, epoch) -> np.ndarray:

@@ -3,13 +3,15 @@
 Rows served are capped (``check_served_size``); this prices the calls. An
 epoch draws once per stratum it serves (pass 0: O(strata)), and then once
 more per *repeat draw*: each extra pass of a recycled stratum (``Targets``,
-``Downsample``; :func:`pystratum.engine._assemble.stratum_draws`) and each
-``ClassesPerBatch`` refill after a stratum's first
-(:func:`pystratum.engine._assemble_slots.slot_draws`). A draw costs its
+``Downsample``; :func:`pystratum.engine._assemble.stratum_draws`; every rng)
+and each ``ClassesPerBatch`` refill after a stratum's first
+(:func:`pystratum.engine._assemble_slots.slot_draws`; the R and torch
+streams, one call per refill: numpy draws them in one call and
+``rng="index"`` keys them per value). A draw costs its
 rows plus a fixed overhead per call, the epoch-jump guard's model
 (:class:`pystratum.streams._base.SkipCost`: ``call_cost`` row draws a call,
 at most ``MAX_SKIPPED_DRAWS``), so an epoch whose repeat draws cost more is
-refused before anything is drawn, whatever the rng. The R package prices
+refused before anything is drawn. The R package prices
 the same draws with the same numbers (``check_repeat_draws()`` in
 ``validation.R``).
 """
@@ -20,7 +22,8 @@ import numpy as np
 
 from ..streams._base import MAX_SKIPPED_DRAWS, SequentialStream, SkipCost
 
-__all__ = ["CALL_COST", "check_recycled_passes", "check_repeat_draws", "repeat_draw_cost"]
+__all__ = ["CALL_COST", "check_recycled_passes", "check_refill_draws", "check_repeat_draws",
+           "repeat_draw_cost"]
 
 # One call's overhead, in row draws: the epoch-jump guard's (R: CALL_COST).
 CALL_COST = SequentialStream.call_cost
@@ -60,3 +63,21 @@ def check_recycled_passes(policy, cuts, sizes, pool_sizes, what: str) -> None:
                        "Serve fewer rows of the smallest strata: lower the epoch's batches or "
                        "batch_size, give those strata a smaller share, or give them more rows "
                        "(each pass of a recycled stratum is one draw).")
+
+
+def check_refill_draws(policy, slots, sizes) -> None:
+    """:func:`check_repeat_draws` for a slot allocation's refills drawn one call each.
+
+    Sequential streams (R, torch) make one call per refill; numpy draws them
+    all in one call and ``rng="index"`` keys them per value, so only the
+    former are priced (the caller knows the stream).
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    counts = np.bincount(np.asarray(slots.refill_strata, dtype=np.int64),
+                         minlength=sizes.shape[0])
+    check_repeat_draws(policy, repeat_draw_cost(counts, sizes),
+                       f"an epoch of {slots.num_batches:,} batches",
+                       "Lower per_class, pass small='drop' to leave out the strata far smaller "
+                       "than per_class, give them more rows (a small stratum's slot takes one "
+                       "draw per pass over its rows), or use rng='numpy' or rng='index', which "
+                       "draw every refill at once.")

@@ -245,6 +245,7 @@ plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_see
     draws = if (!is.null(index_seed)) {
       slot_index_draws(encoded, slots, index_seed, epoch)
     } else if (!is.null(draw)) {
+      check_refill_draws(policy, slots, encoded$sizes)  # one call per refill: priced first
       draw_group(draw, group)
     } else {
       lapply(group$takes, seq_len)

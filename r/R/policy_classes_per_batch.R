@@ -141,11 +141,6 @@ classes_per_batch_slots = function(policy, encoded, epoch) {
       count(sum(own))), "Lower classes_per_batch or per_class, or split the largest strata.")
   first_rows = match(seq_along(sizes), encoded$codes)
   n_slots = own + extra_slots(own, sizes, served, n_batches * p, first_rows, epoch)
-  # One stream draw per refill: priced before any refill is listed or drawn.
-  check_repeat_draws(policy, refill_counts(sizes, own, n_slots, k), sizes,
-    sprintf("an epoch of %s batches", count(n_batches)), paste0(
-      "Lower per_class, pass small='drop' to leave out the strata far smaller than per_class, ",
-      "or give them more rows (a small stratum's slot takes one draw per pass over its rows)."))
   refills = classes_per_batch_refills(sizes, own, n_slots, k, first_rows)
   c(list(n_slots = n_slots, n_batches = n_batches, per_batch = p, width = k,
     step = slot_step(n_batches)), refills)
@@ -206,17 +201,6 @@ extra_slots = function(own, sizes, served, capacity, first_rows, epoch) {
     extra[chosen] = extra[chosen] + 1
   }
   extra
-}
-
-# Refill draws per stratum (classes_per_batch_refills()), in closed form.
-# Python: _refill_counts.
-refill_counts = function(sizes, own, n_slots, k) {
-  served = own > 0
-  repeat_rows = served & sizes < k
-  partial = served & !repeat_rows & sizes %% k > 0
-  n = pmax(sizes, 1)
-  ifelse(repeat_rows, ceiling((k - sizes) / n) + (n_slots - 1) * ceiling(k / n),
-    ifelse(served, partial + n_slots - own, 0))
 }
 
 # min(n, missing) until `missing` rows are drawn: the takes of a small stratum's slot.

@@ -238,6 +238,18 @@ check_recycled_passes = function(policy, allocation, encoded) {
     "one draw)."))
 }
 
+# check_repeat_draws() for a slot allocation's refills drawn one stream call
+# each (rng "R" and "torch"; "index" keys them per value). Python:
+# check_refill_draws.
+check_refill_draws = function(policy, slots, sizes) {
+  counts = tabulate(slots$refill_strata, nbins = length(sizes))
+  check_repeat_draws(policy, counts, sizes, sprintf("an epoch of %s batches",
+    format(slots$n_batches, big.mark = ",", scientific = FALSE, trim = TRUE)), paste0(
+    "Lower per_class, pass small='drop' to leave out the strata far smaller than per_class, ",
+    "give them more rows (a small stratum's slot takes one draw per pass over its rows), or ",
+    "use rng='index', which keys every refill without a call."))
+}
+
 # The skipped epochs' groups of draws (epoch_skip_cost()), or the refusal
 # saying the cost and the fix, before anything is drawn.
 epoch_skip_groups = function(epoch, rng, n_rows, group_of = NULL) {
