@@ -41,10 +41,11 @@ import numpy as np
 
 from .. import kernels as kernel_gate
 from ..streams._index import (MAX_INDEX, SMALL_DOMAIN, IndexStream, permute_ranks,
-                              small_domain_tables)
+                              permute_run_ranks, small_domain_tables)
 from ..strata._members import StratumMembers, members_of_codes, members_of_labels
 from ..base._validation import check_bool, check_epoch
 from ..policies import Policy, check_allocation
+from ..policies._draw_cost import check_recycled_passes
 from ..strata._encode import encode_strata
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_plan import BatchPlan
@@ -99,7 +100,6 @@ class LazyPlan:
         self._table = None
         self.row_weights = None
         self._pools = None
-        self._pass_keys = {}
         self._slots = None
         if policy.allocates_slots:
             # ClassesPerBatch: P slots per batch, not rank ranges (engine._lazy_slots).
@@ -123,6 +123,10 @@ class LazyPlan:
             pools = members.sizes if allocation.pool_sizes is None else \
                 np.asarray(allocation.pool_sizes, dtype=np.int64)
             if allocation.pool_sizes is not None or (self._table[:, -1] > pools).any():
+                # A pass of a recycled pool is one more bijection: priced as the draw it
+                # is with the other rngs (the same refusal in every rng).
+                check_recycled_passes(policy, self._table, members.sizes, allocation.pool_sizes,
+                                      f"an epoch of {self.num_batches:,} batches")
                 self._pools = pools
         self._small = _small_domain_table(members.sizes, self.keys)
         self.split_safe = policy.split_safe(index=True)
@@ -271,13 +275,13 @@ class LazyPlan:
         n_strata = self.members.n_strata
         turn = self._turn_of_stratum[stratum]
         streams = (turn if np.ndim(turn) == 0 else turn[again]) + n_strata * passes[again]
-        for stream in np.unique(streams).tolist():
-            where = again[streams == stream]
-            keys = self._pass_keys.get(stream)
-            if keys is None:
-                keys = self._pass_keys[stream] = self.stream.keys(self.epoch, [stream])[:, 0]
-            size = int(pool if np.ndim(pool) == 0 else pool[where[0]])
-            within[where] = permute_ranks(within[where], size, keys)
+        unique, first, run = np.unique(streams, return_index=True, return_inverse=True)
+        # All passes at once: one key derivation and one permutation call, whatever the
+        # number of passes (a one-row pool recycled 8,000 times is 8,000 passes).
+        keys = self.stream.keys(self.epoch, unique)
+        sizes = pool[again][first] if np.ndim(pool) else \
+            np.full(unique.shape[0], int(pool), dtype=np.int64)
+        within[again] = permute_run_ranks(within[again], run.reshape(-1), sizes, keys)
         return within
 
     def batch_weights(self, batch: int) -> np.ndarray:

@@ -1,8 +1,8 @@
 """Lazy batches of a slot policy (``ClassesPerBatch``, ``rng="index"``): batch ``b`` alone.
 
 The materialised plan (``plan_batches(..., rng="index")``,
-:func:`pystratum.engine._assemble.slot_index_draws` and
-:func:`~pystratum.engine._assemble.assemble_slots`) builds every stratum's
+:func:`pystratum.engine._assemble_slots.slot_index_draws` and
+:func:`~pystratum.engine._assemble_slots.assemble_slots`) builds every stratum's
 epoch sequence (O(N)) and cuts it into slots. Batch ``b`` needs only its P
 slots, and each slot's K rows follow from keyed bijections:
 
@@ -22,7 +22,7 @@ slots, and each slot's K rows follow from keyed bijections:
      the draw's keyed bijection (stream ``S + 1 + i``) gives the pass-0 rank
      it copies;
    * ``classes="uniform"``: rank ``pass_starts[s] + u`` of the stratum's
-     pass sequence (:func:`pystratum.engine._assemble.pass_positions`, the
+     pass sequence (:func:`pystratum.engine._assemble_slots.pass_positions`, the
      function the materialised plan uses).
 
 So a batch costs O(P * (K + log S)) (a pass head's reorder adds O(K^2)
@@ -38,7 +38,7 @@ import numpy as np
 
 from ..policies import check_slot_layout
 from ..streams._index import permute_ranks
-from ._assemble import _RawPasses, pass_positions, smallest_index_dtype
+from ._assemble_slots import _RawPasses, pass_positions, smallest_index_dtype
 
 __all__ = ["LazySlots"]
 
@@ -79,7 +79,8 @@ class LazySlots:
             turn = np.empty(n_strata, dtype=np.int64)
             turn[turn_order] = np.arange(n_strata)
             self.pass_starts = np.asarray(plan.pass_starts, dtype=np.int64)
-            # rng="index": the pass orders are keyed by the seed itself (engine._assemble.pass_key).
+            # rng="index": the pass orders are keyed by the seed itself
+            # (engine._assemble_slots.pass_key).
             self._raw = _RawPasses(int(stream.seed),
                                    np.asarray(members.sizes, dtype=np.int64), turn)
 

@@ -8,14 +8,16 @@ from types import SimpleNamespace
 import numpy as np
 
 from ._assemble import (BatchOrder, assemble_batches, assemble_by_stratum, assemble_in_place,
-                        assemble_slots, block_weights, in_place_kernels, pass_key, slot_draws,
-                        slot_epoch_draws, slot_index_draws, stratum_draws)
+                        block_weights, in_place_kernels, stratum_draws)
+from ._assemble_slots import (assemble_slots, pass_key, slot_draws, slot_epoch_draws,
+                              slot_index_draws)
 from ..strata._label_matrix import LabelMatrix, label_matrix
 from ..strata._encode import EncodedStrata, encode_strata
 from ..strata._members import members_of_codes, row_values
-from ..streams._base import RNG_CHOICES, stream_for
+from ..streams._base import RNG_CHOICES, SequentialStream, stream_for
 from ..base._validation import check_bool, check_choice, check_epoch
 from ..policies import Policy, StratumTooSmallWarning, check_allocation
+from ..policies._draw_cost import check_recycled_passes, check_refill_draws
 from ..policies._multi_label import (MultiLabelShortfallError, assign_batches, placing_steps,
                                      check_label_matrix, shortfall_message)
 from ._arguments import check_strata_are_groups, resolve_policy
@@ -164,6 +166,9 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     if shards is not None:
         stream = shard_first(stream, shards.n_shards)
     if draws_by_stratum(policy, allocation):
+        # One draw per pass of a recycled stratum: priced before any is listed or drawn.
+        check_recycled_passes(policy, allocation.cuts, encoded.sizes, allocation.pool_sizes,
+                              f"an epoch of {allocation.num_batches:,} batches")
         planned = stratum_draws(allocation, encoded.sizes, encoded.first_rows)
         sizes = [(size, take) for _, size, take in planned]
         # A stratum's first draw picks its rows (its pool), the others index the pool.
@@ -324,7 +329,7 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
 
 
 def _slot_plan(encoded, policy, stream, epoch, rng, allocation, shards=None) -> BatchPlan:
-    """A slot allocation's plan (ClassesPerBatch): :func:`pystratum.engine._assemble.assemble_slots`."""
+    """A slot allocation's plan (ClassesPerBatch): ``engine._assemble_slots.assemble_slots``."""
     n = encoded.n_rows
     planned = slot_draws(allocation.slots, n)
     if shards is not None:
@@ -334,6 +339,8 @@ def _slot_plan(encoded, policy, stream, epoch, rng, allocation, shards=None) -> 
     elif stream is None:
         drawn = [np.arange(take, dtype=np.int64) for _, take in planned]
     else:
+        if isinstance(stream, SequentialStream):  # one stream call per refill: priced first
+            check_refill_draws(policy, allocation.slots, encoded.sizes)
         drawn = slot_epoch_draws(stream, n, planned, epoch,
                                  draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
     if shards is not None:

@@ -2,7 +2,7 @@
 
 The same values as the numpy path (:mod:`pystratum.streams._index`,
 :mod:`pystratum.engine._lazy`, and ``ClassesPerBatch(classes="uniform")``'s
-keyed pass orders in :mod:`pystratum.engine._assemble`, here
+keyed pass orders in :mod:`pystratum.engine._assemble_slots`, here
 :func:`uniform_batches`), computed without its intermediate arrays: the
 numpy path makes about ten passes over a chunk per Feistel round and
 gathers rows in separate passes; here each value goes through all rounds,
@@ -274,7 +274,7 @@ def _scratch():
 def _raw_run(shuffled, ring, n, passes, first, count, out, scratch):
     """``out[:count]``: raw positions ``first ..`` of pass ``passes`` of a stratum of ``n`` rows.
 
-    ``engine._assemble._RawPasses``: the keyed bijection of round keys
+    ``engine._assemble_slots._RawPasses``: the keyed bijection of round keys
     ``(key, pass, turn)`` (``ring``: :func:`_keys_of`; a small domain ranked
     whole), or row order when not ``shuffled``. ``scratch``: :func:`_scratch`'s
     work arrays.
@@ -303,7 +303,7 @@ def _raw_run(shuffled, ring, n, passes, first, count, out, scratch):
 
 @numba.njit(nogil=True, inline="always")
 def _reorder_head(head, tail, width, t, back):
-    """``engine._assemble._pass_heads``' reorder of a raw head (``width`` positions) in place.
+    """``engine._assemble_slots._pass_heads``' reorder of a raw head (``width`` positions) in place.
 
     The first ``width - t`` of them not among ``tail[:t]`` (the previous
     pass's last ``t`` served positions) come first, the others after them,
@@ -330,7 +330,7 @@ def _reorder_head(head, tail, width, t, back):
 def _served_head(shuffled, ring, n, width, passes, head, previous, tail, back, scratch):
     """``head[:width]``: served positions ``0 .. K-1`` of pass ``passes`` (``n >= K``).
 
-    ``engine._assemble._pass_heads`` without recursion: the passes whose
+    ``engine._assemble_slots._pass_heads`` without recursion: the passes whose
     previous tail reaches into their own reordered head (``n - t < K``) are
     followed back to one that does not, then the heads are built forward.
     """
@@ -353,7 +353,7 @@ def _served_head(shuffled, ring, n, width, passes, head, previous, tail, back, s
 @numba.njit(nogil=True, boundscheck=False, cache=True)
 def uniform_batches(grouped, offsets, sizes, turn, counts, starts, run_start, width, shuffled, key,
                     batch_of, per_batch, order):
-    """``classes="uniform"``'s batches: ``engine._assemble.pass_sequence``, then the slot layout.
+    """``classes="uniform"``'s batches: ``engine._assemble_slots.pass_sequence``, then the slot layout.
 
     Stratum ``s`` serves ranks ``starts[s] .. starts[s] + counts[s] - 1`` of
     its pass sequence: position ``u mod n`` of pass ``u // n`` (raw order,
@@ -362,7 +362,7 @@ def uniform_batches(grouped, offsets, sizes, turn, counts, starts, run_start, wi
     ``grouped[offsets[s] + position]``. A small stratum's pass is ranked
     once and its served order kept for the next pass's head. Its slot ``j``
     (K rows) is slot position ``q = run_start[s] + j``: place ``q // B`` of
-    batch ``batch_of[q mod B]`` in ``order`` (``engine._assemble._gather_slots``).
+    batch ``batch_of[q mod B]`` in ``order`` (``engine._assemble_slots._gather_slots``).
     """
     state0 = _schedule(np.uint64(key))
     scratch = _scratch()
@@ -460,7 +460,7 @@ def permuted_groups(grouped, offsets, sizes, keys, order):
 
     ``perm_s`` is the keyed bijection on ``[0, sizes[s])`` with round keys
     ``keys[:, s]`` (a small domain ranked whole): pass 0 of
-    ``engine._assemble.slot_index_draws``.
+    ``engine._assemble_slots.slot_index_draws``.
     """
     scratch = _scratch()
     for s in range(sizes.shape[0]):

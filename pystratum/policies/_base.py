@@ -105,13 +105,13 @@ class SlotPlan:
                    - 1`` of stratum ``s``'s endless *pass sequence* (pass
                    ``p`` = ranks ``p * N_s ..``, each pass a keyed random
                    order of its rows; ``ClassesPerBatch(classes="uniform")``,
-                   see ``pystratum.engine._assemble.pass_sequence``).
+                   see ``pystratum.engine._assemble_slots.pass_sequence``).
 
     Stratum ``s``'s epoch sequence is its ``N_s`` rows in the epoch
     permutation's order (pass 0) followed by its refills, ``n_slots[s] *
     width`` ranks in all (or, with ``pass_starts``, that window of its pass
     sequence); slot ``j`` holds ranks ``j*K .. j*K + K - 1``.
-    The engine (``pystratum.engine._assemble.slot_layout``) lays the slots into
+    The engine (``pystratum.engine._assemble_slots.slot_layout``) lays the slots into
     batches given the epoch's layout order of the strata. Memory O(S + refills).
     """
 

@@ -5,7 +5,7 @@ classes with several rows each, among thousands or millions of classes.
 Every other policy puts every stratum in every batch, so this one has a
 sparse allocation (:class:`pystratum.policies.SlotPlan`): slots of K rows,
 O(strata + slots) to describe, laid out into batches by the shared engine
-(:func:`pystratum.engine._assemble.assemble_slots`).
+(:func:`pystratum.engine._assemble_slots.assemble_slots`).
 """
 
 from __future__ import annotations
@@ -90,9 +90,13 @@ class ClassesPerBatch(Policy):
     of the epoch's generator, ``highs`` listing ``size, size - 1, ...,
     size - take + 1`` for each refill, each refill then a partial
     Fisher-Yates shuffle of ``range(size)`` (R's ``sample.int`` algorithm).
+    With ``rng="R"`` or ``"torch"`` an epoch whose refills beyond one per
+    stratum cost more than 10**8 row draws (each its rows plus 2,000 for
+    the call, :mod:`pystratum.policies._draw_cost`) is refused before
+    anything is drawn.
 
     With ``rng="index"`` the three parts are keyed bijections instead
-    (:func:`pystratum.engine._assemble.slot_index_draws`), the same in R.
+    (:func:`pystratum.engine._assemble_slots.slot_index_draws`), the same in R.
     ``plan_batches``/``stratified_batches`` materialise them (O(N)); the
     lazy plan (``lazy_plan()``, the samplers' ``rng="index"``) computes
     batch ``b`` alone from :meth:`lazy_slots` (O(S) per epoch: slot counts
@@ -349,21 +353,27 @@ class ClassesPerBatch(Policy):
         size = np.where(first, sizes[stratum] - remainder[stratum], sizes[stratum])
         take = np.where(first, k - remainder[stratum], k)
         # Small strata with small="repeat": a slot needing k more rows draws
-        # min(N_s, k) ranks of all N_s until it is full (few such strata).
-        more = [], [], []
+        # min(N_s, k) ranks of all N_s until it is full: whole passes, then the rest.
+        more = [stratum], [size], [take]
         for s in np.flatnonzero(repeat).tolist():
             n = int(sizes[s])
-            for slot in range(int(n_slots[s])):
-                missing = k - (n if slot == 0 else 0)
-                while missing > 0:
-                    for values, value in zip(more, (s, n, min(n, missing))):
-                        values.append(value)
-                    missing -= min(n, missing)
-        stratum, size, take = (np.concatenate([a, np.asarray(b, dtype=np.int64)])
-                               for a, b in zip((stratum, size, take), more))
+            takes = np.concatenate([_pass_takes(k - n, n),
+                                    np.tile(_pass_takes(k, n), int(n_slots[s]) - 1)])
+            for values, value in zip(more, (s, n, takes)):
+                values.append(np.broadcast_to(np.asarray(value, dtype=np.int64), takes.shape))
+        stratum, size, take = (np.concatenate(values) for values in more)
         # Draw order: strata in order of first appearance, each one's refills in turn.
         order = np.argsort(position[stratum], kind="stable")
         return stratum[order], size[order], take[order]
+
+
+def _pass_takes(missing: int, n: int) -> np.ndarray:
+    """``min(n, missing)`` until ``missing`` rows are drawn: the takes of a small stratum's slot."""
+    whole, rest = divmod(missing, n)
+    takes = np.full(whole + (rest > 0), n, dtype=np.int64)
+    if rest:
+        takes[-1] = rest
+    return takes
 
 
 def _extra_slots(own, sizes, served, capacity, first_rows, epoch) -> np.ndarray:

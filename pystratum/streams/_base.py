@@ -422,6 +422,10 @@ class SequentialStream(EpochStream):
         permutation = self._draw(n)
         return permutation if take == n else permutation[:take]
 
+    def _draw_parts(self, draws) -> list:
+        """``[_draw_part(size, take) for size, take in draws]`` (a stream may share work)."""
+        return [self._draw_part(size, take) for size, take in draws]
+
     def _get_position(self):
         raise NotImplementedError
 
@@ -520,8 +524,7 @@ class SequentialStream(EpochStream):
             self._n = n
             self._next_epoch = 0
         for group in groups:
-            for size, take in group:
-                self._draw_part(size, take)
+            self._draw_parts(group)
             self._next_epoch += 1
 
     def permutation(self, n: int, epoch: int) -> np.ndarray:
@@ -540,7 +543,7 @@ class SequentialStream(EpochStream):
         """Epoch ``epoch``'s group of draws, one per ``(size, take)``."""
         self.advance_to(n, epoch, draws_of)
         self._next_epoch += 1
-        return [self._draw_part(size, take) for size, take in draws]
+        return self._draw_parts(draws)
 
 
 class RSeededStream(SequentialStream):
@@ -579,6 +582,10 @@ class RSeededStream(SequentialStream):
     def _draw_part(self, n: int, take: int) -> np.ndarray:
         # R's sample.int(n, take): `take` draws (hash path for large n), not n.
         return self._stream.partial_permutation(n, take)
+
+    def _draw_parts(self, draws) -> list:
+        # One word tap for the group: many small draws pay its set-up once.
+        return self._stream.partial_permutations(draws)
 
     def draw_cost(self, size: int, take: int) -> int:
         """R's ``sample.int(size, take)``: ``take`` rows on its hash path, else ``size``."""

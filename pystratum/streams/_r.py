@@ -283,18 +283,50 @@ class RStream:
             return np.empty(0, dtype=np.int64)
         tap = _WordTap(self._bitgen)
         try:
-            if replace or size < 2:
-                out = _draw_fixed(tap, n, size)
-            elif n > _HASH_MIN_N and 2 * size <= n:
-                out = _draw_distinct(tap, n, size)
-            else:
-                out = _swap_remove(_draw_shrinking(tap, n, size), n, compact=compact)
+            out = _tapped_sample0(tap, n, size, replace, compact)
         except BaseException:
             # Leave the stream where it was (e.g. on MemoryError or ^C).
             tap.rewind()
             raise
         tap.close()
         return out
+
+    def partial_permutations(self, draws) -> list:
+        """``[partial_permutation(n, size) for n, size in draws]``: the same values and stream.
+
+        One word tap serves the whole group, so a group of many small draws
+        (a one-row stratum recycled pass after pass, refills of small
+        classes) pays the tap's snapshot and rewind once, not per draw.
+        Every ``(n, size)`` is checked before anything is drawn.
+        """
+        checked = []
+        for n, size in draws:
+            n = check_int(n, "n", minimum=0, fix="sample.int() draws from 1..n.")
+            size = check_int(size, "size", minimum=0,
+                             fix="size is the number of values to draw.")
+            if n > _MAX_N or (size > 0 and n == 0) or size > n:
+                raise ValueError(
+                    f"n and size must describe a draw sample.int(n, size) makes without "
+                    f"replacement (0 < size <= n <= 4.5e15), got n={n}, size={size}.")
+            checked.append((n, size))
+        tap = _WordTap(self._bitgen)
+        try:
+            out = [_tapped_sample0(tap, n, size, False, False) if size else
+                   np.empty(0, dtype=np.int64) for n, size in checked]
+        except BaseException:
+            tap.rewind()
+            raise
+        tap.close()
+        return out
+
+
+def _tapped_sample0(tap, n: int, size: int, replace: bool, compact: bool) -> np.ndarray:
+    """``sample.int(n, size, replace) - 1`` from ``tap``'s words (arguments checked, size > 0)."""
+    if replace or size < 2:
+        return _draw_fixed(tap, n, size)
+    if n > _HASH_MIN_N and 2 * size <= n:
+        return _draw_distinct(tap, n, size)
+    return _swap_remove(_draw_shrinking(tap, n, size), n, compact=compact)
 
 
 def _blank_bitgen() -> np.random.MT19937:

@@ -1,5 +1,6 @@
 # Assembly: an epoch's allocation and draws in, batches of row positions out
-# (the twin of pystratum/engine/_assemble.py). Policies that neither pool nor
+# (the twin of pystratum/engine/_assemble.py and, for slot allocations,
+# _assemble_slots.py). Policies that neither pool nor
 # recycle rows: one permutation cut by the rank cuts (allocate_batches());
 # sampling policies: stratum by stratum (assemble_by_stratum()); slot
 # allocations (policy_classes_per_batch()): assemble_slots(). Nothing here

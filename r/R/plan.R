@@ -250,11 +250,14 @@ check_strata_are_groups = function(encoded, name = "strata") {
 # warn = FALSE: an epoch after the first, or one skipped over, whose warnings
 # (a stratum too small, strata left out) the first epoch has given.
 allocate_epoch = function(policy, encoded, epoch, n_batches = NULL, warn = TRUE) {
-  if (!warn) {
-    return(suppressWarnings(checked_allocation(policy, encoded, epoch, n_batches),
-      classes = c("pystratum_stratum_too_small", "pystratum_small_strata")))
+  allocation = if (warn) checked_allocation(policy, encoded, epoch, n_batches) else
+    suppressWarnings(checked_allocation(policy, encoded, epoch, n_batches),
+      classes = c("pystratum_stratum_too_small", "pystratum_small_strata"))
+  # One draw per pass of a recycled stratum, in every rng: priced before any is drawn.
+  if (is.null(allocation$slots) && assembles_by_stratum(policy, allocation)) {
+    check_recycled_passes(policy, allocation, encoded)
   }
-  checked_allocation(policy, encoded, epoch, n_batches)
+  allocation
 }
 
 # The batches of one epoch, the engine's one pipeline (Python's
@@ -277,6 +280,7 @@ plan_epoch = function(encoded, policy, epoch, allocation, draw = NULL, index_see
     draws = if (!is.null(index_seed)) {
       slot_index_draws(encoded, slots, index_seed, epoch)
     } else if (!is.null(draw)) {
+      check_refill_draws(policy, slots, encoded$sizes)  # one call per refill: priced first
       draw_group(draw, group)
     } else {
       lapply(group$takes, seq_len)

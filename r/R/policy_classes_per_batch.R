@@ -203,34 +203,27 @@ extra_slots = function(own, sizes, served, capacity, first_rows, epoch) {
   extra
 }
 
-# The refill draws in draw order (Python: ClassesPerBatch._refills).
+# min(n, missing) until `missing` rows are drawn: the takes of a small stratum's slot.
+pass_takes = function(missing, n) {
+  c(rep(n, missing %/% n), if (missing %% n > 0) missing %% n)
+}
+
+# The refill draws in draw order (Python: ClassesPerBatch._refills): one
+# vector piece per stratum, joined once (no vector grown draw by draw).
 classes_per_batch_refills = function(sizes, own, n_slots, k, first_rows) {
-  strata = sizes_out = takes = numeric(0)
-  for (s in order(first_rows)) {
+  pieces = lapply(order(first_rows), function(s) {
     n = sizes[[s]]
-    if (own[[s]] == 0) next
+    if (own[[s]] == 0) return(NULL)
     if (n < k) {
-      for (slot in seq_len(n_slots[[s]])) {
-        missing = k - (if (slot == 1L) n else 0)
-        while (missing > 0) {
-          strata = c(strata, s)
-          sizes_out = c(sizes_out, n)
-          takes = c(takes, min(n, missing))
-          missing = missing - min(n, missing)
-        }
-      }
-      next
+      takes = c(pass_takes(k - n, n), rep(pass_takes(k, n), n_slots[[s]] - 1))
+      return(list(s = rep(s, length(takes)), size = rep(n, length(takes)), take = takes))
     }
     r = n %% k
     extras = n_slots[[s]] - own[[s]]
-    if (r > 0) {
-      strata = c(strata, s)
-      sizes_out = c(sizes_out, n - r)
-      takes = c(takes, k - r)
-    }
-    strata = c(strata, rep(s, extras))
-    sizes_out = c(sizes_out, rep(n, extras))
-    takes = c(takes, rep(k, extras))
-  }
-  list(refill_strata = strata, refill_sizes = sizes_out, refill_takes = takes)
+    list(s = c(if (r > 0) s, rep(s, extras)), size = c(if (r > 0) n - r, rep(n, extras)),
+      take = c(if (r > 0) k - r, rep(k, extras)))
+  })
+  pieces = pieces[!vapply(pieces, is.null, logical(1))]
+  join = function(name) as.numeric(unlist(lapply(pieces, `[[`, name), use.names = FALSE))
+  list(refill_strata = join("s"), refill_sizes = join("size"), refill_takes = join("take"))
 }

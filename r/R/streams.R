@@ -38,7 +38,8 @@ r_stream = function(seed) {
   }
   # The private stream's .Random.seed after its last draw.
   state = NULL
-  function(n, size = n) {
+  # Runs draws() on the private stream, the caller's RNG put back afterwards.
+  with_stream = function(draws) {
     restore = stash_random_seed()
     on.exit(restore())
     if (is.null(state)) {
@@ -47,11 +48,18 @@ r_stream = function(seed) {
     } else {
       assign(".Random.seed", state, envir = globalenv())
     }
-    # size < n: R's own partial draw (size draws, not n).
-    permutation = sample.int(n, size)
+    out = draws()
     state <<- get(".Random.seed", envir = globalenv(), inherits = FALSE)
-    permutation
+    out
   }
+  # size < n: R's own partial draw (size draws, not n).
+  draw = function(n, size = n) with_stream(function() sample.int(n, size))
+  # A group of draws (draw_group()) under one save and restore of the caller's
+  # RNG: many small draws (recycled passes, refills) pay it once, not per draw.
+  attr(draw, "group") = function(sizes, takes) {
+    with_stream(function() unname(Map(sample.int, sizes, takes)))
+  }
+  draw
 }
 
 # Returns a function putting the session's RNG back as it is now.
@@ -134,5 +142,9 @@ epoch_permutation = function(n, shuffle, rng, seed, epoch) {
 # `size` distinct values of 1..n in random order, see permutation_stream()),
 # one per entry of `group` (epoch_draw_group()).
 draw_group = function(draw, group) {
+  grouped = attr(draw, "group")
+  if (!is.null(grouped)) {
+    return(grouped(group$sizes, group$takes))
+  }
   unname(Map(draw, group$sizes, group$takes))
 }

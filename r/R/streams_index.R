@@ -83,6 +83,32 @@ index_permute_ranks = function(ranks, n, keys) {
   y
 }
 
+# index_permute_ranks() of ranks[i] with the keys keys[, run[i]], all on one
+# domain [0, n): the passes of a recycled pool in a few vectorised calls, not
+# a key derivation and a permutation call per pass.
+index_permute_runs = function(ranks, run, n, keys) {
+  if (n <= INDEX_SMALL_DOMAIN) {
+    column = rep(seq_len(ncol(keys)), each = n)
+    values = index_encrypt(rep(seq_len(n) - 1, ncol(keys)), 26, 26,
+      lapply(seq_len(INDEX_ROUNDS), function(i) keys[i, column]))
+    # Each run's values ordered within the run: its whole permutation (no ties).
+    perm = order(column, values) - (column - 1) * n - 1
+    return(perm[(run - 1) * n + ranks + 1])
+  }
+  w = 0
+  while (2^w < n) w = w + 1
+  p = w %/% 2
+  q = w - p
+  keys_at = function(at) lapply(seq_len(INDEX_ROUNDS), function(i) keys[i, run[at]])
+  y = index_encrypt(as.double(ranks), p, q, keys_at(seq_along(ranks)))
+  outside = which(y >= n)
+  while (length(outside) > 0L) {
+    y[outside] = index_encrypt(y[outside], p, q, keys_at(outside))
+    outside = outside[y[outside] >= n]
+  }
+  y
+}
+
 # The keyed shuffle of [0, n) for (seed, epoch, stream), 0-based (the
 # values of the Python index stream's index_permutation).
 index_permutation = function(n, seed, epoch = 0, stream = 0, ranks = NULL) {
@@ -128,18 +154,26 @@ index_batches = function(encoded, allocation, seed, epoch, split_safe = TRUE, sh
     if (!is.null(shards)) return(sequences[[s]][ranks + 1])
     passes = ranks %/% pool[s]
     within = ranks - passes * pool[s]
-    for (p in setdiff(unique(passes), 0)) {
-      where = which(passes == p)
-      pass_keys = index_round_keys(seed, epoch, turn[s] + n_strata * p)[, 1]
-      within[where] = index_permute_ranks(within[where], pool[s], pass_keys)
+    again = which(passes > 0)
+    if (length(again) > 0L) {
+      recycled = sort(unique(passes[again]))
+      pass_keys = index_round_keys(seed, epoch, turn[s] + n_strata * recycled)
+      within[again] = index_permute_runs(within[again], match(passes[again], recycled),
+        pool[s], pass_keys)
     }
     members[[s]][index_permute_ranks(within, sizes[s], keys[, s]) + 1]
   }
+  # Each stratum's served ranks at once, then cut into batches: the cost is the
+  # rows served plus a few calls per stratum, not calls per batch or per pass.
+  served = lapply(seq_len(n_strata), function(s) {
+    used = cuts[s, ncol(cuts)]
+    if (used > 0) rows_of(s, seq(0, used - 1)) else integer(0)
+  })
   batches = lapply(seq_len(ncol(cuts) - 1L), function(b) {
     unlist(lapply(turn_order, function(s) {
       lo = cuts[s, b]
       hi = cuts[s, b + 1L]
-      if (hi > lo) rows_of(s, seq(lo, hi - 1)) else integer(0)
+      if (hi > lo) served[[s]][seq(lo + 1, hi)] else integer(0)
     }), use.names = FALSE)
   })
   if (split_safe) batches = split_safe_batches(batches, encoded)

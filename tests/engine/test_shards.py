@@ -12,7 +12,8 @@ from hypothesis import event, given, settings, strategies as st
 import pystratum
 from pystratum import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum, RStream, Targets,
                        plan_batches, shard_sizes)
-from pystratum.engine._assemble import assemble_slots, partial_shuffles, slot_draws, stratum_draws
+from pystratum.engine._assemble import stratum_draws
+from pystratum.engine._assemble_slots import assemble_slots, partial_shuffles, slot_draws
 from pystratum.engine._plan import advance_stream, epoch_draw_sizes
 from pystratum.engine._shards import stable_argsort_small
 from pystratum.policies import MultiLabel

@@ -9,7 +9,7 @@ from hypothesis import example, given, settings, strategies as st
 
 import pystratum.kernels as kernel_gate
 from pystratum import plan_batches, stratified_batches
-from pystratum.engine._assemble import partial_shuffles, slot_draws
+from pystratum.engine._assemble_slots import partial_shuffles, slot_draws
 from pystratum.policies import (ClassesPerBatch, SmallStrataWarning, policy_from_params,
                                 strata_of_sizes)
 from pystratum.policies._base import _largest_quotient, slot_step
@@ -318,7 +318,7 @@ def test_r_stream_draws_are_sample_int_calls():
     draws = slot_draws(policy.allocate(strata, 0).slots, y.shape[0])
     stream = RStream(42)
     drawn = [stream.partial_permutation(size, take) for size, take in draws]
-    from pystratum.engine._assemble import assemble_slots
+    from pystratum.engine._assemble_slots import assemble_slots
 
     batches, layout = assemble_slots(drawn, policy.allocate(strata, 0).slots, strata.codes,
                                      strata.sizes, strata.first_rows)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from pystratum import plan_batches
-from pystratum.engine._assemble import pass_sequence
+from pystratum.engine._assemble_slots import pass_sequence
 from pystratum.policies import ClassesPerBatch, SmallStrataWarning, policy_from_params
 from pystratum.streams._index import permute_ranks, round_keys
 from pystratum.strata._encode import encode_strata

@@ -101,13 +101,18 @@ class _Recorder:
         for name in ("permutation", "compact_permutation"):
             self._wrap(monkeypatch, name, lambda n: (n, n))
         self._wrap(monkeypatch, "partial_permutation", lambda n, size: (n, size))
+        # A group of draws through one word tap: each draw is still one call.
+        self._wrap(monkeypatch, "partial_permutations", lambda draws: list(draws), many=True)
 
-    def _wrap(self, monkeypatch, name, shape):
+    def _wrap(self, monkeypatch, name, shape, many=False):
         original = getattr(RStream, name)
         calls = self.calls
 
         def wrapper(stream, *args):
-            calls.append(shape(*args))
+            if many:
+                calls.extend(shape(*args))
+            else:
+                calls.append(shape(*args))
             return original(stream, *args)
 
         monkeypatch.setattr(RStream, name, wrapper)

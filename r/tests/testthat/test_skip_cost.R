@@ -92,3 +92,46 @@ test_that("the price is the draws the sampler's stream makes, over random config
   }
   expect_identical(tried, 40L)
 })
+
+# Served epochs are priced by the same model (issue 30, item 1): each repeat draw
+# (a recycled stratum's pass after its first, a slot refill after a stratum's first)
+# counts its rows plus CALL_COST; past EPOCH_COST_MAX the epoch is refused before
+# any draw, naming the policy, in every rng.
+test_that("an epoch recycling one-row strata pass after pass is refused for its calls", {
+  policy = policy_targets("balanced", 2, epoch = 60000)
+  for (rng in c("R", "index")) {
+    error = expect_pystratum_error(stratified_batches(c(0, 1), policy, seed = 1, rng = rng),
+      "value_error", "policy", paste0("^policy=targets\\(shares = 'balanced', batch_size = 2, ",
+        "epoch = 60000\\) makes an epoch of 60,000 batches: 119,998 draw\\(s\\) beyond the ",
+        "first of each stratum"))
+    expect_match(conditionMessage(error),
+      "a cost of 240,115,998 row draws (each draw counts its rows plus 2,000", fixed = TRUE)
+    expect_match(conditionMessage(error), "Serve fewer rows of the smallest strata", fixed = TRUE)
+  }
+  # Within the price: 1 + 8,000 rows, 7,999 extra passes of the one-row stratum.
+  y = c(0, rep(1, 8000))
+  batches = stratified_batches(y, policy_targets(c("0" = 0.5, "1" = 0.5), 2), seed = 1)
+  expect_length(batches, 8000L)
+})
+
+test_that("small classes' refills are priced, and served under one save of the RNG", {
+  error = expect_pystratum_error(stratified_batches(c(0, 1, 2),
+    policy_classes_per_batch(2, 10^6, small = "repeat"), seed = 1), "value_error", "policy",
+    "^policy=classes_per_batch\\(classes_per_batch = 2, per_class = 1000000")
+  expect_match(conditionMessage(error), paste0("3,999,994 draw(s) beyond the first of each ",
+    "stratum (recycled passes or refills) of 3,999,994 rows, a cost of 8,003,987,994"),
+    fixed = TRUE)
+  # 39,994 one-row refills: one save and restore of the caller's RNG for the whole group
+  # (it was one per draw: 16 s). Counted, not timed.
+  counter = new.env()
+  counter$n = 0L
+  namespace = environment(stratified_batches)
+  suppressMessages(trace("stash_random_seed", tracer = function() counter$n = counter$n + 1L,
+    print = FALSE, where = namespace))
+  withr::defer(suppressMessages(untrace("stash_random_seed", where = namespace)))
+  batches = stratified_batches(c(0, 1, 2), policy_classes_per_batch(2, 10^4, small = "repeat"),
+    seed = 1)
+  expect_length(batches, 2L)
+  expect_true(all(lengths(batches) == 2 * 10^4))
+  expect_lte(counter$n, 2L)
+})

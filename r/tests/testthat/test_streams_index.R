@@ -76,3 +76,20 @@ test_that("stratified_epochs() with rng = 'index' serves epoch k as stratified_b
       epoch = k))
   }
 })
+
+test_that("rng = 'index': a recycled stratum's passes derive their keys in one call", {
+  # 1 + 8,000 rows: the one-row stratum is recycled 8,000 times (issue 30, item 1). The
+  # keys came from one index_round_keys() call per pass and per batch; counted, not timed.
+  counter = new.env()
+  counter$n = 0L
+  namespace = environment(stratified_batches)
+  suppressMessages(trace("index_round_keys", tracer = function() counter$n = counter$n + 1L,
+    print = FALSE, where = namespace))
+  withr::defer(suppressMessages(untrace("index_round_keys", where = namespace)))
+  y = c(0, rep(1, 8000))
+  batches = stratified_batches(y, policy_targets(c("0" = 0.5, "1" = 0.5), 2), seed = 1,
+    rng = "index")
+  expect_length(batches, 8000L)
+  expect_true(all(vapply(batches, function(b) identical(sort(y[b]), c(0, 1)), logical(1))))
+  expect_lte(counter$n, 4L)
+})
