@@ -26,7 +26,13 @@ LABEL_FIX_MISSING = paste0("A label matrix holds 0 or 1 in every cell: fill it (
 #' label_matrix(data.frame(cat = c(1, 0, 1), dog = c(0, 0, 1)))
 #' @export
 label_matrix = function(labels) {
-  name = "labels"
+  read_label_matrix(labels, "labels")
+}
+
+# The one label-matrix reader: label_matrix() and policy_multi_label()'s
+# stratified_batches() (errors blaming "strata") both read through it, as
+# every Python face reads through pystratum.label_matrix().
+read_label_matrix = function(labels, name) {
   if (is.data.frame(labels)) {
     check_label_shape(dim(labels), name)
     names = names(labels)

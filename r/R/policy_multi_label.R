@@ -110,67 +110,14 @@ multi_label_num_batches = function(policy, n_rows) {
   params$num_batches
 }
 
-# list(matrix = logical N x L, names): the label matrix checked (Python's
-# check_label_matrix()); names default to "1".."L".
+# list(matrix = logical N x L, names): the label matrix read by the one reader
+# label_matrix() uses (read_label_matrix(), errors blaming "strata"); unnamed
+# columns are named "0".."L-1", as in Python.
 check_label_matrix = function(strata) {
-  names = NULL
-  if (is.data.frame(strata)) {
-    bad = which(!vapply(strata, function(column) {
-      (is.logical(column) || is.integer(column) || is.double(column)) && !is.object(column)
-    }, logical(1L)))
-    if (length(bad)) {
-      abort_type("strata", sprintf(paste0(
-        "strata must hold 0/1 numbers or booleans for policy_multi_label(), got column '%s' ",
-        "of type %s. Encode each label as 0/1."), names(strata)[[bad[[1L]]]],
-        type_name(strata[[bad[[1L]]]])))
-    }
-    names = names(strata)
-    strata = if (ncol(strata)) {
-      matrix(unlist(lapply(strata, as.double), use.names = FALSE), nrow = nrow(strata))
-    } else {
-      matrix(0, nrow = nrow(strata), ncol = 0L)
-    }
-  }
-  if (!is.matrix(strata) || length(dim(strata)) != 2L) {
-    abort_type("strata", sprintf(paste0(
-      "strata must be a 2-D label matrix (rows x labels) of 0/1 for policy_multi_label(), got ",
-      "an object of type %s with dim %s. Pass one column per label."), type_name(strata),
-      show_value(dim(strata))))
-  }
-  if (!(is.logical(strata) || is.integer(strata) || is.double(strata))) {
-    abort_type("strata", sprintf(paste0(
-      "strata must hold 0/1 numbers or booleans, got a matrix of type %s. Encode each ",
-      "label as 0/1."), typeof(strata)))
-  }
-  if (ncol(strata) == 0L) {
-    abort_value("strata", sprintf(paste0(
-      "strata must have at least one label column, got strata of shape (%d, 0). Pass one ",
-      "0/1 column per label."), nrow(strata)))
-  }
-  if (nrow(strata) == 0L) {
-    abort_value("strata", sprintf(paste0(
-      "strata must have at least one row, got strata of shape (0, %d). Pass the label ",
-      "matrix of the data set's rows."), ncol(strata)))
-  }
-  if (is.null(names)) names = colnames(strata)
-  if (is.null(names)) names = as.character(seq_len(ncol(strata)))
-  bad = is.na(strata) | !(strata == 0 | strata == 1)
-  bad[is.na(bad)] = TRUE
-  if (any(bad)) {
-    at = which(bad, arr.ind = TRUE)
-    at = at[order(at[, 1L], at[, 2L]), , drop = FALSE][1L, ]
-    abort_value("strata", sprintf(paste0(
-      "strata must hold only 0 and 1 (or TRUE/FALSE), got strata[%d, %d]=%s. Encode each ",
-      "label as 0/1 (missing labels as 0)."), at[[1L]], at[[2L]],
-      show_value(unname(strata[at[[1L]], at[[2L]]]))))
-  }
-  if (anyDuplicated(names)) {
-    abort_value("strata", sprintf("label names must be distinct, got names=%s.",
-      show_value(names)))
-  }
-  matrix = strata == 1
-  dimnames(matrix) = NULL
-  list(matrix = matrix, names = as.character(names))
+  checked = read_label_matrix(strata, "strata")
+  names = colnames(checked)
+  dimnames(checked) = NULL
+  list(matrix = checked, names = names)
 }
 
 # The batches of one epoch for policy_multi_label() (stratified_batches()
