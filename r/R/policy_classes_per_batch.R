@@ -52,8 +52,8 @@
 policy_classes_per_batch = function(classes_per_batch, per_class, classes = "proportional",
   small = "error", num_batches = NULL, batch_order = NULL) {
   classes_per_batch = assert_whole_number(classes_per_batch, "classes_per_batch", minimum = 1,
-    fix = "It is a whole number of strata (classes) per batch.")
-  per_class = assert_whole_number(per_class, "per_class", minimum = 1,
+    maximum = SIZE_MAX, fix = "It is a whole number of strata (classes) per batch.")
+  per_class = assert_whole_number(per_class, "per_class", minimum = 1, maximum = SIZE_MAX,
     fix = "It is a whole number of rows per class in a batch.")
   classes = assert_choice(classes, "classes", c("proportional", "uniform"))
   small = assert_choice(small, "small", c("error", "drop", "repeat"))
@@ -61,7 +61,7 @@ policy_classes_per_batch = function(classes_per_batch, per_class, classes = "pro
     classes = classes, small = small)
   if (!is.null(num_batches)) {
     num_batches = assert_whole_number(num_batches, "num_batches", minimum = 1,
-      fix = paste0("It is the epoch's length in batches (None: ",
+      maximum = SIZE_MAX, fix = paste0("It is the epoch's length in batches (None: ",
         "ceil(N / (classes_per_batch * per_class)))."))
     if (classes != "uniform") {
       abort_value("num_batches", sprintf(paste0(

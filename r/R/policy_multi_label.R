@@ -274,11 +274,20 @@ multi_label_repair = function(codes, batch, counts, sizes, m, n_batches, by_size
   if (!any(counts[, columns] < m)) return(unchanged)
   # Each batch's positions in ascending order, kept so by every swap (no scan of all rows).
   members = unname(split(seq_along(batch), factor(batch, levels = seq_len(n_batches))))
-  for (label in by_size) {
-    if (!guaranteed[[label]]) next
+  # The work counted as Python's RepairBudget counts it (the same cells, the same order).
+  budget = new.env()
+  budget$spent = 0
+  budget$spend = function(cells, counts) {
+    budget$spent = budget$spent + cells
+    if (budget$spent > REPAIR_WORK_MAX) multi_label_repair_refusal(budget$spent, counts, sizes, m)
+  }
+  # Only labels short somewhere now: a swap never takes a guaranteed label below m.
+  short_now = guaranteed & colSums(counts < m) > 0
+  for (label in by_size[short_now[by_size]]) {
     for (short in which(counts[, label] < m)) {
       while (counts[short, label] < m) {
-        swap = multi_label_one_swap(codes, batch, members, counts, columns, label, short, m)
+        swap = multi_label_one_swap(codes, batch, members, counts, columns, label, short, m,
+          budget)
         if (is.null(swap)) break
         batch = swap$batch
         counts = swap$counts
@@ -289,11 +298,29 @@ multi_label_repair = function(codes, batch, counts, sizes, m, n_batches, by_size
   list(batch = batch, counts = counts)
 }
 
-multi_label_one_swap = function(codes, batch, members, counts, columns, label, short, m) {
+# The repair step may read at most this many cells of the batches' label tables
+# (Python's REPAIR_WORK_MAX and REPAIR_STEP_CELLS).
+REPAIR_WORK_MAX = 2^30
+REPAIR_STEP_CELLS = 1024
+
+multi_label_repair_refusal = function(spent, counts, sizes, m) {
+  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+  guaranteed = sizes >= m * nrow(counts)
+  missing = sum(pmax(m - counts[, guaranteed, drop = FALSE], 0))
+  abort_value("strata", sprintf(paste0("strata has %s labels in %s batches: MultiLabel's repair ",
+    "step read %s cells of the batches' label tables (more than 2**30) and still has %s ",
+    "missing positives to fix. Drop labels too rare to matter or merge them, or use fewer ",
+    "batches (a larger batch_size or a smaller num_batches), or a smaller min_per_label."),
+    count(ncol(counts)), count(nrow(counts)), count(spent), count(missing)))
+}
+
+multi_label_one_swap = function(codes, batch, members, counts, columns, label, short, m,
+  budget) {
   donors = which(counts[, label] > m)
   if (!length(donors)) return(NULL)
   donors = donors[order(-counts[donors, label])]
   in_short = members[[short]]
+  budget$spend(length(in_short) * ncol(codes), counts)
   candidates = in_short[!codes[in_short, label]]
   if (!length(candidates)) return(NULL)
   short_bits = codes[candidates, columns, drop = FALSE]
@@ -301,8 +328,10 @@ multi_label_one_swap = function(codes, batch, members, counts, columns, label, s
   for (donor in donors) {
     locked_donor = counts[donor, columns] <= m
     in_donor = members[[donor]]
+    budget$spend(length(in_donor) * ncol(codes), counts)
     givers = in_donor[codes[in_donor, label]]
     for (row in givers) {
+      budget$spend(length(candidates) * length(columns) + REPAIR_STEP_CELLS, counts)
       mine = codes[row, columns]
       need_one = locked_donor & mine
       need_zero = locked_short & !mine
