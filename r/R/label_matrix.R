@@ -303,38 +303,3 @@ check_label_spellings = function(sets, kinds, name, by_text) {
       text[[first[[at]]]], text[[at]]))
   }
 }
-
-label_kind = function(x) {
-  if (is.logical(x)) "logical" else
-    if ((is.integer(x) || is.double(x)) && !is.factor(x)) "number" else "text"
-}
-
-# Labels as Python compares them: a key per label from its text and kind, equal
-# exactly when Python's == says so (TRUE is 1, FALSE is 0, 1 is not "1").
-label_keys = function(text, kind) {
-  kind = rep_len(kind, length(text))
-  ifelse(kind == "text", paste0("t:", text), ifelse(kind == "logical",
-    ifelse(text == "TRUE", "n:1", "n:0"), paste0("n:", text)))
-}
-
-# A label matrix built from label sets may have at most max(2^28, 16 x the labels
-# listed) cells, checked before it is allocated (Python's check_label_cells(), the
-# same words; the estimate is one byte a cell, as Python's bool matrix).
-LABEL_CELLS_MAX = 2^28
-LABEL_GROWTH_MAX = 16
-
-check_label_cells = function(n_rows, n_labels, listed, name, what) {
-  cells = as.double(n_rows) * n_labels
-  limit = max(LABEL_CELLS_MAX, LABEL_GROWTH_MAX * listed)
-  if (cells <= limit) {
-    return(invisible(NULL))
-  }
-  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
-  abort_value(name, sprintf(paste0("%s makes a label matrix of %s rows x %s labels from %s ",
-    "listing %s labels: %s cells, about %s GiB at one byte a cell. A label matrix built from ",
-    "label sets or a sparse matrix may have at most max(2**28, 16 x the labels listed) = %s ",
-    "cells. Keep the labels that matter (e.g. the frequent ones, labels=[...]) or merge rare ",
-    "ones; a label every row has alone is an id, not a label."), name, count(n_rows),
-    count(n_labels), what, count(listed), count(cells),
-    formatC(cells / 2^30, format = "f", digits = 1, big.mark = ","), count(limit)))
-}

@@ -32,7 +32,8 @@
 #' its rows in a fresh random order, and epoch e serves ranks `K * C_i(e)`
 #' onwards of it (where epoch e - 1 stopped, computed directly for any
 #' epoch): a stratum's rows all come round before any repeats, and over
-#' epochs their serve counts differ by at most one. A pass's order is the
+#' epochs 0, ..., e - 1 (counted from epoch 0, for every e; not over any
+#' window of epochs) their serve counts differ by at most one. A pass's order is the
 #' keyed bijection of `rng = "index"` with keys from `(key, pass, turn)`,
 #' `key` the seed (`rng = "index"`) or `seed %% 2^52` (`"R"`, `"torch"`);
 #' when a slot straddles two passes (t rows of the earlier one), the later
