@@ -698,3 +698,37 @@ def hf_trainer_worker(config):
                                     f"checkpoint-{config['resume_at']}"))
         result["resumed"] = resumed
     return result
+
+
+def wrapper_overlong_worker(config):
+    """A DistributedSamplerWrapper over an inner sampler that yields without end, on gloo
+    ranks: rank 0 lists it and refuses at item len + 1; every rank must raise the same
+    ValueError rather than wait for a broadcast that never comes."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    from pystratum.torch import DistributedSamplerWrapper
+
+    class Endless(torch.utils.data.Sampler):
+        def __iter__(self):
+            row = 0
+            while True:
+                yield row % 5
+                row += 1
+
+        def __len__(self):
+            return config["length"]
+
+    dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
+    try:
+        wrapper = DistributedSamplerWrapper(Endless(), seed=1)
+        wrapper.set_epoch(0)
+        try:
+            list(wrapper)
+            return {"error": None}
+        except ValueError as error:
+            return {"error": str(error)}
+    finally:
+        dist.destroy_process_group()

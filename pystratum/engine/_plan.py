@@ -229,20 +229,19 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
 
 
 def read_label_matrix(labels):
-    """``(matrix, names)`` of a label matrix: a numpy array (names ``"0".."L-1"``), a
-    table with ``columns`` and ``to_numpy()`` (a pandas DataFrame: its column names),
-    a :class:`~pystratum.strata._label_matrix.LabelMatrix`, or any other form
-    :func:`pystratum.label_matrix` reads (torch tensors, scipy.sparse, dicts of columns)."""
-    names = None
+    """``(matrix, names)`` of a label matrix, read by :func:`pystratum.label_matrix` alone.
+
+    Every face (``plan_batches``, the torch samplers, the command line, the
+    R package's twin) reads label matrices through that one reader, so the
+    same input is accepted or refused alike everywhere: masked cells are
+    missing values, nullable pandas columns and object 0/1 columns are read
+    by value, and errors blame ``strata``. A :class:`LabelMatrix` built by
+    hand is checked again (its cells and names).
+    """
     if isinstance(labels, LabelMatrix):
         return check_label_matrix(labels.matrix, list(labels.labels))
-    if not isinstance(labels, np.ndarray) and not hasattr(labels, "columns"):
-        read = label_matrix(labels, name="strata")
-        return check_label_matrix(read.matrix, list(read.labels))
-    if hasattr(labels, "columns") and hasattr(labels, "to_numpy"):
-        names = [str(name) for name in labels.columns]
-        labels = labels.to_numpy()
-    return check_label_matrix(labels, names)
+    read = label_matrix(labels, name="strata")
+    return read.matrix, list(read.labels)
 
 
 def label_draw_group(n_rows: int, n_batches: int) -> list:

@@ -33,7 +33,8 @@ from ._common import column_labels, trainer_policy
 __all__ = ["BatchSamplerFactory", "StratifiedBatchSamplerST", "batch_sampler"]
 
 
-def batch_sampler(policy=None, *, strata_column=None, seed=None, allow_single_batch=False):
+def batch_sampler(policy=None, *, strata_column=None, strata=None, seed=None,
+                  allow_single_batch=False):
     """What ``SentenceTransformerTrainingArguments(batch_sampler=...)`` accepts.
 
     ``policy``: a pystratum policy; None means ``FixedSize(batch_size)``
@@ -41,7 +42,13 @@ def batch_sampler(policy=None, *, strata_column=None, seed=None, allow_single_ba
     equal ``per_device_train_batch_size`` (ValueError otherwise), since the
     trainer reports and schedules with it. ``strata_column``: the dataset
     column holding the strata; None takes the trainer's label column (the
-    first of ``valid_label_columns``, e.g. ``"label"``, the dataset has).
+    first of ``valid_label_columns``, e.g. ``"label"``, the dataset has). It
+    must be that label column: the library's data collator passes every
+    other column to the model as an input, so a column of strata would be
+    tokenized (a ValueError naming ``strata_column`` says so). To stratify
+    by anything else, leave it out of the training dataset and pass its
+    values as ``strata`` (one label per training row, e.g.
+    ``strata=train["topic"]`` before ``train.remove_columns("topic")``).
     ``seed``: None uses the trainer's ``args.seed``. ``allow_single_batch``:
     as ``StratifiedBatchSampler``'s (a one-batch training plan is refused
     when the training loader is built, unless True).
@@ -66,8 +73,19 @@ def batch_sampler(policy=None, *, strata_column=None, seed=None, allow_single_ba
             f"strata_column must be a column name (str) or None, got "
             f"strata_column={show(strata_column)}: pass the name of the dataset's label column.")
 
+    if strata is not None:
+        if strata_column is not None:
+            raise TypeError(
+                f"strata_column and strata must not both be given, got strata_column="
+                f"{show(strata_column)} and strata of type {type(strata).__name__}: pass the "
+                f"label column's name, or the strata themselves (one label per row).")
+        if isinstance(strata, (str, bytes)) or not hasattr(strata, "__len__"):
+            raise TypeError(
+                f"strata must be one label per training row (a list, array or Series), got "
+                f"strata={show(strata)}; to name a column use strata_column=.")
     return BatchSamplerFactory(policy, strata_column, seed,
-                               check_bool(allow_single_batch, "allow_single_batch"))
+                               check_bool(allow_single_batch, "allow_single_batch"),
+                               strata=strata)
 
 
 class BatchSamplerFactory:
@@ -85,14 +103,18 @@ class BatchSamplerFactory:
     default. A ``DatasetDict`` training set is a ValueError.
     """
 
-    def __init__(self, policy=None, strata_column=None, seed=None, allow_single_batch=False):
+    def __init__(self, policy=None, strata_column=None, seed=None, allow_single_batch=False,
+                 strata=None):
         self.policy = policy
         self.strata_column = strata_column
+        self.strata = strata
         self.seed = seed
         self.allow_single_batch = allow_single_batch
 
     def __repr__(self) -> str:
-        return (f"batch_sampler({self.policy!r}, strata_column={self.strata_column!r}, "
+        strata = getattr(self, "strata", None)
+        given = "" if strata is None else f", strata=<{len(strata)} labels>"
+        return (f"batch_sampler({self.policy!r}, strata_column={self.strata_column!r}{given}, "
                 f"seed={self.seed!r}, allow_single_batch={self.allow_single_batch!r})")
 
     def __call__(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None,
@@ -120,7 +142,8 @@ class BatchSamplerFactory:
             generator=generator, seed=seed if self.seed is None else self.seed,
             policy=self.policy, strata_column=self.strata_column,
             # Factories pickled before the argument existed refuse one batch, the default.
-            allow_single_batch=getattr(self, "allow_single_batch", False))
+            allow_single_batch=getattr(self, "allow_single_batch", False),
+            strata=getattr(self, "strata", None))
 
 
 def _loader_kind():
@@ -163,24 +186,42 @@ class StratifiedBatchSamplerST(DefaultBatchSampler):
     """
 
     def __init__(self, dataset, batch_size, drop_last, valid_label_columns=None, generator=None,
-                 seed=0, *, policy=None, strata_column=None, allow_single_batch=False):
+                 seed=0, *, policy=None, strata_column=None, allow_single_batch=False,
+                 strata=None):
         super().__init__(dataset, batch_size=batch_size, drop_last=drop_last,
                          valid_label_columns=valid_label_columns, generator=generator, seed=seed)
+        names = list(getattr(dataset, "column_names", []))
+        # The collator's label column: the first of valid_label_columns the dataset has.
+        label_column = next((c for c in (valid_label_columns or []) if c in names), None)
         column = strata_column
-        if column is None:
-            names = list(getattr(dataset, "column_names", []))
-            found = [c for c in (valid_label_columns or []) if c in names]
-            if not found:
+        if strata is not None:
+            labels = strata
+        else:
+            if column is None:
+                if label_column is None:
+                    raise ValueError(
+                        f"strata_column must be given: the dataset has none of the trainer's "
+                        f"label columns {list(valid_label_columns or [])} (its columns: "
+                        f"{names}); pass batch_sampler(policy, strata_column=<the column "
+                        f"holding the strata>).")
+                column = label_column
+            elif valid_label_columns is not None and column != label_column and column in names:
+                # Inside a trainer (valid_label_columns given: its collator's) only.
                 raise ValueError(
-                    f"strata_column must be given: the dataset has none of the trainer's label "
-                    f"columns {list(valid_label_columns or [])} (its columns: {names}); pass "
-                    f"batch_sampler(policy, strata_column=<the column holding the strata>).")
-            column = found[0]
+                    f"strata_column must be the trainer's label column "
+                    f"({show(label_column)}), got strata_column={show(column)}: "
+                    f"sentence-transformers' data collator passes every column but the label "
+                    f"column to the model as an input, so {column!r} would be tokenized as "
+                    f"text. Stratify by the label column (strata_column=None), or remove "
+                    f"{column!r} from the training dataset and pass its values: "
+                    f"batch_sampler(policy, strata=train[{column!r}]) with "
+                    f"train.remove_columns({column!r}).")
+            labels = column_labels(dataset, column, "strata_column")
         self.strata_column = column
         self.policy = trainer_policy(policy, batch_size, "per_device_train_batch_size")
         # num_replicas=1: accelerate shards the batches across processes itself.
         self.stratified = StratifiedBatchSampler(
-            column_labels(dataset, column, "strata_column"), self.policy, seed=seed,
+            labels, self.policy, seed=seed,
             num_replicas=1, rank=0, drop_last=drop_last, dataset=dataset,
             allow_single_batch=allow_single_batch)
         self.batch_size = None

@@ -136,8 +136,11 @@ class ClassesPerBatch(Policy):
     random order, so every row comes round once before any repeats. Epoch
     ``e`` serves ranks ``K * C_i(e) ..`` (``n_s * K`` of them): where epoch
     ``e - 1`` stopped, computed in closed form for any epoch (no epoch is
-    replayed). Over any epochs, the serve counts of a stratum's rows differ
-    by at most one, and are equal whenever its passes end on an epoch end.
+    replayed). Over epochs ``0 .. e-1``, cumulatively from epoch 0 and for
+    every ``e`` (not over an arbitrary window of epochs, which may hold one
+    pass's end and the next pass's start), the serve counts of a stratum's
+    rows differ by at most one, and are equal whenever its passes end on an
+    epoch end.
     Pass ``p``'s raw order is the keyed bijection of ``rng="index"``
     (:func:`pystratum.streams._index.permute_ranks`, keys ``round_keys(key,
     p, turn)``: the stratum's rows in row order, ``turn`` its order of first

@@ -53,6 +53,12 @@ class Downsample(Policy):
     Rows left out of an epoch are never placed; inside a batch rows come
     stratum by stratum (see ``Targets``).
 
+    ``shuffle=False`` (no stream): the kept rows are each downsampled
+    stratum's first ``k_s`` rows in row order, the same every epoch. They are
+    not a random subset, so the weights ``N_s / k_s`` make the weighted loss
+    an unbiased estimate only when the row order is itself random (data
+    shuffled beforehand); use ``shuffle=True`` for the guarantee above.
+
     Parameters are recorded with labels as text (see ``Targets``):
     ``{"keep": {"0": 0.1}, "base": {"name": ..., "params": ...}}``.
     """

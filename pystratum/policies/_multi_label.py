@@ -234,8 +234,28 @@ def _pack_rows(matrix):
     return packed
 
 
+# From this many labels on, per-label work is done on unpacked row chunks (O(N L) in
+# numpy) instead of per-byte tables (a Python step per label).
+_WIDE_LABELS = 256
+# Cells of an unpacked chunk of rows.
+_CHUNK_CELLS = 1 << 22
+
+
+def _unpacked_chunks(packed, n_labels):
+    """``(start, bits)`` over chunks of rows: ``bits`` bool ``(rows, n_labels)``."""
+    step = max(1, _CHUNK_CELLS // max(1, 8 * packed.shape[1]))
+    for start in range(0, packed.shape[0], step):
+        bits = np.unpackbits(packed[start:start + step], axis=1, bitorder="little")
+        yield start, bits[:, :n_labels].view(np.bool_)
+
+
 def _label_sizes(packed, n_labels):
     """Positives of every label, from byte histograms of the packed rows."""
+    if n_labels > _WIDE_LABELS:
+        sizes = np.zeros(n_labels, dtype=np.int64)
+        for _, bits in _unpacked_chunks(packed, n_labels):
+            sizes += bits.sum(axis=0, dtype=np.int64)
+        return sizes
     values = np.arange(256)
     sizes = np.zeros(n_labels, dtype=np.int64)
     for byte in range((n_labels + 7) // 8):
@@ -260,6 +280,11 @@ def _has(codes, column):
 def _first_labels(codes, rank, n_labels):
     """Each row's first label in the construction's order (its rank; ``n_labels``: none)."""
     first = np.full(codes.shape[0], n_labels, dtype=np.uint8 if n_labels < 255 else np.int32)
+    if n_labels > _WIDE_LABELS:
+        ranks = rank.astype(first.dtype)
+        for start, bits in _unpacked_chunks(codes, n_labels):
+            first[start:start + bits.shape[0]] = np.where(bits, ranks, n_labels).min(axis=1)
+        return first
     values = np.arange(256)
     for byte in range((n_labels + 7) // 8):
         table = np.full(256, n_labels, dtype=first.dtype)
@@ -353,24 +378,30 @@ def assign_batches(matrix, permutation, batch_ties, min_per_label=1, repair=True
     fill = np.zeros(n_batches, dtype=np.int64)
     counts = np.zeros((n_batches, n_labels), dtype=np.int64)
     offset = 0
-    for step, column in enumerate(by_size.tolist()):
+    # Only the steps that place rows (at most min(N, L) of them) are walked; a label whose
+    # rows were all placed by rarer labels gets its counts from the final batches below.
+    for step in np.flatnonzero(starts[1:n_labels + 1] > starts[:n_labels]).tolist():
+        column = int(by_size[step])
         start, stop = int(starts[step]), int(starts[step + 1])
         before = g_batch[:start][_has(g_codes[:start], column)]
         placed = np.bincount(before, minlength=n_batches).astype(np.int64)
         take = stop - start
-        if take:
-            free = capacity - fill
-            give, level = _water_fill(placed, free, take)
-            left = take - int(give.sum())
-            rotated = (tie - offset) % n_batches
-            if left:
-                room = np.flatnonzero((placed + give == level) & (give < free))
-                give[room[np.argsort(rotated[room])[:left]]] += 1
-            g_batch[start:stop] = _slot_batches(placed, give, rotated, n_batches)
-            fill += give
-            offset = (offset + take) % n_batches
-            placed = placed + give
+        free = capacity - fill
+        give, level = _water_fill(placed, free, take)
+        left = take - int(give.sum())
+        rotated = (tie - offset) % n_batches
+        if left:
+            room = np.flatnonzero((placed + give == level) & (give < free))
+            give[room[np.argsort(rotated[room])[:left]]] += 1
+        g_batch[start:stop] = _slot_batches(placed, give, rotated, n_batches)
+        fill += give
+        offset = (offset + take) % n_batches
+        placed = placed + give
         counts[:, column] = placed
+    walked = np.zeros(n_labels, dtype=bool)
+    walked[by_size[starts[1:n_labels + 1] > starts[:n_labels]]] = True
+    if not walked.all():
+        _count_positives(counts, g_codes, g_batch, np.flatnonzero(~walked), n_labels)
     batch = np.empty(n_rows, dtype=np.int64)
     batch[grouped[:labelled]] = g_batch
     # Rows without a label fill the free places, batches in index order.
@@ -381,6 +412,52 @@ def assign_batches(matrix, permutation, batch_ties, min_per_label=1, repair=True
     return LabelAssignment(batch, counts)
 
 
+def _count_positives(counts, codes, batch, columns, n_labels):
+    """``counts[:, columns]`` = positives of those labels per batch, over rows ``codes``
+    (packed) placed in ``batch``: one vectorised pass over the rows' bits."""
+    n_columns = columns.shape[0]
+    table = np.zeros(counts.shape[0] * n_columns, dtype=np.int64)
+    for start, bits in _unpacked_chunks(codes, n_labels):
+        rows, cells = np.nonzero(bits[:, columns])
+        np.add.at(table, batch[start + rows] * n_columns + cells, 1)
+    counts[:, columns] = table.reshape(counts.shape[0], n_columns)
+
+
+# The repair step may read at most this many cells of the batches' label tables (its
+# work, counted as it goes; each step of its search counts REPAIR_STEP_CELLS more).
+REPAIR_WORK_MAX = 2**30
+REPAIR_STEP_CELLS = 1024
+
+
+class RepairBudget:
+    """The repair step's work, counted as it goes; past :data:`REPAIR_WORK_MAX` it stops.
+
+    A swap reads the short batch's rows x L labels, each donor batch's rows x L
+    labels, and for each positive row of a donor the short batch's candidate rows x
+    the guaranteed labels (plus :data:`REPAIR_STEP_CELLS`). Past the budget a
+    ValueError names ``strata``, the sizes and the fix, so a plan never takes
+    minutes in its repair (the R package counts the same cells, with the same words).
+    """
+
+    def __init__(self, counts, sizes, m):
+        self.counts, self.sizes, self.m = counts, sizes, m
+        self.spent = 0
+
+    def spend(self, cells: int) -> None:
+        self.spent += int(cells)
+        if self.spent <= REPAIR_WORK_MAX:
+            return
+        n_batches, n_labels = self.counts.shape
+        guaranteed = self.sizes >= self.m * n_batches
+        missing = int(np.maximum(self.m - self.counts[:, guaranteed], 0).sum())
+        raise ValueError(
+            f"strata has {n_labels:,} labels in {n_batches:,} batches: MultiLabel's repair "
+            f"step read {self.spent:,} cells of the batches' label tables (more than 2**30) "
+            f"and still has {missing:,} missing positives to fix. Drop labels too rare to "
+            f"matter or merge them, or use fewer batches (a larger batch_size or a smaller "
+            f"num_batches), or a smaller min_per_label.")
+
+
 class _Bits:
     """The labels of permuted positions as a bool table, decoded from the packed bytes."""
 
@@ -389,7 +466,8 @@ class _Bits:
 
     def __call__(self, positions):
         rows = self.codes[positions]
-        return np.stack([_has(rows, column) for column in range(self.n_labels)], axis=1)
+        bits = np.unpackbits(rows, axis=1, bitorder="little", count=self.n_labels)
+        return bits.view(np.bool_)
 
 
 def _repair(codes, batch, counts, sizes, m, n_batches):
@@ -411,14 +489,17 @@ def _repair(codes, batch, counts, sizes, m, n_batches):
     if not (counts[:, columns] < m).any():
         return
     bits = _Bits(codes, counts.shape[1])
+    budget = RepairBudget(counts, sizes, m)
     # Each batch's positions in ascending order (kept so by every swap): no O(N) scan.
     members = _Members(batch, n_batches)
-    for label in np.argsort(sizes, kind="stable").tolist():
-        if not guaranteed[label]:
-            continue
+    # Only labels short somewhere now: a swap never takes a guaranteed label below m.
+    short_now = guaranteed & (counts < m).any(axis=0)
+    order = np.argsort(sizes, kind="stable")
+    for label in order[short_now[order]].tolist():
         for short in np.flatnonzero(counts[:, label] < m).tolist():
             while counts[short, label] < m:
-                if not _one_swap(bits, batch, members, counts, columns, label, short, m):
+                if not _one_swap(bits, batch, members, counts, columns, label, short, m,
+                                 budget):
                     break
 
 
@@ -440,13 +521,14 @@ class _Members:
             segment.sort()
 
 
-def _one_swap(bits, batch, members, counts, columns, label, short, m):
+def _one_swap(bits, batch, members, counts, columns, label, short, m, budget):
     """One swap fixing a missing positive of ``label`` in batch ``short``; False if none."""
     donors = np.flatnonzero(counts[:, label] > m)
     if donors.shape[0] == 0:
         return False
     donors = donors[np.argsort(-counts[donors, label], kind="stable")]
     in_short = members[short].copy()
+    budget.spend(in_short.shape[0] * bits.n_labels)
     short_bits = bits(in_short)
     lacking = ~short_bits[:, label]
     candidates, short_bits = in_short[lacking], short_bits[lacking][:, columns]
@@ -456,9 +538,11 @@ def _one_swap(bits, batch, members, counts, columns, label, short, m):
     for donor in donors.tolist():
         locked_donor = counts[donor, columns] <= m
         in_donor = members[donor]
+        budget.spend(in_donor.shape[0] * bits.n_labels)
         member_bits = bits(in_donor)
         givers = np.flatnonzero(member_bits[:, label])
         for k in givers.tolist():
+            budget.spend(candidates.shape[0] * columns.shape[0] + REPAIR_STEP_CELLS)
             mine = member_bits[k, columns]
             # A label at or below m in a batch must not drop there.
             need_one = locked_donor & mine      # the row coming back must carry it

@@ -34,6 +34,31 @@ _FORMS_TEXT = ("a 2-D array of 0/1 or booleans (numpy, torch), a pandas DataFram
                "columns or a scipy.sparse matrix")
 
 
+# A label matrix built from a compact input (scipy.sparse, label sets) may have at most
+# max(LABEL_CELLS_MAX, LABEL_GROWTH_MAX x the entries the input lists) cells: sized
+# before the dense matrix is allocated (the R package applies the same rule to its sets).
+LABEL_CELLS_MAX = 2**28
+LABEL_GROWTH_MAX = 16
+
+
+def check_label_cells(n_rows: int, n_labels: int, listed: int, name: str, what: str) -> None:
+    """Refuse a dense label matrix of ``n_rows x n_labels`` cells grown from ``listed``
+    entries when it exceeds ``max(2**28, 16 x listed)`` cells: a ValueError naming
+    ``name``, the sizes, the memory (one byte a cell) and the fix."""
+    cells = n_rows * n_labels
+    limit = max(LABEL_CELLS_MAX, LABEL_GROWTH_MAX * listed)
+    if cells <= limit:
+        return
+    raise ValueError(
+        f"{name} makes a label matrix of {n_rows:,} rows x {n_labels:,} labels from {what} "
+        f"listing {listed:,} labels: {cells:,} cells, about {cells / 2**30:,.1f} GiB at one "
+        f"byte a cell. A label matrix built from label sets or a sparse matrix may have at "
+        f"most max(2**28, 16 x the labels listed) = {limit:,} cells. Keep the labels that "
+        f"matter (e.g. the frequent ones, labels=[...]) or merge rare ones; a label every "
+        f"row has alone is an id, not a label."
+    )
+
+
 class LabelMatrix(NamedTuple):
     """A validated label matrix: ``matrix`` bool ``(N, L)``, ``labels`` the L names (str)."""
 
@@ -402,8 +427,10 @@ def _from_sparse(matrix, name):
             hits = np.flatnonzero(bad)
             first = hits[np.lexsort((cols[hits], rows[hits]))[0]]
             fail(name, data[first], int(rows[first]), names[int(cols[first])])
-    out = np.zeros(matrix.shape, dtype=bool)
     present = data != 0  # explicit zeros are stored but absent
+    check_label_cells(int(matrix.shape[0]), int(matrix.shape[1]), int(present.sum()), name,
+                      "a sparse matrix")
+    out = np.zeros(matrix.shape, dtype=bool)
     out[rows[present], cols[present]] = True
     return LabelMatrix(out, names)
 
@@ -416,6 +443,11 @@ def _tensor_to_numpy(tensor, name):
         raise TypeError(f"{name} is a tensor on the 'meta' device, which has a shape but no "
                         f"values; pass the real label matrix.")
     if tensor.layout != torch.strided:
+        coo = tensor if tensor.layout == torch.sparse_coo else tensor.to_sparse_coo()
+        listed = int((coo.coalesce().values() != 0).sum()) if coo.dim() == 2 else 0
+        if coo.dim() == 2:  # other shapes are refused by the shape checks
+            check_label_cells(int(tensor.shape[0]), int(tensor.shape[1]), listed, name,
+                              "a sparse tensor")
         tensor = tensor.to_dense()
     tensor = tensor.detach().cpu().resolve_conj().resolve_neg()
     if tensor.dtype.is_floating_point and tensor.dtype not in (torch.float16, torch.float32,
@@ -521,6 +553,8 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
                     f"'{text}' (e.g. 0 and False); use one spelling for each label."
                 )
     index = {label: position for position, label in enumerate(columns)}
+    check_label_cells(len(sets), len(columns), sum(len(entry) for entry in sets), name,
+                      "label sets")
     out = np.zeros((len(sets), len(columns)), dtype=bool)
     for row, entry in enumerate(sets):
         positions = [index.get(label) for label in entry]

@@ -153,6 +153,8 @@ def check_resumable(saved: SamplerState, mine: SamplerState, length: int) -> Non
     """Raise ValueError unless ``saved`` can resume a sampler whose own state is ``mine``."""
     for key in _MUST_MATCH:
         theirs, ours = getattr(saved, key), getattr(mine, key)
+        if key == "min_samples_per_stratum" and (theirs is None) != (ours is None):
+            continue  # one side has another policy than an int m: the policy says which
         if differs(theirs, ours):
             raise ValueError(
                 f"Cannot resume: the state was saved with {key}={theirs!r} but this "

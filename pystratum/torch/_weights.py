@@ -36,13 +36,8 @@ class WeightedDataset(Dataset):
 
     def __init__(self, dataset, weights, *, dtype=torch.float32):
         dtype = _check_dtype(dtype)
-        weights = np.asarray(weights, dtype=np.float64)
-        if weights.ndim != 1 or weights.shape[0] != len(dataset):
-            raise ValueError(
-                f"weights must hold one weight per row of dataset ({len(dataset)}), got an "
-                f"array of shape {weights.shape}. Use WeightedDataset.for_sampler(dataset, "
-                f"sampler) to take them from the sampler's policy."
-            )
+        n_rows = _dataset_length(dataset)
+        weights = _check_weights(weights, n_rows)
         self.dataset = dataset
         self.weights = torch.from_numpy(weights).to(dtype)
 
@@ -50,15 +45,22 @@ class WeightedDataset(Dataset):
     def for_sampler(cls, dataset, sampler, *, dtype=torch.float32) -> "WeightedDataset":
         """The wrapper with the weights of ``sampler``'s strata and policy.
 
-        ``sampler``: a :class:`StratifiedBatchSampler` or :class:`StratifiedSampler`.
-        A policy without importance weights (``MinPerStratum``, ``FixedSize``:
+        ``sampler``: a :class:`StratifiedBatchSampler` or :class:`StratifiedSampler`,
+        or a :class:`DistributedSamplerWrapper` around one (the weights are
+        the inner sampler's). Any other sampler is a TypeError naming
+        ``sampler`` (it has no strata or policy to weigh by: pass the weights
+        with ``WeightedDataset(dataset, weights)``). A policy without
+        importance weights (``MinPerStratum``, ``FixedSize``, ``MultiLabel``:
         every row would weigh 1) is a ValueError naming it: weights of 1 would
         hide a sampler that was meant to carry them.
         """
-        inner = getattr(sampler, "batch_sampler", sampler)  # the sampler= face's batches
+        inner = _pystratum_sampler(sampler)
         policy = inner.policy
-        allocation = policy.allocate(inner._strata, 0)  # weights never depend on the epoch
-        if allocation.slots is not None or allocation.row_weights is None:
+        if getattr(policy, "reads_label_matrix", False):
+            allocation = None  # label policies serve every row once, unweighted
+        else:
+            allocation = policy.allocate(inner._strata, 0)  # weights never depend on the epoch
+        if allocation is None or allocation.slots is not None or allocation.row_weights is None:
             raise ValueError(
                 f"sampler's policy {policy!r} has no importance weights: every row would "
                 f"weigh 1.0, and WeightedDataset would change nothing. Use a policy that "
@@ -75,6 +77,65 @@ class WeightedDataset(Dataset):
         if isinstance(item, tuple):
             return (*item, weight)
         return item, weight
+
+
+def _pystratum_sampler(sampler):
+    """The stratified sampler that holds the strata and policy: ``sampler`` itself, the
+    ``sampler=`` face's batch sampler, or the one a ``DistributedSamplerWrapper`` shards."""
+    seen = sampler
+    for _ in range(8):  # wrappers of wrappers, never a cycle
+        if hasattr(seen, "policy") and hasattr(seen, "_strata"):
+            return seen
+        inner = getattr(seen, "sampler_inner", None)  # DistributedSamplerWrapper
+        if inner is None:
+            inner = getattr(seen, "batch_sampler", None)  # StratifiedSampler
+        if inner is None or inner is seen:
+            break
+        seen = inner
+    raise TypeError(
+        f"sampler must be a pystratum StratifiedBatchSampler or StratifiedSampler (or a "
+        f"DistributedSamplerWrapper around one), got sampler={type(sampler).__name__}: only "
+        f"those know each row's stratum and the policy's weights. For another sampler pass "
+        f"the weights yourself: WeightedDataset(dataset, weights).")
+
+
+def _dataset_length(dataset) -> int:
+    try:
+        return int(len(dataset))
+    except TypeError:
+        raise TypeError(
+            f"dataset must have a length (len(dataset)), got dataset of type "
+            f"{type(dataset).__name__} without __len__: each row gets one weight, so the "
+            f"rows must be counted. Wrap an iterable dataset in a map-style Dataset.") from None
+
+
+def _check_weights(weights, n_rows: int) -> np.ndarray:
+    """One finite, non-negative float64 weight per row, or the error naming ``weights``."""
+    if isinstance(weights, (str, bytes)):
+        raise TypeError(f"weights must be numbers, one per row of dataset ({n_rows}), got the "
+                        f"text weights={weights!r}. Pass a list, array or tensor of floats.")
+    if isinstance(weights, torch.Tensor):
+        weights = weights.detach().cpu().double().numpy()
+    try:
+        values = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(
+            f"weights must be numbers, one per row of dataset ({n_rows}), got weights of type "
+            f"{type(weights).__name__} that cannot be read as floats ({error}). Pass a list, "
+            f"array or tensor of floats.") from None
+    if values.ndim != 1 or values.shape[0] != n_rows:
+        raise ValueError(
+            f"weights must hold one weight per row of dataset ({n_rows}), got an array of "
+            f"shape {values.shape}. Use WeightedDataset.for_sampler(dataset, sampler) to take "
+            f"them from the sampler's policy.")
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"weights must be finite and >= 0 (an importance weight per row), got "
+            f"weights[{row}]={float(values[row])!r}. A NaN or negative weight would turn the loss "
+            f"into NaN or reward errors; fix the weights (0 leaves a row out of the loss).")
+    return values
 
 
 def _check_dtype(dtype):

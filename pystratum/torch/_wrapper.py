@@ -268,8 +268,15 @@ class DistributedSamplerWrapper(EpochServed, Sampler):
         if broadcast:
             import torch.distributed as dist
 
-            items = self._listed(epoch) if dist.get_rank() == 0 else None
+            items = None
+            if dist.get_rank() == 0:
+                try:
+                    items = self._listed(epoch)
+                except ValueError as error:  # every rank raises it, none waits for items
+                    items = _ListingError(str(error))
             items = broadcast_object_from_rank0(items)
+            if isinstance(items, _ListingError):
+                raise ValueError(items.message)
         else:
             items = self._listed(epoch)
         if len(items) != self._length:
@@ -286,10 +293,28 @@ class DistributedSamplerWrapper(EpochServed, Sampler):
             for salt, (holder, name, value) in enumerate(saved, start=1):
                 setattr(holder, name, _fresh_like(value, _epoch_seed(self._seed, epoch, salt)))
             with _seeded_globals(_epoch_seed(self._seed, epoch)):
-                return [_plain(item) for item in self.sampler_inner]
+                items = []
+                for item in self.sampler_inner:
+                    # Refused at item len + 1: an inner sampler yielding without end
+                    # must not be listed forever.
+                    if len(items) == self._length:
+                        raise ValueError(
+                            f"sampler yielded more than len(sampler)={self._length} items in "
+                            f"epoch {epoch}: every rank serves len(sampler) / num_replicas "
+                            f"items, so the sampler must yield exactly len(sampler) items per "
+                            f"iter(). Fix its __len__ or its __iter__.")
+                    items.append(_plain(item))
+                return items
         finally:
             for holder, name, value in saved:
                 setattr(holder, name, value)
+
+
+class _ListingError:
+    """Rank 0's refusal of the inner sampler's listing, broadcast to every rank."""
+
+    def __init__(self, message: str):
+        self.message = message
 
 
 def _plain(item):

@@ -26,7 +26,13 @@ LABEL_FIX_MISSING = paste0("A label matrix holds 0 or 1 in every cell: fill it (
 #' label_matrix(data.frame(cat = c(1, 0, 1), dog = c(0, 0, 1)))
 #' @export
 label_matrix = function(labels) {
-  name = "labels"
+  read_label_matrix(labels, "labels")
+}
+
+# The one label-matrix reader: label_matrix() and policy_multi_label()'s
+# stratified_batches() (errors blaming "strata") both read through it, as
+# every Python face reads through pystratum.label_matrix().
+read_label_matrix = function(labels, name) {
   if (is.data.frame(labels)) {
     check_label_shape(dim(labels), name)
     names = names(labels)
@@ -169,6 +175,7 @@ label_matrix_from_sets = function(label_sets, labels = NULL) {
     abort_value(name, sprintf("%s has 0 rows; pass one set of labels per data row.", name))
   }
   sets = vector("list", length(label_sets))
+  kinds = character(length(label_sets))
   for (row in seq_along(label_sets)) {
     entry = label_sets[[row]]
     if (is.null(entry)) {
@@ -190,7 +197,9 @@ label_matrix_from_sets = function(label_sets, labels = NULL) {
         label_value_text(missing), row))
     }
     sets[[row]] = unique(text)
+    kinds[[row]] = label_kind(entry)
   }
+  check_label_spellings(sets, kinds, name, by_text = is.null(labels))
   if (is.null(labels)) {
     columns = sort(unique(unlist(sets, use.names = FALSE)), method = "radix")
     if (length(columns) == 0L) {
@@ -202,6 +211,8 @@ label_matrix_from_sets = function(label_sets, labels = NULL) {
       abort_type("labels", "labels must be a character vector of label names, without NA.")
     }
     columns = as.character(labels)
+    # Labels match the sets' labels by value, as in Python (1 is not "1", TRUE is 1).
+    column_keys = label_keys(columns, label_kind(labels))
     if (length(columns) == 0L) {
       abort_value("labels", paste0("labels is empty; pass at least one label, or labels = NULL ",
         "for every label that occurs."))
@@ -212,10 +223,12 @@ label_matrix_from_sets = function(label_sets, labels = NULL) {
         "names must be distinct."), columns[[twice]]))
     }
   }
+  check_label_cells(length(sets), length(columns), sum(lengths(sets)), name, "label sets")
   out = matrix(FALSE, nrow = length(sets), ncol = length(columns),
     dimnames = list(NULL, columns))
   for (row in seq_along(sets)) {
-    position = match(sets[[row]], columns)
+    position = if (is.null(labels)) match(sets[[row]], columns) else
+      match(label_keys(sets[[row]], kinds[[row]]), column_keys)
     unknown = which(is.na(position))
     if (length(unknown)) {
       # The first unknown by text: a set has no order of its own (Python says the same one).
@@ -226,4 +239,67 @@ label_matrix_from_sets = function(label_sets, labels = NULL) {
     out[row, position] = TRUE
   }
   out
+}
+
+label_kind = function(x) {
+  if (is.logical(x)) "logical" else
+    if ((is.integer(x) || is.double(x)) && !is.factor(x)) "number" else "text"
+}
+
+# Labels as Python compares them: a key per label from its text and kind, equal
+# exactly when Python's == says so (TRUE is 1, FALSE is 0, 1 is not "1").
+label_keys = function(text, kind) {
+  kind = rep_len(kind, length(text))
+  ifelse(kind == "text", paste0("t:", text), ifelse(kind == "logical",
+    ifelse(text == "TRUE", "n:1", "n:0"), paste0("n:", text)))
+}
+
+# A label matrix built from label sets may have at most max(2^28, 16 x the labels
+# listed) cells, checked before it is allocated (Python's check_label_cells(), the
+# same words; the estimate is one byte a cell, as Python's bool matrix).
+LABEL_CELLS_MAX = 2^28
+LABEL_GROWTH_MAX = 16
+
+check_label_cells = function(n_rows, n_labels, listed, name, what) {
+  cells = as.double(n_rows) * n_labels
+  limit = max(LABEL_CELLS_MAX, LABEL_GROWTH_MAX * listed)
+  if (cells <= limit) {
+    return(invisible(NULL))
+  }
+  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+  abort_value(name, sprintf(paste0("%s makes a label matrix of %s rows x %s labels from %s ",
+    "listing %s labels: %s cells, about %s GiB at one byte a cell. A label matrix built from ",
+    "label sets or a sparse matrix may have at most max(2**28, 16 x the labels listed) = %s ",
+    "cells. Keep the labels that matter (e.g. the frequent ones, labels=[...]) or merge rare ",
+    "ones; a label every row has alone is an id, not a label."), name, count(n_rows),
+    count(n_labels), what, count(listed), count(cells),
+    formatC(cells / 2^30, format = "f", digits = 1, big.mark = ","), count(limit)))
+}
+
+# Labels are compared as Python compares them, so that both languages refuse
+# the same label sets: 1 and "1" (TRUE and "TRUE") are two labels Python cannot
+# name apart, and TRUE and 1 (FALSE and 0) one label written two ways. `kinds`:
+# per row "logical", "number" or "text" (a row is one atomic vector). As in
+# Python, the label that stands for equal labels is the first one seen, the
+# columns' texts are checked first (when they come from the sets, `by_text`),
+# then every label against the first spelling of its value.
+check_label_spellings = function(sets, kinds, name, by_text) {
+  text = unlist(sets, use.names = FALSE)
+  value = label_keys(text, rep(kinds, lengths(sets)))
+  first = match(value, value)
+  if (by_text) {
+    shown = text[unique(first)]
+    twice = shown[duplicated(shown)]
+    if (length(twice)) {
+      abort_value(name, sprintf(paste0("%s holds two labels with the text '%s'; label names ",
+        "must be distinct."), name, sort(unique(twice), method = "radix")[[1L]]))
+    }
+  }
+  respelled = which(text != text[first])
+  if (length(respelled)) {
+    at = respelled[[1L]]
+    abort_value(name, sprintf(paste0("%s holds labels that are equal in Python but read '%s' ",
+      "and '%s' (e.g. 0 and False); use one spelling for each label."), name,
+      text[[first[[at]]]], text[[at]]))
+  }
 }

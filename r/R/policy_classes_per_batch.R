@@ -32,7 +32,8 @@
 #' its rows in a fresh random order, and epoch e serves ranks `K * C_i(e)`
 #' onwards of it (where epoch e - 1 stopped, computed directly for any
 #' epoch): a stratum's rows all come round before any repeats, and over
-#' epochs their serve counts differ by at most one. A pass's order is the
+#' epochs 0, ..., e - 1 (counted from epoch 0, for every e; not over any
+#' window of epochs) their serve counts differ by at most one. A pass's order is the
 #' keyed bijection of `rng = "index"` with keys from `(key, pass, turn)`,
 #' `key` the seed (`rng = "index"`) or `seed %% 2^52` (`"R"`, `"torch"`);
 #' when a slot straddles two passes (t rows of the earlier one), the later
@@ -52,8 +53,8 @@
 policy_classes_per_batch = function(classes_per_batch, per_class, classes = "proportional",
   small = "error", num_batches = NULL, batch_order = NULL) {
   classes_per_batch = assert_whole_number(classes_per_batch, "classes_per_batch", minimum = 1,
-    fix = "It is a whole number of strata (classes) per batch.")
-  per_class = assert_whole_number(per_class, "per_class", minimum = 1,
+    maximum = SIZE_MAX, fix = "It is a whole number of strata (classes) per batch.")
+  per_class = assert_whole_number(per_class, "per_class", minimum = 1, maximum = SIZE_MAX,
     fix = "It is a whole number of rows per class in a batch.")
   classes = assert_choice(classes, "classes", c("proportional", "uniform"))
   small = assert_choice(small, "small", c("error", "drop", "repeat"))
@@ -61,7 +62,7 @@ policy_classes_per_batch = function(classes_per_batch, per_class, classes = "pro
     classes = classes, small = small)
   if (!is.null(num_batches)) {
     num_batches = assert_whole_number(num_batches, "num_batches", minimum = 1,
-      fix = paste0("It is the epoch's length in batches (None: ",
+      maximum = SIZE_MAX, fix = paste0("It is the epoch's length in batches (None: ",
         "ceil(N / (classes_per_batch * per_class)))."))
     if (classes != "uniform") {
       abort_value("num_batches", sprintf(paste0(

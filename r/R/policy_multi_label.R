@@ -110,67 +110,14 @@ multi_label_num_batches = function(policy, n_rows) {
   params$num_batches
 }
 
-# list(matrix = logical N x L, names): the label matrix checked (Python's
-# check_label_matrix()); names default to "1".."L".
+# list(matrix = logical N x L, names): the label matrix read by the one reader
+# label_matrix() uses (read_label_matrix(), errors blaming "strata"); unnamed
+# columns are named "0".."L-1", as in Python.
 check_label_matrix = function(strata) {
-  names = NULL
-  if (is.data.frame(strata)) {
-    bad = which(!vapply(strata, function(column) {
-      (is.logical(column) || is.integer(column) || is.double(column)) && !is.object(column)
-    }, logical(1L)))
-    if (length(bad)) {
-      abort_type("strata", sprintf(paste0(
-        "strata must hold 0/1 numbers or booleans for policy_multi_label(), got column '%s' ",
-        "of type %s. Encode each label as 0/1."), names(strata)[[bad[[1L]]]],
-        type_name(strata[[bad[[1L]]]])))
-    }
-    names = names(strata)
-    strata = if (ncol(strata)) {
-      matrix(unlist(lapply(strata, as.double), use.names = FALSE), nrow = nrow(strata))
-    } else {
-      matrix(0, nrow = nrow(strata), ncol = 0L)
-    }
-  }
-  if (!is.matrix(strata) || length(dim(strata)) != 2L) {
-    abort_type("strata", sprintf(paste0(
-      "strata must be a 2-D label matrix (rows x labels) of 0/1 for policy_multi_label(), got ",
-      "an object of type %s with dim %s. Pass one column per label."), type_name(strata),
-      show_value(dim(strata))))
-  }
-  if (!(is.logical(strata) || is.integer(strata) || is.double(strata))) {
-    abort_type("strata", sprintf(paste0(
-      "strata must hold 0/1 numbers or booleans, got a matrix of type %s. Encode each ",
-      "label as 0/1."), typeof(strata)))
-  }
-  if (ncol(strata) == 0L) {
-    abort_value("strata", sprintf(paste0(
-      "strata must have at least one label column, got strata of shape (%d, 0). Pass one ",
-      "0/1 column per label."), nrow(strata)))
-  }
-  if (nrow(strata) == 0L) {
-    abort_value("strata", sprintf(paste0(
-      "strata must have at least one row, got strata of shape (0, %d). Pass the label ",
-      "matrix of the data set's rows."), ncol(strata)))
-  }
-  if (is.null(names)) names = colnames(strata)
-  if (is.null(names)) names = as.character(seq_len(ncol(strata)))
-  bad = is.na(strata) | !(strata == 0 | strata == 1)
-  bad[is.na(bad)] = TRUE
-  if (any(bad)) {
-    at = which(bad, arr.ind = TRUE)
-    at = at[order(at[, 1L], at[, 2L]), , drop = FALSE][1L, ]
-    abort_value("strata", sprintf(paste0(
-      "strata must hold only 0 and 1 (or TRUE/FALSE), got strata[%d, %d]=%s. Encode each ",
-      "label as 0/1 (missing labels as 0)."), at[[1L]], at[[2L]],
-      show_value(unname(strata[at[[1L]], at[[2L]]]))))
-  }
-  if (anyDuplicated(names)) {
-    abort_value("strata", sprintf("label names must be distinct, got names=%s.",
-      show_value(names)))
-  }
-  matrix = strata == 1
-  dimnames(matrix) = NULL
-  list(matrix = matrix, names = as.character(names))
+  checked = read_label_matrix(strata, "strata")
+  names = colnames(checked)
+  dimnames(checked) = NULL
+  list(matrix = checked, names = names)
 }
 
 # The batches of one epoch for policy_multi_label() (stratified_batches()
@@ -337,11 +284,20 @@ multi_label_repair = function(codes, batch, counts, sizes, m, n_batches, by_size
   if (!any(counts[, columns] < m)) return(unchanged)
   # Each batch's positions in ascending order, kept so by every swap (no scan of all rows).
   members = unname(split(seq_along(batch), factor(batch, levels = seq_len(n_batches))))
-  for (label in by_size) {
-    if (!guaranteed[[label]]) next
+  # The work counted as Python's RepairBudget counts it (the same cells, the same order).
+  budget = new.env()
+  budget$spent = 0
+  budget$spend = function(cells, counts) {
+    budget$spent = budget$spent + cells
+    if (budget$spent > REPAIR_WORK_MAX) multi_label_repair_refusal(budget$spent, counts, sizes, m)
+  }
+  # Only labels short somewhere now: a swap never takes a guaranteed label below m.
+  short_now = guaranteed & colSums(counts < m) > 0
+  for (label in by_size[short_now[by_size]]) {
     for (short in which(counts[, label] < m)) {
       while (counts[short, label] < m) {
-        swap = multi_label_one_swap(codes, batch, members, counts, columns, label, short, m)
+        swap = multi_label_one_swap(codes, batch, members, counts, columns, label, short, m,
+          budget)
         if (is.null(swap)) break
         batch = swap$batch
         counts = swap$counts
@@ -352,11 +308,29 @@ multi_label_repair = function(codes, batch, counts, sizes, m, n_batches, by_size
   list(batch = batch, counts = counts)
 }
 
-multi_label_one_swap = function(codes, batch, members, counts, columns, label, short, m) {
+# The repair step may read at most this many cells of the batches' label tables
+# (Python's REPAIR_WORK_MAX and REPAIR_STEP_CELLS).
+REPAIR_WORK_MAX = 2^30
+REPAIR_STEP_CELLS = 1024
+
+multi_label_repair_refusal = function(spent, counts, sizes, m) {
+  count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+  guaranteed = sizes >= m * nrow(counts)
+  missing = sum(pmax(m - counts[, guaranteed, drop = FALSE], 0))
+  abort_value("strata", sprintf(paste0("strata has %s labels in %s batches: MultiLabel's repair ",
+    "step read %s cells of the batches' label tables (more than 2**30) and still has %s ",
+    "missing positives to fix. Drop labels too rare to matter or merge them, or use fewer ",
+    "batches (a larger batch_size or a smaller num_batches), or a smaller min_per_label."),
+    count(ncol(counts)), count(nrow(counts)), count(spent), count(missing)))
+}
+
+multi_label_one_swap = function(codes, batch, members, counts, columns, label, short, m,
+  budget) {
   donors = which(counts[, label] > m)
   if (!length(donors)) return(NULL)
   donors = donors[order(-counts[donors, label])]
   in_short = members[[short]]
+  budget$spend(length(in_short) * ncol(codes), counts)
   candidates = in_short[!codes[in_short, label]]
   if (!length(candidates)) return(NULL)
   short_bits = codes[candidates, columns, drop = FALSE]
@@ -364,8 +338,10 @@ multi_label_one_swap = function(codes, batch, members, counts, columns, label, s
   for (donor in donors) {
     locked_donor = counts[donor, columns] <= m
     in_donor = members[[donor]]
+    budget$spend(length(in_donor) * ncol(codes), counts)
     givers = in_donor[codes[in_donor, label]]
     for (row in givers) {
+      budget$spend(length(candidates) * length(columns) + REPAIR_STEP_CELLS, counts)
       mine = codes[row, columns]
       need_one = locked_donor & mine
       need_zero = locked_short & !mine

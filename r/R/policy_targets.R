@@ -65,7 +65,11 @@
 #' estimate the data's mean loss; `policy_downsample()`'s `N_s / k_s` make the
 #' weighted *sum* over an epoch estimate the full data's loss sum (the same
 #' correction up to the constant `N / served`); over a `policy_targets()`
-#' base the two multiply.
+#' base the two multiply. With `shuffle = FALSE` the kept rows are each
+#' downsampled stratum's first `k_s` rows in row order, the same every epoch:
+#' not a random subset, so `N_s / k_s` estimates the full loss only when the
+#' row order is itself random (data shuffled beforehand); use
+#' `shuffle = TRUE` for the guarantee.
 #' [batch_sampler_stratified()] serves the batches of these policies to
 #' mlr3torch learners, but mlr3torch's loss takes no per-row weights from a
 #' sampler, so a learner trained on downsampled batches learns the

@@ -133,7 +133,13 @@ as_label_vector = function(x, name, argument) {
       "strings, logicals or factors (one label per row)."), name, type_name(x)))
   }
   if (is.object(x) || !is.null(dim(x)) || !is.null(attributes(x))) {
+    # Dates, times and durations are compared by value; messages still print them as
+    # dates (stratum_label() restores the class from "shown_as").
+    shown = if (inherits(x, c("Date", "POSIXct", "difftime"))) {
+      list(class = oldClass(x), tzone = attr(x, "tzone"), units = attr(x, "units"))
+    }
     x = as.vector(unclass(x))
+    if (!is.null(shown)) attr(x, "shown_as") = shown
   }
   x
 }
@@ -235,6 +241,12 @@ stratum_label = function(encoded, code) {
   row = match(code, encoded$codes)
   parts = vapply(encoded$columns, function(column) {
     value = column[[row]]
+    shown = attr(column, "shown_as")
+    if (!is.null(shown)) {
+      value = format(structure(value, class = shown$class, tzone = shown$tzone,
+        units = shown$units))
+      return(sprintf("'%s'", value))
+    }
     if (is.factor(column)) value = as.character(value)
     if (is.character(value)) sprintf("'%s'", value) else format(value, digits = 15L)
   }, character(1L))

@@ -172,3 +172,55 @@ def test_a_dataset_dict_train_set_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"^train_dataset must be one Dataset for "
                                          r"batch_sampler\(\), got a DatasetDict"):
         trainer.train()
+
+
+TOPICS = np.arange(len(LABELS)) % 3  # a second grouping, not the label
+
+
+def _topic_dataset(with_topic=True):
+    columns = {"sentence": [f"w{r}" for r in range(len(LABELS))],
+               "label": [int(v) for v in LABELS]}
+    if with_topic:
+        columns["topic"] = [int(t) for t in TOPICS]
+    return datasets.Dataset.from_dict(columns)
+
+
+def _topic_trainer(tmp_path, dataset, sampler):
+    model, seen = tiny_model()
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=9, num_train_epochs=1,
+        use_cpu=True, report_to=[], save_strategy="no", logging_strategy="no",
+        disable_tqdm=True, seed=5, batch_sampler=sampler)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
+                                         loss=losses.BatchAllTripletLoss(model))
+    return trainer, seen
+
+
+def test_a_strata_column_that_is_not_the_label_is_refused_before_the_model_sees_it(tmp_path):
+    # The collator feeds every column but the label to the model: a strata column would be
+    # tokenized. The training loader refuses it, naming strata_column and the way out.
+    trainer, seen = _topic_trainer(tmp_path, _topic_dataset(),
+                                   batch_sampler(MinPerStratum(3), strata_column="topic"))
+    with pytest.raises(ValueError, match=r"^strata_column must be the trainer's label column "
+                                         r"\('label'\), got strata_column='topic': .* "
+                                         r"batch_sampler\(policy, strata=train\['topic'\]\)"):
+        trainer.train()
+    assert seen == []
+
+
+def test_strata_given_as_values_stratify_a_dataset_without_that_column(tmp_path):
+    dataset = _topic_dataset()
+    strata = dataset["topic"]
+    trainer, seen = _topic_trainer(tmp_path, dataset.remove_columns("topic"),
+                                   batch_sampler(MinPerStratum(3), strata=strata))
+    trainer.train()
+    sampler = StratifiedBatchSampler(TOPICS, MinPerStratum(3), seed=5)
+    assert seen == [list(map(int, b)) for b in sampler.plan(0).batches]
+    assert all(np.bincount(TOPICS[batch], minlength=3).min() >= 3 for batch in seen)
+
+
+def test_strata_and_strata_column_are_one_or_the_other():
+    with pytest.raises(TypeError, match=r"^strata_column and strata must not both be given"):
+        batch_sampler(strata_column="label", strata=[0, 1])
+    with pytest.raises(TypeError, match=r"^strata must be one label per training row"):
+        batch_sampler(strata="topic")

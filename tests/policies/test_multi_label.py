@@ -256,12 +256,14 @@ def test_hostile_parameters(kwargs, error, argument):
 
 
 @pytest.mark.parametrize("labels, error, text", [
-    (np.array([[0, 2], [1, 0]]), ValueError, r"^strata must hold only 0 and 1 .* strata\[0, 1\]=2"),
-    (np.array([[0.0, np.nan], [1, 0]]), ValueError, r"strata\[0, 1\]=nan"),
-    (np.array([[-1, 0], [1, 0]]), ValueError, r"strata\[0, 0\]=-1"),
-    (np.zeros((4, 0)), ValueError, r"^strata must have at least one label column"),
-    (np.zeros((0, 3)), ValueError, r"^strata must have at least one row"),
-    (np.array([0, 1, 1]), TypeError, r"^strata must be a 2-D label matrix"),
+    (np.array([[0, 2], [1, 0]]), ValueError,
+     r"^strata must hold only 0 and 1 \(or booleans\), got 2 at row 0 \(0-based\) in label '1'"),
+    (np.array([[0.0, np.nan], [1, 0]]), ValueError,
+     r"^strata has a missing value \(NaN\) at row 0 \(0-based\) in label '1'"),
+    (np.array([[-1, 0], [1, 0]]), ValueError, r"got -1 at row 0 \(0-based\) in label '0'"),
+    (np.zeros((4, 0)), ValueError, r"^strata has 0 columns"),
+    (np.zeros((0, 3)), ValueError, r"^strata has 0 rows"),
+    (np.array([0, 1, 1]), ValueError, r"^strata must be 2-D \(rows x labels\)"),
     (np.array([["a", "b"]]), TypeError, r"^strata must hold 0/1 numbers"),
 ])
 def test_hostile_label_matrices(labels, error, text):

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from _torch_helpers import imbalanced_labels
+from pystratum.policies import MinPerStratum, Targets
 from pystratum.torch import StratifiedBatchSampler
 from pystratum.torch._state import STATE_FORMAT, parse_state
 
@@ -186,3 +187,16 @@ def test_copy_mid_epoch_reports_and_serves_the_same_epoch(labels, rng, how):
     # Between epochs a copy simply starts the next one.
     between = copy.deepcopy(clone)
     assert between.epoch == 2 and list(between) == expected[2]
+
+
+@pytest.mark.parametrize("other", [2, MinPerStratum(2)])
+def test_a_targets_state_in_a_min_per_stratum_sampler_names_the_policies(other):
+    # The Targets state has no int m; the refusal must name the two policies, not say the
+    # state was "saved with min_samples_per_stratum=None".
+    y = np.array([0] * 10 + [1] * 6)
+    state = StratifiedBatchSampler(y, Targets("balanced", 4), seed=1).state_dict()
+    with pytest.raises(ValueError, match=r"^Cannot resume: the state was saved with "
+                                         r"policy=\{'name': 'targets'.* but this sampler has "
+                                         r"policy=\{'name': 'min_per_stratum'") as error:
+        StratifiedBatchSampler(y, other, seed=1).load_state_dict(state)
+    assert "min_samples_per_stratum=None" not in str(error.value)

@@ -52,3 +52,29 @@ test_that("label_matrix_from_sets builds the matrix with labels sorted by text",
   expect_error(label_matrix_from_sets(list(list("a"))), "one vector of labels per row",
     class = "pystratum_type_error")
 })
+
+test_that("label_matrix_from_sets compares labels as Python does (1 is not '1', TRUE is 1)", {
+  blame = function(expr) tryCatch({expr; "ok"}, pystratum_value_error = function(e) {
+    c(e$argument, conditionMessage(e))
+  })
+  expect_identical(blame(label_matrix_from_sets(list(1, "1"))), c("label_sets",
+    "label_sets holds two labels with the text '1'; label names must be distinct."))
+  expect_identical(blame(label_matrix_from_sets(list(TRUE, "TRUE")))[[2L]],
+    "label_sets holds two labels with the text 'TRUE'; label names must be distinct.")
+  expect_match(blame(label_matrix_from_sets(list(TRUE, 1)))[[2L]],
+    "equal in Python but read 'TRUE' and '1'", fixed = TRUE)
+  expect_match(blame(label_matrix_from_sets(list(0, FALSE)))[[2L]],
+    "equal in Python but read '0' and 'FALSE'", fixed = TRUE)
+  expect_match(blame(label_matrix_from_sets(list(1, 2), c("1", "2")))[[2L]],
+    "has the label '1' at row 1 (1-based), which labels does not list", fixed = TRUE)
+  expect_identical(colnames(label_matrix_from_sets(list(1, 1L, 2))), c("1", "2"))
+  expect_identical(colnames(label_matrix_from_sets(list(1, 2), c(1, 2))), c("1", "2"))
+})
+
+test_that("label_matrix_from_sets sizes the matrix before allocating it", {
+  error = tryCatch(label_matrix_from_sets(as.list(paste0("id", seq_len(20000)))),
+    pystratum_value_error = identity)
+  expect_identical(error$argument, "label_sets")
+  expect_match(conditionMessage(error), paste0("^label_sets makes a label matrix of 20,000 rows ",
+    "x 20,000 labels from label sets listing 20,000 labels: 400,000,000 cells, about 0.4 GiB"))
+})

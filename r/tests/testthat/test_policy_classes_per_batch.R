@@ -102,3 +102,12 @@ test_that("classes = 'uniform': equal appearances, rows without replacement acro
   expect_identical(epochs$next_epoch(), stratified_batches(y, policy, seed = 8, epoch = 2))
   expect_identical(epochs$next_epoch(), stratified_batches(y, policy, seed = 8, epoch = 3))
 })
+
+test_that("sizes above 2^53 are refused, as in Python", {
+  blame = function(expr) tryCatch({expr; "ok"}, pystratum_value_error = function(e) e$argument)
+  expect_identical(blame(policy_classes_per_batch(2^53 + 2, 1)), "classes_per_batch")
+  expect_identical(blame(policy_classes_per_batch(1, 2^53 + 2)), "per_class")
+  expect_identical(blame(policy_classes_per_batch(2, 1, classes = "uniform",
+    num_batches = 2^53 + 2)), "num_batches")
+  expect_s3_class(policy_classes_per_batch(2^53, 1), "pystratum_policy")
+})

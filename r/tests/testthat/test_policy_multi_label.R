@@ -85,7 +85,8 @@ test_that("hostile parameters and label matrices are errors naming the argument"
   expect_identical(blame(stratified_batches(impossible, p, seed = 1, rng = "index")), "rng")
   message = tryCatch(stratified_batches(matrix(c(0, 2, 1, 0), 2), p, seed = 1),
     pystratum_error = conditionMessage)
-  expect_match(message, "^strata must hold only 0 and 1 \\(or TRUE/FALSE\\), got strata\\[2, 1\\]=2")
+  expect_match(message, paste0("^strata must hold only 0 and 1 \\(or booleans\\), got 2 at row 2 ",
+    "\\(1-based\\) in label '0'"))
 })
 
 test_that("the policy is known, rebuilt from its parameters, and refuses an allocation", {
@@ -146,4 +147,18 @@ test_that("batch_order = 'split_safe' reorders rows inside batches by placing la
   expect_identical(policy_multi_label(batch_size = 24)$params$batch_order, NULL)
   expect_error(policy_multi_label(batch_size = 24, batch_order = "sorted"),
     class = "pystratum_value_error")
+})
+
+test_that("stratified_batches() reads labels with label_matrix()'s reader: same names, same words", {
+  p = policy_multi_label(num_batches = 2)
+  unnamed = matrix(c(1, 0, 1, 0, 0, 1, 1, 1), ncol = 2)
+  batches = stratified_batches(unnamed, p, seed = 1)
+  expect_identical(colnames(attr(batches, "label_counts")), colnames(label_matrix(unnamed)))
+  expect_identical(colnames(attr(batches, "label_counts")), c("0", "1"))
+  bad = data.frame(a = c(1, 0, NA, 1), b = c(0, 1, 1, 0))
+  from_plan = tryCatch(stratified_batches(bad, p, seed = 1), pystratum_error = identity)
+  from_reader = tryCatch(label_matrix(bad), pystratum_error = identity)
+  expect_identical(from_plan$argument, "strata")
+  expect_identical(conditionMessage(from_plan),
+    sub("^labels", "strata", conditionMessage(from_reader)))
 })

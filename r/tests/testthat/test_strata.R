@@ -104,3 +104,16 @@ test_that("labels for messages look like the Python core's", {
   strata = data.frame(y = c("a", "b"), g = c(1L, 2L))
   expect_identical(stratum_label(encode_strata(strata), 2L), "('b', 2)")
 })
+
+test_that("errors naming date or time strata print the dates, not seconds since 1970", {
+  d = as.Date("2024-01-01") + c(0, 0, 0, 0, 1, 1, 1, 2)
+  message = function(strata, policy) tryCatch(stratified_batches(strata, policy, seed = 1),
+    pystratum_error = conditionMessage)
+  expect_match(message(d, policy_min_per_stratum(2)), "'2024-01-03' with 1 row", fixed = TRUE)
+  expect_match(message(d, policy_fixed_size(2, 2)), "stratum '2024-01-03' has (1)", fixed = TRUE)
+  expect_match(message(as.POSIXct(d, tz = "UTC"), policy_classes_per_batch(2, 2)),
+    "'2024-01-03' (1 rows)", fixed = TRUE)
+  expect_match(message(data.frame(d = d, g = 1L), policy_min_per_stratum(2)),
+    "('2024-01-03', 1) with 1 row", fixed = TRUE)
+  expect_false(grepl("1970|19725|1704240000", message(d, policy_min_per_stratum(2))))
+})
