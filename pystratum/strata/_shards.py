@@ -64,6 +64,9 @@ def shard_sizes(sizes) -> ShardSizes:
         raise ValueError(
             f"shards must have sizes >= 0, got shard_sizes(...)[{at}]={int(values[at])}. "
             f"Pass the number of rows each shard holds (0 for an empty shard).")
+    # Our own read-only copy: the checked sizes cannot change under a later plan.
+    values = np.array(values, dtype=np.int64, copy=True)
+    values.flags.writeable = False
     return ShardSizes(values)
 
 

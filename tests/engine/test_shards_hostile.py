@@ -399,6 +399,20 @@ def test_sizes_whose_int64_sum_wraps_are_refused_with_their_true_sum():
     assert done.stdout.startswith("refused: shards must cover every row"), done.stdout
 
 
+def test_shard_sizes_keep_their_own_copy_of_the_checked_sizes():
+    """Regression: shard_sizes kept the caller's int64 array, so sizes changed after the check
+    (a reused buffer) reached np.repeat: "repeats may not contain negative values"."""
+    codes = np.arange(20) % 2
+    sizes = np.array([10, 10])
+    shards = shard_sizes(sizes)
+    sizes[:] = [-5, 25]
+    outcome, plan = call("plan_batches(sizes)", plan_batches, codes, 2, seed=1, shards=shards)
+    assert outcome == "ok", plan
+    expected = plan_batches(codes, 2, seed=1, shards=shard_sizes([10, 10]))
+    assert [b.tolist() for b in plan.batches] == [b.tolist() for b in expected.batches]
+    assert not shards.sizes.flags.writeable
+
+
 # --- window ---------------------------------------------------------------------------------
 
 WINDOWS = [(1, True), (2, True), (3, True), (10**6, True), (2**63, True), (2**64, True),
