@@ -78,13 +78,23 @@ class ShardLayout:
         self.n_shards = n_shards
         self.sizes = sizes
         self.stored_in_order = stored_in_order
+        self._fingerprint = None
 
     @property
     def n_rows(self) -> int:
         return int(self.index.shape[0])
 
     def fingerprint(self) -> str:
-        """A digest of which rows share a shard and how shards are ranked (resume states)."""
+        """A digest of which rows share a shard and how shards are ranked (resume states).
+
+        Computed once: every ``state_dict()`` (each checkpoint) asks for it, and
+        hashing the rows' shard indices is O(N).
+        """
+        if self._fingerprint is None:
+            self._fingerprint = self._digest()
+        return self._fingerprint
+
+    def _digest(self) -> str:
         digest = hashlib.blake2b(digest_size=16)
         digest.update(np.asarray(self.sizes, dtype="<i8").tobytes())
         if not self.stored_in_order:

@@ -213,3 +213,24 @@ def test_lazy_sampler_with_many_strata_over_many_shards():
     assert outcome == "ok", sampler
     first = next(iter(sampler))
     assert np.bincount(codes[first], minlength=2_000).min() == 1
+
+
+def test_state_dict_hashes_the_shard_layout_once(monkeypatch):
+    """Regression: every state_dict() (each checkpoint) rehashed the rows' shard indices,
+    O(N) per checkpoint (about a second at 10**8 rows); the strata digest was already kept."""
+    import pystratum.strata._shards as shards_module
+
+    digests = Counter()
+    real = shards_module.hashlib.blake2b
+
+    def counted(*args, **kwargs):
+        digests["blake2b"] += 1
+        return real(*args, **kwargs)
+
+    sampler = StratifiedBatchSampler(CODES, MinPerStratum(2), seed=1, shards=IDS[::-1].copy())
+    first = sampler.state_dict()["shards"]  # digests made once here
+    monkeypatch.setattr(shards_module.hashlib, "blake2b", counted)
+    states = [sampler.state_dict()["shards"] for _ in range(5)]
+    OUTCOMES["state_dict", "accepted"] += 6
+    assert set(states) == {first}
+    assert digests["blake2b"] == 0
