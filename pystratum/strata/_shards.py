@@ -133,6 +133,15 @@ def _whole_numbers(value, name: str, form: str) -> np.ndarray:
     if isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value):
         raise TypeError(f"{name} must hold whole numbers, not booleans, got {name}="
                         f"{show(value)}. Pass {form} as integers.")
+    beyond = None
+    if array.dtype.kind in "fO" and isinstance(value, (list, tuple)) and all(
+            isinstance(v, numbers.Integral) for v in value):
+        # Python ints beyond int64: numpy made floats or objects of them; say it as ints.
+        beyond = next((i for i, v in enumerate(value) if not -2**63 <= v < 2**63), None)
+    if beyond is not None:
+        at = beyond
+        raise ValueError(f"{name} must hold whole numbers from 0 to 2**63 - 1 ({form}), got "
+                         f"{name}[{at}]={value[at]}. Pass integers below 2**63.")
     if array.ndim != 1:
         raise ValueError(f"{name} must be 1-D ({form}), got an array of shape {array.shape}. "
                          f"Pass one value per entry, e.g. a column or array.reshape(-1).")

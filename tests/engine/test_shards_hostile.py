@@ -304,6 +304,18 @@ def test_timedelta_ids_are_refused():
     assert_actionable(error, "shards")
 
 
+@pytest.mark.parametrize("big", [2**63, 2**64 - 1, 2**70, -(2**70)])
+def test_python_ints_beyond_int64_are_said_as_ints(big):
+    """Regression: a list holding a Python int beyond int64 became floats or objects in numpy,
+    and the message spoke of floats ("below 2**53 when given as floats") or of dtype object."""
+    for shards in ([big] + [0] * 11, ([0] * 11 + [big])):
+        outcome, error = call("plan_batches(ids)", plan_batches, np.arange(12) % 2, 2, seed=1,
+                              shards=shards)
+        assert outcome == "error" and isinstance(error, ValueError)
+        assert_actionable(error, "shards")
+        assert f"={big}." in str(error) and "float" not in str(error)
+
+
 # --- shard sizes ----------------------------------------------------------------------------
 
 @st.composite
