@@ -268,6 +268,11 @@ class ShardMembers:
         self.pair_count = np.diff(np.r_[starts, order.shape[0]]).astype(np.int64)
         self.n_strata = n_strata
         self.n_shards = n_shards
+        # The pairs grouped by shard (stably: strata in order), for the epochs' counting sorts.
+        self.pairs_by_shard = stable_argsort_small(
+            self.pair_shard.astype(_smallest_unsigned(max(n_shards, 1))))
+        self.shard_pairs = np.bincount(self.pair_shard, minlength=n_shards)
+        self.pair_stratum_key = self.pair_stratum.astype(_smallest_unsigned(max(n_strata, 1)))
 
     @classmethod
     def of(cls, members, layout) -> "ShardMembers":
@@ -289,8 +294,8 @@ class LazyShardOrder:
     (``t`` the stratum's turn, ``m`` the number of blocks). ``D`` changes only
     at the shards holding rows of ``s``, so it is kept as the running counts
     of the (stratum, shard) pairs sorted by (stratum, epoch position):
-    set-up O(H + P log P) for P <= N pairs; a rank costs three binary
-    searches.
+    set-up O(H + P) for P <= N pairs (counting sorts); a rank costs three
+    binary searches.
     """
 
     def __init__(self, shard_members: ShardMembers, window: int, stream, epoch: int,
@@ -310,8 +315,15 @@ class LazyShardOrder:
         position_of[self.shard_at] = np.arange(n_shards, dtype=np.int64)
         members = shard_members
         position = position_of[members.pair_shard]
-        # Pairs by stratum, then epoch position: a stratum's rows in shard order.
-        self.pair = np.lexsort((position, members.pair_stratum))
+        # Pairs by stratum, then epoch position (a stratum's rows in shard order), in
+        # O(P + H): the pairs of each shard in the epoch's shard order, then a stable radix
+        # sort by stratum.
+        lengths = members.shard_pairs[self.shard_at]
+        starts = (np.cumsum(members.shard_pairs) - members.shard_pairs)[self.shard_at]
+        in_order = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + \
+            np.arange(int(lengths.sum()), dtype=np.int64)
+        by_position = members.pairs_by_shard[in_order]
+        self.pair = by_position[stable_argsort_small(members.pair_stratum_key[by_position])]
         count = members.pair_count[self.pair]
         self.pair_end = np.cumsum(count)                  # global shard-order index, past the pair
         self.pair_begin = self.pair_end - count
