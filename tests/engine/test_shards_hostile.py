@@ -42,6 +42,8 @@ from pystratum import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
                        stratified_batches)
 from pystratum.policies import MultiLabel
 
+from test_shards import ref_index_plan  # docs/SHARDS.md's lazy definition by plain loops
+
 OUTCOMES = Counter()  # (face, outcome) -> inputs
 KINDS = Counter()     # input kind -> inputs
 
@@ -596,3 +598,27 @@ def test_lazy_plans_refuse_pools_naming_shards():
                               shards=np.arange(30) // 3)
         assert outcome == "error"
         assert_actionable(error, "shards")
+
+
+@settings(max_examples=40)
+@given(n=st.integers(2, 120), n_strata=st.integers(1, 12), n_shards=st.integers(1, 40),
+       empty=st.integers(0, 5), window=st.integers(1, 50), seed=st.integers(0, 2**40),
+       epoch=st.integers(0, 3))
+def test_lazy_plans_with_many_strata_and_empty_shards_follow_the_definition(
+        n, n_strata, n_shards, empty, window, seed, epoch):
+    """The (stratum, shard) pair form of the lazy order is docs/SHARDS.md's definition: many
+    strata, empty shards (shard_sizes with zeros) and windows beyond H included."""
+    draw = np.random.default_rng(seed)
+    codes = draw.integers(0, n_strata, n)
+    codes[: min(n, n_strata)] = np.arange(min(n, n_strata))
+    cuts = np.sort(draw.integers(0, n + 1, n_shards - 1))
+    sizes = np.diff(np.r_[0, cuts, n]).tolist()
+    for _ in range(empty):
+        sizes.insert(int(draw.integers(0, len(sizes) + 1)), 0)
+    shards = shard_sizes(sizes)
+    policy = MinPerStratum(1, batch_order="assembled")
+    outcome, lazy = call("lazy_plan", lazy_plan, codes, policy, seed=seed, epoch=epoch,
+                         shards=shards, window=window, allow_single_batch=True)
+    assert outcome == "ok", lazy
+    expected = ref_index_plan(codes, policy, shards, window, seed, epoch)
+    assert [lazy[b].tolist() for b in reversed(range(len(lazy)))] == expected[::-1]
