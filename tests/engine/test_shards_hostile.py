@@ -622,3 +622,33 @@ def test_lazy_plans_with_many_strata_and_empty_shards_follow_the_definition(
     assert outcome == "ok", lazy
     expected = ref_index_plan(codes, policy, shards, window, seed, epoch)
     assert [lazy[b].tolist() for b in reversed(range(len(lazy)))] == expected[::-1]
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("rng", ["numpy", "R", "torch"])
+@pytest.mark.parametrize("window", [1, 3])
+def test_recycled_strata_serve_their_pool_once_per_pass(layout, rng, window):
+    """Targets recycling two small strata: every pass of a stratum (pool-sized runs of its
+    rank order) is its pool once, and with W = 1 each pass takes a shard's rows in one run."""
+    codes = np.r_[np.zeros(50, int), np.ones(6, int), np.full(4, 2)]
+    np.random.default_rng(0).shuffle(codes)
+    shards = LAYOUTS[layout](60)
+    policy = Targets({0: .4, 1: .3, 2: .3}, 10, batch_order="assembled")
+    outcome, plan = call("recycled", plan_batches, codes, policy, seed=2, rng=rng,
+                         shards=shards, window=window)
+    assert outcome == "ok", plan
+    bare = plan_batches(codes, policy, seed=2, rng=rng)
+    index = (np.repeat(np.arange(len(shards)), shards.sizes) if hasattr(shards, "sizes")
+             else np.unique(shards, return_inverse=True)[1].reshape(-1))
+    check_plan(plan, bare, codes, index, "targets", window)
+    served = np.concatenate(plan.batches)
+    for s, pool in ((1, 6), (2, 4)):
+        sequence = served[codes[served] == s]
+        assert sequence.shape[0] > pool  # recycled
+        passes = [sequence[i:i + pool] for i in range(0, sequence.shape[0] - pool + 1, pool)]
+        for part in passes:
+            assert sorted(part.tolist()) == sorted(np.flatnonzero(codes == s).tolist())
+            if window == 1:  # sorted by block = by shard: a shard's rows are one run
+                shard_runs = [h for i, h in enumerate(index[part].tolist())
+                              if i == 0 or h != index[part[i - 1]]]
+                assert len(shard_runs) == len(set(shard_runs)), index[part].tolist()
