@@ -8,6 +8,7 @@ has no shards, so plans of existing commands do not change.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +29,31 @@ def shards_from_args(args):
     if column is not None:
         return _shard_ids(args, column), 1 if window is None else window
     if sizes is not None:
-        return shard_sizes(_sizes(sizes)), 1 if window is None else window
+        with shard_option_named(args):
+            return shard_sizes(_sizes(sizes)), 1 if window is None else window
     if window is None:
         return None, 1
     if _format_of(Path(args.data), args.input_format) != "parquet":
         raise UserError("--window needs shards: give --shard-column COL or --shard-sizes "
                         "N,N,...; only a Parquet file has default shards (its row groups).")
     return shard_sizes(row_group_sizes(args.data)), window
+
+
+@contextlib.contextmanager
+def shard_option_named(args):
+    """The core's errors about ``shards`` said as errors of the option that gave them."""
+    try:
+        yield
+    except (TypeError, ValueError) as error:
+        if not str(error).startswith("shards "):
+            raise
+        if getattr(args, "shard_column", None) is not None:
+            option = f"--shard-column {args.shard_column!r}"
+        elif getattr(args, "shard_sizes", None) is not None:
+            option = f"--shard-sizes {args.shard_sizes}"
+        else:
+            option = "the row groups of DATA (--window without --shard-column/--shard-sizes)"
+        raise UserError(f"{option}: {error}") from None
 
 
 def row_group_sizes(path) -> list:
@@ -62,20 +81,18 @@ def _shard_ids(args, column):
     (values,) = read_strata(args.data, [column], input_format=args.input_format,
                             encoding=args.encoding, delimiter=args.delimiter,
                             option="--shard-column")
-    if values.dtype.kind in "iu":
+    if values.dtype.kind in "iuf":  # the core checks the values (whole, >= 0, < 2**63)
         return values
-    try:
-        ids = np.asarray([int(str(value).strip()) for value in values], dtype=np.int64)
-    except (ValueError, OverflowError):
-        bad = next(value for value in values if not _is_int(value))
-        raise UserError(f"--shard-column {column!r} must hold integer shard ids, got "
-                        f"{str(bad)!r}.") from None
-    return ids
-
-
-def _is_int(value) -> bool:
-    try:
-        int(str(value).strip())
-        return True
-    except (ValueError, OverflowError):
-        return False
+    ids = []
+    for value in values:
+        try:
+            ids.append(int(str(value).strip()))
+        except (ValueError, OverflowError):
+            raise UserError(f"--shard-column {column!r} must hold integer shard ids, got "
+                            f"{str(value)!r}.") from None
+    # Python ints of any size parse; int64 holds the ids the core accepts.
+    if any(not 0 <= value < 2**63 for value in ids):
+        bad = next(value for value in ids if not 0 <= value < 2**63)
+        raise UserError(f"--shard-column {column!r} must hold shard ids from 0 to 2**63 - 1, "
+                        f"got {bad}. Number the shards with smaller non-negative integers.")
+    return np.asarray(ids, dtype=np.int64)

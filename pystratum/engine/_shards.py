@@ -239,10 +239,14 @@ BLOCK_STREAM_BASE = 2**51
 class ShardMembers:
     """Every stratum's members grouped by shard, once (``rng="index"`` with shards).
 
-    ``counts[s, h]``: rows of stratum ``s`` in shard ``h``; ``by_shard``: the
-    member numbers of every stratum, stratum after stratum, ordered by shard
-    (then member number); ``starts[s, h]``: where shard ``h``'s members of
-    ``s`` start in it. O(N) memory plus two ``S x H`` tables.
+    Only the (stratum, shard) pairs that hold rows are kept, at most N of
+    them, so memory is O(N + H) however many strata and shards there are
+    (an ``S x H`` table would not fit for thousands of strata over
+    thousands of shards). ``by_shard``: the member numbers of every stratum,
+    stratum after stratum, ordered by shard (then member number); pair ``i``
+    is stratum ``pair_stratum[i]``'s rows of shard ``pair_shard[i]``,
+    ``pair_count[i]`` of them from ``by_shard[pair_start[i]]`` on. Pairs are
+    in (stratum, shard) order.
     """
 
     def __init__(self, members, row_shards: np.ndarray, n_shards: int):
@@ -252,14 +256,23 @@ class ShardMembers:
         within = np.arange(stratum.shape[0], dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes,
                                                                           sizes)
         shard = np.asarray(row_shards, dtype=np.int64)[members.member(stratum, within)]
-        key = stratum * n_shards + shard
-        order = np.argsort(key, kind="stable")
+        order = np.argsort(stratum * n_shards + shard, kind="stable")
         self.by_shard = within[order]
-        self.counts = np.bincount(key, minlength=n_strata * n_shards).reshape(n_strata, n_shards)
-        starts = np.zeros(n_strata * n_shards + 1, dtype=np.int64)
-        np.cumsum(self.counts.reshape(-1), out=starts[1:])
-        self.starts = starts[:-1].reshape(n_strata, n_shards)
+        stratum, shard = stratum[order], shard[order]
+        starts = np.flatnonzero(np.r_[True, (stratum[1:] != stratum[:-1])
+                                      | (shard[1:] != shard[:-1])]) if order.shape[0] else \
+            np.empty(0, dtype=np.int64)
+        self.pair_start = starts.astype(np.int64)
+        self.pair_stratum = stratum[starts]
+        self.pair_shard = shard[starts]
+        self.pair_count = np.diff(np.r_[starts, order.shape[0]]).astype(np.int64)
+        self.n_strata = n_strata
         self.n_shards = n_shards
+        # The pairs grouped by shard (stably: strata in order), for the epochs' counting sorts.
+        self.pairs_by_shard = stable_argsort_small(
+            self.pair_shard.astype(_smallest_unsigned(max(n_shards, 1))))
+        self.shard_pairs = np.bincount(self.pair_shard, minlength=n_shards)
+        self.pair_stratum_key = self.pair_stratum.astype(_smallest_unsigned(max(n_strata, 1)))
 
     @classmethod
     def of(cls, members, layout) -> "ShardMembers":
@@ -278,8 +291,11 @@ class LazyShardOrder:
     running counts in that order. Rank ``r`` in block ``j`` is the shard-order
     row ``D[s, jW] + perm_{s,j}(r - D[s, jW])``, ``perm_{s,j}`` the keyed
     bijection of the block's rows with stream ``BLOCK_STREAM_BASE + t * m + j``
-    (``t`` the stratum's turn, ``m`` the number of blocks). Set-up: the
-    ``S x (H + 1)`` table ``D`` (O(S * H)); a rank costs two binary searches.
+    (``t`` the stratum's turn, ``m`` the number of blocks). ``D`` changes only
+    at the shards holding rows of ``s``, so it is kept as the running counts
+    of the (stratum, shard) pairs sorted by (stratum, epoch position):
+    set-up O(H + P) for P <= N pairs (counting sorts); a rank costs three
+    binary searches.
     """
 
     def __init__(self, shard_members: ShardMembers, window: int, stream, epoch: int,
@@ -295,11 +311,28 @@ class LazyShardOrder:
 
         keys = stream.keys(epoch, [SHARD_ORDER_STREAM])[:, 0]
         self.shard_at = permute_ranks(np.arange(n_shards, dtype=np.int64), n_shards, keys)
-        counts = shard_members.counts[:, self.shard_at]          # (S, H), epoch order
-        self.running = np.zeros((counts.shape[0], n_shards + 1), dtype=np.int64)
-        np.cumsum(counts, axis=1, out=self.running[:, 1:])
-        edges = np.minimum(np.arange(self.n_blocks + 1, dtype=np.int64) * self.window, n_shards)
-        self.block_edges = self.running[:, edges]               # (S, m + 1)
+        position_of = np.empty(n_shards, dtype=np.int64)
+        position_of[self.shard_at] = np.arange(n_shards, dtype=np.int64)
+        members = shard_members
+        position = position_of[members.pair_shard]
+        # Pairs by stratum, then epoch position (a stratum's rows in shard order), in
+        # O(P + H): the pairs of each shard in the epoch's shard order, then a stable radix
+        # sort by stratum.
+        lengths = members.shard_pairs[self.shard_at]
+        starts = (np.cumsum(members.shard_pairs) - members.shard_pairs)[self.shard_at]
+        in_order = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + \
+            np.arange(int(lengths.sum()), dtype=np.int64)
+        by_position = members.pairs_by_shard[in_order]
+        self.pair = by_position[stable_argsort_small(members.pair_stratum_key[by_position])]
+        count = members.pair_count[self.pair]
+        self.pair_end = np.cumsum(count)                  # global shard-order index, past the pair
+        self.pair_begin = self.pair_end - count
+        # (stratum, block) of every pair, non-decreasing: a block's rows are a run of pairs.
+        self.pair_block_key = (members.pair_stratum[self.pair] * self.n_blocks
+                               + position[self.pair] // self.window)
+        sizes = np.bincount(members.pair_stratum, weights=members.pair_count,
+                            minlength=members.n_strata).astype(np.int64)
+        self.stratum_base = np.cumsum(sizes) - sizes     # global index of a stratum's rank 0
 
     def positions(self, stratum, ranks) -> np.ndarray:
         """Member numbers of ``ranks`` of ``stratum`` (int arrays shaped alike, or a scalar
@@ -310,28 +343,22 @@ class LazyShardOrder:
         stratum = np.broadcast_to(np.asarray(stratum, dtype=np.int64), ranks.shape)
         if ranks.shape[0] == 0:
             return np.empty(0, dtype=np.int64)
-        edges = self.block_edges
-        # The block of each rank: the last block edge <= rank, per stratum.
-        block = np.empty(ranks.shape[0], dtype=np.int64)
-        for s in np.unique(stratum).tolist():
-            where = np.flatnonzero(stratum == s)
-            block[where] = np.searchsorted(edges[s], ranks[where], side="right") - 1
-        first = edges[stratum, block]
-        size = edges[stratum, block + 1] - first
+        index = self.stratum_base[stratum] + ranks
+        held_by = np.searchsorted(self.pair_end, index, side="right")
+        block_key = self.pair_block_key[held_by]
+        block = block_key - stratum * self.n_blocks
+        first = self.pair_begin[np.searchsorted(self.pair_block_key, block_key, side="left")]
+        size = self.pair_end[np.searchsorted(self.pair_block_key, block_key, side="right") - 1] \
+            - first
         pair = self.turn[stratum] * self.n_blocks + block
         distinct, run = np.unique(pair, return_inverse=True)
         run = run.reshape(-1)
         run_sizes = np.empty(distinct.shape[0], dtype=np.int64)
         run_sizes[run] = size
         keys = self.stream.keys(self.epoch, BLOCK_STREAM_BASE + distinct)
-        order_index = first + permute_run_ranks(ranks - first, run, run_sizes, keys)
-        # The shard-order row -> its shard position q, then the member within that shard.
-        position = np.empty(ranks.shape[0], dtype=np.int64)
-        for s in np.unique(stratum).tolist():
-            where = np.flatnonzero(stratum == s)
-            position[where] = np.searchsorted(self.running[s], order_index[where],
-                                              side="right") - 1
-        shard = self.shard_at[position]
+        order_index = first + permute_run_ranks(index - first, run, run_sizes, keys)
+        # The shard-order row -> its pair, then the member within that pair's shard.
+        at_pair = np.searchsorted(self.pair_end, order_index, side="right")
         members = self.shard_members
-        at = members.starts[stratum, shard] + order_index - self.running[stratum, position]
+        at = members.pair_start[self.pair[at_pair]] + order_index - self.pair_begin[at_pair]
         return members.by_shard[at]

@@ -162,7 +162,7 @@ class LazyPlanSource:
         self.stream = stream
         self.num_batches = num_batches
         self.rows_per_batch = max(1, members.n_rows // max(1, num_batches))
-        # (ShardMembers, window), grouped once: each epoch then costs its O(S * H) table.
+        # (ShardMembers, window), grouped once: each epoch then sorts its (stratum, shard) pairs.
         self.shards = shards
 
     def plan(self, epoch: int) -> LazyPlan:

@@ -63,7 +63,10 @@ def shard_sizes(sizes) -> ShardSizes:
         at = int(np.flatnonzero(values < 0)[0])
         raise ValueError(
             f"shards must have sizes >= 0, got shard_sizes(...)[{at}]={int(values[at])}. "
-            f"A size is the number of rows a shard holds; an empty shard has size 0.")
+            f"Pass the number of rows each shard holds (0 for an empty shard).")
+    # Our own read-only copy: the checked sizes cannot change under a later plan.
+    values = np.array(values, dtype=np.int64, copy=True)
+    values.flags.writeable = False
     return ShardSizes(values)
 
 
@@ -75,13 +78,23 @@ class ShardLayout:
         self.n_shards = n_shards
         self.sizes = sizes
         self.stored_in_order = stored_in_order
+        self._fingerprint = None
 
     @property
     def n_rows(self) -> int:
         return int(self.index.shape[0])
 
     def fingerprint(self) -> str:
-        """A digest of which rows share a shard and how shards are ranked (resume states)."""
+        """A digest of which rows share a shard and how shards are ranked (resume states).
+
+        Computed once: every ``state_dict()`` (each checkpoint) asks for it, and
+        hashing the rows' shard indices is O(N).
+        """
+        if self._fingerprint is None:
+            self._fingerprint = self._digest()
+        return self._fingerprint
+
+    def _digest(self) -> str:
         digest = hashlib.blake2b(digest_size=16)
         digest.update(np.asarray(self.sizes, dtype="<i8").tobytes())
         if not self.stored_in_order:
@@ -101,28 +114,44 @@ def _whole_numbers(value, name: str, form: str) -> np.ndarray:
     if isinstance(value, (str, bytes)) or np.isscalar(value) or value is None:
         raise TypeError(
             f"{name} must be a 1-D sequence of whole numbers ({form}), got {name}={show(value)} "
-            f"of type {type(value).__name__}.")
+            f"of type {type(value).__name__}. Pass a list or 1-D array ({form}).")
     try:
         array = np.asarray(value)
     except Exception as error:  # ragged lists, objects numpy cannot hold
         raise TypeError(f"{name} must be a 1-D sequence of whole numbers ({form}), got "
-                        f"{name}={show(value)}: {error}") from None
+                        f"{name}={show(value)}: {error}. Pass a list or 1-D array of "
+                        f"integers.") from None
+    if np.ma.is_masked(value):  # np.asarray drops the mask: a masked entry would read its filler
+        at = int(np.flatnonzero(np.ma.getmaskarray(value).reshape(-1))[0])
+        raise ValueError(f"{name} must hold a whole number in every entry ({form}), got "
+                         f"{name}[{at}] missing (masked or NA). Fill in or drop the missing "
+                         f"entries first.")
     if array.ndim == 0:
         raise TypeError(
             f"{name} must be a 1-D sequence of whole numbers ({form}), got {name}={show(value)} "
-            f"of type {type(value).__name__}.")
+            f"of type {type(value).__name__}. Pass a list or 1-D array ({form}).")
     if isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value):
         raise TypeError(f"{name} must hold whole numbers, not booleans, got {name}="
                         f"{show(value)}. Pass {form} as integers.")
+    beyond = None
+    if array.dtype.kind in "fO" and isinstance(value, (list, tuple)) and all(
+            isinstance(v, numbers.Integral) for v in value):
+        # Python ints beyond int64: numpy made floats or objects of them; say it as ints.
+        beyond = next((i for i, v in enumerate(value) if not -2**63 <= v < 2**63), None)
+    if beyond is not None:
+        at = beyond
+        raise ValueError(f"{name} must hold whole numbers from 0 to 2**63 - 1 ({form}), got "
+                         f"{name}[{at}]={value[at]}. Pass integers below 2**63.")
     if array.ndim != 1:
-        raise ValueError(f"{name} must be 1-D ({form}), got an array of shape {array.shape}.")
+        raise ValueError(f"{name} must be 1-D ({form}), got an array of shape {array.shape}. "
+                         f"Pass one value per entry, e.g. a column or array.reshape(-1).")
     if array.dtype == np.bool_:
         raise TypeError(f"{name} must hold whole numbers, not booleans, got {name}="
                         f"{show(value)}. Pass {form} as integers.")
-    if np.issubdtype(array.dtype, np.integer):
+    if array.dtype.kind in "iu":  # not timedelta64 (numpy counts it among the integers)
         if array.dtype == np.uint64 and array.shape[0] and int(array.max()) > np.iinfo(np.int64).max:
             raise ValueError(f"{name} must hold whole numbers below 2**63, got {name}="
-                             f"{show(value)}.")
+                             f"{show(value)}. Number the shards with smaller integers.")
         return array.astype(np.int64, copy=False)
     if np.issubdtype(array.dtype, np.floating):
         bad = ~np.isfinite(array)
@@ -150,13 +179,16 @@ def read_shards(shards, n_rows: int) -> ShardLayout:
     """
     if isinstance(shards, ShardSizes):
         sizes = shards.sizes
-        total = int(sizes.sum())
+        count = int(sizes.shape[0])
+        # int64's sum wraps for sizes near 2**63 (and a wrapped total that matches would
+        # make np.repeat write past its buffer): a size above n_rows is already too many.
+        fits = int(sizes.max()) <= n_rows and count * max(n_rows, 1) < 2**63
+        total = int(sizes.sum()) if fits else sum(sizes.tolist())
         if total != n_rows:
             raise ValueError(
                 f"shards must cover every row: shard_sizes(...) sums to {total:,} rows, got "
                 f"{n_rows:,} rows of strata. Pass the sizes of every shard (row group) of this "
                 f"data, in storage order.")
-        count = int(sizes.shape[0])
         index = np.repeat(np.arange(count, dtype=_smallest_unsigned(count)), sizes)
         return ShardLayout(index, count, sizes, True)
     ids = _whole_numbers(shards, "shards", "a shard id per row")
@@ -171,7 +203,7 @@ def read_shards(shards, n_rows: int) -> ShardLayout:
     if low < 0:
         at = int(np.argmin(ids))
         raise ValueError(f"shards must hold ids >= 0, got shards[{at}]={low}. Shard ids are "
-                         f"non-negative integers (labels; they need not be contiguous).")
+                         f"labels: pass non-negative integers (they need not be contiguous).")
     high = int(ids.max())
     if high < max(2 * n_rows, _TABLE_IDS):
         counts = np.bincount(ids, minlength=high + 1)
