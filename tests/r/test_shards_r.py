@@ -154,3 +154,19 @@ def test_the_mlr3torch_sampler_takes_shards_through_the_bindings(r_session):
         with pytest.raises(error) as raised:
             pr.batch_sampler_stratified(2, seed=1, rng="R", **bad)
         assert raised.value.argument == argument
+
+
+@pytest.mark.parametrize("window", [1, 3, 10**6])
+def test_rng_index_with_many_strata_over_many_shards_matches_the_core(r_session, window):
+    """The lazy order with 600 strata spread over 2,400 shards (R built it per stratum over
+    every block; now per (stratum, block) pair that holds rows): the same batches. A stratum
+    of 300 rows over 3 shards gives blocks of more than 64 rows (the cycle-walking path)."""
+    codes = np.r_[np.tile(np.arange(600), 4), np.full(300, 600)]
+    generator = np.random.default_rng(7)
+    shards = np.r_[generator.integers(0, 2400, 2400), generator.integers(0, 3, 300)]
+    for epoch in (0, 2):
+        keywords = dict(seed=11, rng="index", epoch=epoch, shards=shards, window=window,
+                        allow_single_batch=True)
+        core = pystratum.stratified_batches(codes, 1, **keywords)
+        theirs = pr.stratified_batches(codes, 1, **keywords)
+        assert [b.tolist() for b in theirs] == [b.tolist() for b in core]
