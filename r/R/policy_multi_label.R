@@ -188,9 +188,23 @@ multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle,
 multi_label_placing_steps = function(matrix) {
   n_labels = ncol(matrix)
   by_size = order(colSums(matrix), seq_len(n_labels))
-  steps = rep(n_labels, nrow(matrix))
-  for (step in rev(seq_len(n_labels))) steps[matrix[, by_size[[step]]]] = step - 1L
-  steps
+  multi_label_first_steps(matrix, by_size)
+}
+
+# Each row's first label in the order `by_size` (its step, 0-based; L: no
+# label), from the positive cells: O(N L) to find them and O(P log P) for P
+# positives, not a pass over the rows per label.
+multi_label_first_steps = function(matrix, by_size) {
+  n_labels = ncol(matrix)
+  step_of = integer(n_labels)
+  step_of[by_size] = seq_len(n_labels) - 1L
+  first = rep(n_labels, nrow(matrix))
+  cells = which(matrix, arr.ind = TRUE)
+  step = step_of[cells[, 2L]]
+  # The last assignment wins: the row's smallest step, written last.
+  last_smallest = order(step, decreasing = TRUE, method = "radix")
+  first[cells[last_smallest, 1L]] = step[last_smallest]
+  first
 }
 
 # Python's assign_batches(): list(batch = batch of the row at each permuted
@@ -208,8 +222,7 @@ multi_label_assign = function(matrix, permutation, batch_ties, min_per_label, re
   by_size = order(sizes, seq_len(n_labels))
   codes = matrix[permutation, , drop = FALSE]  # the epoch's order
   # Each row's first label in that order (its rank, 0-based; n_labels: none).
-  first = rep(n_labels, n_rows)
-  for (step in rev(seq_len(n_labels))) first[codes[, by_size[[step]]]] = step - 1L
+  first = multi_label_first_steps(codes, by_size)
   grouped = order(first, method = "radix")
   starts = c(0, cumsum(tabulate(first + 1L, n_labels + 1L)))
   labelled = starts[[n_labels + 1L]]
@@ -218,7 +231,10 @@ multi_label_assign = function(matrix, permutation, batch_ties, min_per_label, re
   fill = numeric(n_batches)
   counts = matrix(0, n_batches, n_labels)
   offset = 0
-  for (step in seq_len(n_labels)) {
+  # Only the steps that place rows (at most min(N, L) of them) are walked; a label whose
+  # rows were all placed by rarer labels gets its counts from the final batches below.
+  walked_steps = which(starts[-1L] > starts[-(n_labels + 1L)])
+  for (step in walked_steps) {
     column = by_size[[step]]
     start = starts[[step]]
     stop_at = starts[[step + 1L]]
@@ -242,6 +258,13 @@ multi_label_assign = function(matrix, permutation, batch_ties, min_per_label, re
       placed = placed + give
     }
     counts[, column] = placed
+  }
+  unwalked = by_size[!(seq_len(n_labels) %in% walked_steps)]
+  if (length(unwalked) > 0L) {
+    # Every positive of these labels is on a labelled row: count them per batch at once.
+    cells = which(g_codes[, unwalked, drop = FALSE], arr.ind = TRUE)
+    counts[, unwalked] = tabulate((cells[, 2L] - 1L) * n_batches + g_batch[cells[, 1L]],
+      n_batches * length(unwalked))
   }
   batch = integer(n_rows)
   batch[grouped[seq_len(labelled)]] = g_batch

@@ -38,8 +38,8 @@ shard_sizes = function(sizes) {
         type_name(sizes)))
   }
   if (!is.null(dim(sizes))) {
-    abort_value("shards", sprintf("shards must be 1-D (shard_sizes(sizes)), got an array of %s.",
-      paste(dim(sizes), collapse = " x ")))
+    abort_value("shards", sprintf(paste0("shards must be 1-D (shard_sizes(sizes)), got an array ",
+      "of shape (%s). %s"), paste(dim(sizes), collapse = ", "), SHARDS_ONE_VALUE_PER_ENTRY))
   }
   if (length(sizes) == 0L) {
     abort_value("shards", paste0("shards must list at least one shard size, got ",
@@ -47,8 +47,8 @@ shard_sizes = function(sizes) {
   }
   sizes = unname(sizes)
   check_whole_entries(sizes, "shard_sizes(sizes)", "shard_sizes(...)", negative = paste0(
-    "shards must have sizes >= 0, got %s. A size is the number of rows a shard holds; an ",
-    "empty shard has size 0."))
+    "shards must have sizes >= 0, got %s. Pass the number of rows each shard holds (0 for an ",
+    "empty shard)."))
   structure(list(sizes = as.double(sizes)), class = "pystratum_shard_sizes")
 }
 
@@ -58,6 +58,10 @@ print.pystratum_shard_sizes = function(x, ...) {
     format(sum(x$sizes), scientific = FALSE)))
   invisible(x)
 }
+
+# The fix for a matrix or array of ids or sizes (Python's "e.g. a column or
+# array.reshape(-1)").
+SHARDS_ONE_VALUE_PER_ENTRY = "Pass one value per entry, e.g. a column or as.vector(x)."
 
 # Shard ids and sizes (`form`) are whole numbers >= 0 that doubles hold
 # exactly; the first entry that is not is named as `shown`[i] (1-based). As in
@@ -78,8 +82,11 @@ check_whole_entries = function(x, form, shown, negative) {
   }
   bad = which(x >= SIZE_MAX)
   if (length(bad)) {
-    abort_value("shards", sprintf(paste0("shards must hold whole numbers below 2^53 (%s), got ",
-      "%s. R holds larger numbers inexactly; renumber the shards."), form, show_at(bad[[1L]])))
+    # Python's words for floats (R's numbers beyond 2^31 - 1 are doubles) and its fix for
+    # ids beyond int64.
+    abort_value("shards", sprintf(paste0("shards must hold whole numbers below 2**53 when ",
+      "given as floats, got %s (R holds it as a double, inexactly). Number the shards with ",
+      "smaller integers."), show_at(bad[[1L]])))
   }
   invisible(x)
 }
@@ -126,8 +133,8 @@ resolve_shards = function(shards, window, n_rows) {
         type_name(shards)))
   }
   if (!is.null(dim(shards))) {
-    abort_value("shards", sprintf("shards must be 1-D (a shard id per row), got an array of %s.",
-      paste(dim(shards), collapse = " x ")))
+    abort_value("shards", sprintf(paste0("shards must be 1-D (a shard id per row), got an array ",
+      "of shape (%s). %s"), paste(dim(shards), collapse = ", "), SHARDS_ONE_VALUE_PER_ENTRY))
   }
   if (length(shards) != n_rows) {
     abort_value("shards", sprintf(paste0("shards must hold one shard id per row: got %s ids for ",
@@ -136,8 +143,8 @@ resolve_shards = function(shards, window, n_rows) {
   }
   shards = unname(shards)
   check_whole_entries(shards, "a shard id per row", "shards", negative = paste0(
-    "shards must hold ids >= 0, got %s. Shard ids are non-negative integers (labels; they ",
-    "need not be contiguous)."))
+    "shards must hold ids >= 0, got %s. Shard ids are labels: pass non-negative integers ",
+    "(they need not be contiguous)."))
   ids = sort(unique(shards))
   list(of_row = match(shards, ids), count = length(ids), window = window)
 }

@@ -194,6 +194,8 @@ BLOCK_STREAM_BASE = 2^51
 # [0, C) with stream BLOCK_STREAM_BASE + turn * m + j (m blocks). Materialised
 # here for every rank (R's index epochs are materialised); `members`: each
 # stratum's rows, increasing; `turn`: each stratum's 0-based turn.
+# All strata at once, as runs of (stratum, block) pairs that hold rows (at
+# most N of them): O(N + H), not a table of H / W blocks per stratum.
 index_shard_sequences = function(shards, seed, epoch, members, turn) {
   n_shards = shards$count
   window = min(shards$window, max(n_shards, 1))
@@ -202,18 +204,57 @@ index_shard_sequences = function(shards, seed, epoch, members, turn) {
     index_round_keys(seed, epoch, SHARD_ORDER_STREAM)[, 1])
   position = numeric(n_shards)
   position[shard_at + 1] = seq_len(n_shards) - 1
-  lapply(seq_along(members), function(s) {
-    rows = members[[s]]
-    at = position[shards$of_row[rows]]
-    in_shard_order = rows[order(at, method = "radix")]
-    block_sizes = tabulate(sort(at) %/% window + 1, n_blocks)
-    used = which(block_sizes > 0)
-    keys = index_round_keys(seed, epoch, BLOCK_STREAM_BASE + turn[[s]] * n_blocks + used - 1)
-    starts = cumsum(block_sizes) - block_sizes
-    index = unlist(lapply(seq_along(used), function(i) {
-      size = block_sizes[[used[[i]]]]
-      starts[[used[[i]]]] + index_permute_ranks(seq_len(size) - 1, size, keys[, i])
-    }), use.names = FALSE)
-    in_shard_order[index + 1]
-  })
+  n_strata = length(members)
+  stratum = rep.int(seq_len(n_strata), lengths(members))
+  rows = unlist(members, use.names = FALSE)
+  if (length(rows) == 0L) return(lapply(members, function(m) integer(0)))
+  at = position[shards$of_row[rows]]
+  # Stratum by stratum, each in shard order; radix order is stable, so a
+  # shard's rows stay increasing.
+  sorted = order(stratum, at, method = "radix")
+  rows = rows[sorted]
+  stratum = stratum[sorted]
+  block = at[sorted] %/% window
+  n = length(rows)
+  run_start = which(c(TRUE, stratum[-1L] != stratum[-n] | block[-1L] != block[-n]))
+  run_size = diff(c(run_start, n + 1L))
+  run = rep.int(seq_along(run_start), run_size)
+  rank = seq_len(n) - run_start[run]
+  keys = index_round_keys(seed, epoch,
+    BLOCK_STREAM_BASE + turn[stratum[run_start]] * n_blocks + block[run_start])
+  permuted = index_permute_sized_runs(rank, run, run_size, keys)
+  split(rows[run_start[run] + permuted], factor(stratum, levels = seq_len(n_strata)))
+}
+
+# index_permute_ranks() of ranks[i] on [0, sizes[run[i]]) with the keys
+# keys[, run[i]], where the runs are contiguous and each run's ranks are
+# 0 .. size - 1 in order (a whole domain per run): a few vectorised calls per
+# bit width, not a call per run.
+index_permute_sized_runs = function(ranks, run, sizes, keys) {
+  out = numeric(length(ranks))
+  keys_at = function(at) lapply(seq_len(INDEX_ROUNDS), function(i) keys[i, run[at]])
+  size_of = sizes[run]
+  small = which(size_of <= INDEX_SMALL_DOMAIN)
+  if (length(small) > 0L) {
+    # A small run's permutation: its ranks ordered by their 52-bit values.
+    values = index_encrypt(as.double(ranks[small]), 26, 26, keys_at(small))
+    out[small] = ranks[small][order(run[small], values, method = "radix")]
+  }
+  large = which(size_of > INDEX_SMALL_DOMAIN)
+  width = ceiling(log2(size_of[large]))
+  # log2 may round: the width is the least w with 2^w >= size.
+  width = width + (2^width < size_of[large]) - (2^(width - 1) >= size_of[large])
+  for (w in unique(width)) {
+    at = large[width == w]
+    p = w %/% 2
+    q = w - p
+    y = index_encrypt(as.double(ranks[at]), p, q, keys_at(at))
+    outside = which(y >= size_of[at])
+    while (length(outside) > 0L) {
+      y[outside] = index_encrypt(y[outside], p, q, keys_at(at[outside]))
+      outside = outside[y[outside] >= size_of[at[outside]]]
+    }
+    out[at] = y
+  }
+  out
 }

@@ -138,3 +138,21 @@ def test_r_refuses_a_single_batch_with_python_s_message(r_session, params, r_pol
     mine = plan_batches(labels, policy, seed=1, rng="R", allow_single_batch=True).batches
     theirs = pr.stratified_batches(labels, policy, seed=1, rng="R", allow_single_batch=True)
     assert [np.asarray(b).tolist() for b in theirs] == [b.tolist() for b in mine]
+
+
+@pytest.mark.parametrize("shape", ["all ones", "one label a row", "sparse", "rarer covers"])
+def test_many_labels_over_few_rows_give_the_core_batches(r_session, shape):
+    """10 rows x 3,000 labels: R walks only the steps that place rows (as the core) and
+    counts the other labels at once; the same batches and label counts."""
+    rng = np.random.default_rng(3)
+    labels = {"all ones": np.ones((10, 3000), dtype=bool),
+              "one label a row": np.eye(10, 3000, dtype=bool),
+              "sparse": rng.random((10, 3000)) < 0.002,
+              # Column 0 on every row is the rarest-first step for no row: it is covered.
+              "rarer covers": np.c_[np.ones((10, 1), dtype=bool), np.eye(10, 2999, dtype=bool)]
+              }[shape]
+    for seed, epoch in ((1, 0), (8, 3)):
+        expected = r_plan(r_session, labels, 5, None, 1, False, seed, epoch, True)
+        plan = plan_batches(labels, MultiLabel(5), seed=seed, rng="R", epoch=epoch)
+        assert expected["batches"] == [(batch + 1).tolist() for batch in plan.batches]
+        assert expected["counts"] == plan.counts.ravel().tolist()

@@ -27,7 +27,7 @@ from hypothesis import given, settings, strategies as st
 
 import pystratum
 import pystratum.r as pr
-from _r_helpers import r_session  # noqa: F401 (fixture)
+from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
 from pystratum.policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
                                 MultiLabel, SmallStrataWarning, StratumTooSmallWarning, Targets)
 
@@ -154,3 +154,67 @@ def test_the_mlr3torch_sampler_takes_shards_through_the_bindings(r_session):
         with pytest.raises(error) as raised:
             pr.batch_sampler_stratified(2, seed=1, rng="R", **bad)
         assert raised.value.argument == argument
+
+
+@pytest.mark.parametrize("window", [1, 3, 10**6])
+def test_rng_index_with_many_strata_over_many_shards_matches_the_core(r_session, window):
+    """The lazy order with 600 strata spread over 2,400 shards (R built it per stratum over
+    every block; now per (stratum, block) pair that holds rows): the same batches. A stratum
+    of 300 rows over 3 shards gives blocks of more than 64 rows (the cycle-walking path)."""
+    codes = np.r_[np.tile(np.arange(600), 4), np.full(300, 600)]
+    generator = np.random.default_rng(7)
+    shards = np.r_[generator.integers(0, 2400, 2400), generator.integers(0, 3, 300)]
+    for epoch in (0, 2):
+        keywords = dict(seed=11, rng="index", epoch=epoch, shards=shards, window=window,
+                        allow_single_batch=True)
+        core = pystratum.stratified_batches(codes, 1, **keywords)
+        theirs = pr.stratified_batches(codes, 1, **keywords)
+        assert [b.tolist() for b in theirs] == [b.tolist() for b in core]
+
+
+R_REFUSAL = """function(code) {
+  scope = list2env(list(y = rep(0:1, 5)), parent = asNamespace("pystratum"))
+  tryCatch(eval(parse(text = code), envir = scope), pystratum_error = function(e) conditionMessage(e))
+}"""
+
+
+def _core_refusal(call):
+    with pytest.raises(ValueError) as raised:
+        call()
+    return str(raised.value)
+
+
+def _in_r_words(message: str) -> str:
+    """The core's message as R says it: 1-based positions, R's way to flatten an array."""
+    message = re.sub(r"\[(\d+)\]=", lambda m: f"[{int(m.group(1)) + 1}]=", message)
+    return message.replace("array.reshape(-1)", "as.vector(x)")
+
+
+@pytest.mark.parametrize("r_code, core_call", [
+    ("stratified_batches(y, 1, seed = 1, shards = c(0, -1, rep(0, 8)))",
+     lambda: pystratum.stratified_batches([0, 1] * 5, 1, seed=1, shards=[0, -1] + [0] * 8)),
+    ("shard_sizes(c(3, -1))", lambda: pystratum.shard_sizes([3, -1])),
+    ("stratified_batches(y, 1, seed = 1, shards = matrix(0L, 2, 5))",
+     lambda: pystratum.stratified_batches([0, 1] * 5, 1, seed=1,
+                                          shards=np.zeros((2, 5), dtype=int))),
+    ("shard_sizes(matrix(1:4, 2))", lambda: pystratum.shard_sizes(np.ones((2, 2), dtype=int))),
+])
+def test_shard_refusals_say_the_core_s_words(r_session, r_code, core_call):
+    """Negative ids, negative sizes, a matrix: R's message is the core's, word for word."""
+    with r_session.calling():
+        said = r_function(r_session, R_REFUSAL)(r_code)[0]
+    assert said == _in_r_words(_core_refusal(core_call))
+
+
+def test_ids_beyond_what_r_holds_say_the_core_s_words(r_session):
+    """R's numbers beyond 2**31 - 1 are doubles: its refusal of 2**60 opens as the core's for
+    floats and gives the core's fix for ids beyond int64."""
+    with r_session.calling():
+        said = r_function(r_session, R_REFUSAL)(
+            "stratified_batches(y, 1, seed = 1, shards = c(2^60, rep(0, 9)))")[0]
+    as_floats = _core_refusal(lambda: pystratum.stratified_batches(
+        [0, 1] * 5, 1, seed=1, shards=np.r_[2.0**60, np.zeros(9)]))
+    beyond_int64 = _core_refusal(lambda: pystratum.stratified_batches(
+        [0, 1] * 5, 1, seed=1, shards=np.r_[np.uint64(2**63), np.zeros(9, dtype=np.uint64)]))
+    assert said.startswith(as_floats.split(", got ")[0] + ", got shards[1]=1152921504606846976")
+    assert said.endswith(beyond_int64.rsplit(". ", 1)[1])

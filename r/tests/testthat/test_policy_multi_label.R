@@ -162,3 +162,27 @@ test_that("stratified_batches() reads labels with label_matrix()'s reader: same 
   expect_identical(conditionMessage(from_plan),
     sub("^labels", "strata", conditionMessage(from_reader)))
 })
+
+test_that("placement walks only the steps that place rows, not one step per label", {
+  # 10 rows over 2,000 labels: 10 steps place rows, 1,990 labels are counted at once. The
+  # loop ran once per label (10 x 10^6 labels took minutes); counted, not timed: each
+  # walked step tabulates the rows placed before it.
+  counter = new.env()
+  counter$n = 0L
+  suppressMessages(trace("tabulate", tracer = function() counter$n = counter$n + 1L,
+    print = FALSE, where = baseenv()))
+  withr::defer(suppressMessages(untrace("tabulate", where = baseenv())))
+  one_label_a_row = diag(TRUE, 10, 2000)
+  all_ones = matrix(TRUE, 10, 2000)
+  for (labels in list(one_label_a_row, all_ones)) {
+    counter$n = 0L
+    batches = stratified_batches(labels, policy_multi_label(batch_size = 5), seed = 1)
+    expect_lte(counter$n, 30L)
+    expect_identical(sort(unlist(batches)), 1:10)
+    counts = attr(batches, "label_counts")
+    expect_identical(dim(counts), c(2L, 2000L))
+    # The counts of the labels no step walked are the positives in each batch.
+    expect_identical(counts, t(vapply(batches, function(rows) as.integer(colSums(
+      labels[rows, , drop = FALSE])), integer(2000))), ignore_attr = TRUE)
+  }
+})

@@ -361,7 +361,7 @@ test_that("hostile shards are refused naming the argument, the value and the fix
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = c(0:8, -1)),
     "value_error", "shards", "shards\\[10\\]=-1")
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = c(0:8, 2^60)),
-    "value_error", "shards", "^shards must hold whole numbers below 2\\^53")
+    "value_error", "shards", "^shards must hold whole numbers below 2\\*\\*53")
   expect_pystratum_error(stratified_batches(y, 1, seed = 1, shards = matrix(0:9, ncol = 1)),
     "value_error", "shards", "^shards must be 1-D")
   for (shards in list(0:8, 0:10, integer(0))) {
@@ -470,4 +470,32 @@ test_that("golden vectors: R reproduces every case of tests/vectors/shards.json"
         label = case$id)
     }
   }
+})
+
+test_that("shard refusals say the fix in the Python core's words", {
+  # Negative ids or sizes, a matrix and ids R cannot hold exactly: the messages named the
+  # fault but not always the fix, in words of their own (tests/r/test_shards_r.py compares
+  # them with the core's).
+  y = rep(c("a", "b"), 5)
+  says = function(expr, message) {
+    error = expect_pystratum_error(expr, "value_error", "shards")
+    expect_identical(conditionMessage(error), message)
+  }
+  says(stratified_batches(y, 1, seed = 1, shards = c(0, -1, rep(0, 8))), paste0(
+    "shards must hold ids >= 0, got shards[2]=-1. Shard ids are labels: pass non-negative ",
+    "integers (they need not be contiguous)."))
+  says(shard_sizes(c(3, -1)), paste0("shards must have sizes >= 0, got shard_sizes(...)[2]=-1. ",
+    "Pass the number of rows each shard holds (0 for an empty shard)."))
+  says(stratified_batches(y, 1, seed = 1, shards = matrix(0L, 2, 5)), paste0(
+    "shards must be 1-D (a shard id per row), got an array of shape (2, 5). Pass one value ",
+    "per entry, e.g. a column or as.vector(x)."))
+  says(shard_sizes(matrix(1:4, 2)), paste0("shards must be 1-D (shard_sizes(sizes)), got an ",
+    "array of shape (2, 2). Pass one value per entry, e.g. a column or as.vector(x)."))
+  says(stratified_batches(y, 1, seed = 1, shards = c(2^60, rep(0, 9))), paste0(
+    "shards must hold whole numbers below 2**53 when given as floats, got ",
+    "shards[1]=1152921504606846976 (R holds it as a double, inexactly). Number the shards ",
+    "with smaller integers."))
+  says(shard_sizes(c(1, 2^53)), paste0("shards must hold whole numbers below 2**53 when given ",
+    "as floats, got shard_sizes(...)[2]=9007199254740992 (R holds it as a double, inexactly). ",
+    "Number the shards with smaller integers."))
 })

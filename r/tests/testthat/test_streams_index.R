@@ -93,3 +93,29 @@ test_that("rng = 'index': a recycled stratum's passes derive their keys in one c
   expect_true(all(vapply(batches, function(b) identical(sort(y[b]), c(0, 1)), logical(1))))
   expect_lte(counter$n, 4L)
 })
+
+test_that("rng = 'index' with shards: the lazy order works per (stratum, block) pair, not per block", {
+  # 300 strata of 4 rows, each row its own shard (W = 1): 1,200 blocks. The order took a
+  # key derivation per stratum and a permutation per (stratum, block), tabulating all H / W
+  # blocks per stratum (strata x H / W; 3,000 x 20 rows took seconds). Counted, not timed.
+  counter = new.env()
+  counter$keys = 0L
+  counter$encrypt = 0L
+  namespace = environment(stratified_batches)
+  suppressMessages(trace("index_round_keys", tracer = function() counter$keys = counter$keys + 1L,
+    print = FALSE, where = namespace))
+  withr::defer(suppressMessages(untrace("index_round_keys", where = namespace)))
+  suppressMessages(trace("index_encrypt", tracer = function() counter$encrypt = counter$encrypt + 1L,
+    print = FALSE, where = namespace))
+  withr::defer(suppressMessages(untrace("index_encrypt", where = namespace)))
+  codes = rep(seq_len(300), 4)
+  batches = stratified_batches(codes, 1, seed = 1, rng = "index", shards = seq_along(codes),
+    allow_single_batch = TRUE)
+  expect_length(batches, 4L)
+  expect_true(all(vapply(batches, function(b) identical(sort(codes[b]), seq_len(300)),
+    logical(1))))
+  expect_identical(sort(unlist(batches)), seq_along(codes))
+  # The epoch's keys, the shard order's and the blocks' (3 calls); a few passes each.
+  expect_lte(counter$keys, 4L)
+  expect_lte(counter$encrypt, 100L)
+})
