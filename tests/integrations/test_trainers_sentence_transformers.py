@@ -172,3 +172,12 @@ def test_a_dataset_dict_train_set_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"^train_dataset must be one Dataset for "
                                          r"batch_sampler\(\), got a DatasetDict"):
         trainer.train()
+
+
+def test_an_infeasible_per_device_batch_size_names_the_trainers_argument():
+    # 40 rows in batches of 64: one batch, refused naming the setting the user wrote.
+    dataset = datasets.Dataset.from_dict({"label": LABELS.tolist()})
+    with pytest.raises(ValueError, match=r"^per_device_train_batch_size=64 cannot be served on "
+                                         r"this training set .* smaller "
+                                         r"per_device_train_batch_size"):
+        batch_sampler()(dataset, batch_size=64, drop_last=False, valid_label_columns=["label"])
