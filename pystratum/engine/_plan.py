@@ -16,8 +16,9 @@ from ..strata._members import members_of_codes, row_values
 from ..streams._base import RNG_CHOICES, stream_for
 from ..base._validation import check_bool, check_choice, check_epoch
 from ..policies import Policy, StratumTooSmallWarning, check_allocation
-from ..policies._multi_label import (MultiLabelShortfallError, assign_batches, placing_steps,
-                                     check_label_matrix, shortfall_message)
+from ..policies._multi_label import (LabelShortfallWarning, MultiLabelShortfallError,
+                                     assign_batches, placing_steps, check_label_matrix,
+                                     shortfall_message, shortfall_warning)
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_order import reorder_split_safe
 from ._batch_plan import BatchPlan
@@ -233,6 +234,10 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
         message = shortfall_message(names, assigned.counts, sizes, policy.min_per_label)
         if message is not None:
             raise MultiLabelShortfallError(message)
+    else:
+        message = shortfall_warning(names, assigned.counts, sizes, policy.min_per_label, epoch)
+        if message is not None:
+            warnings.warn(message, LabelShortfallWarning, stacklevel=_levels_to_user_code())
     key = assigned.batch.astype(np.uint16 if n_batches <= 1 << 16 else np.int64)
     order = permutation[np.argsort(key, kind="stable")]
     bounds = np.zeros(n_batches + 1, dtype=np.int64)
@@ -389,3 +394,16 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
     return plan_batches(strata, policy, seed=seed, rng=rng, epoch=epoch, shuffle=shuffle,
                         min_samples_per_stratum=min_samples_per_stratum,
                         allow_single_batch=allow_single_batch).batches
+
+
+def _levels_to_user_code() -> int:
+    """The ``stacklevel`` of the first frame outside pystratum, seen from the caller: the
+    label plan is reached by several paths (plan_batches, samplers), each of another depth."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -145,7 +145,10 @@ def test_torch_stream_serves_it():
 
 
 def test_the_impossible_example_reports_its_shortfall():
-    plan = plan_batches(IMPOSSIBLE, MultiLabel(num_batches=2), seed=1, rng="R")
+    from pystratum.policies import LabelShortfallWarning
+
+    with pytest.warns(LabelShortfallWarning, match=r"'1' in 1 of 2 batches"):
+        plan = plan_batches(IMPOSSIBLE, MultiLabel(num_batches=2), seed=1, rng="R")
     spread = plan.label_spread()
     assert sorted(spread) == ["0", "1", "2"]
     assert min(least for least, _ in spread.values()) == 0
@@ -341,3 +344,30 @@ def test_a_single_batch_is_refused_naming_rows_labels_and_the_fix(policy):
     assert len(stratified_batches(IMPOSSIBLE, policy, seed=2, allow_single_batch=True)) == 1
     # Two batches are not refused.
     assert plan_batches(IMPOSSIBLE, MultiLabel(batch_size=2), seed=2).num_batches == 2
+
+
+def test_a_shortfall_without_strict_warns_once_per_plan_naming_labels_and_batches():
+    import warnings
+
+    from pystratum.policies import LabelShortfallWarning
+
+    # Rows {a,b}, {b,c}, {a,c} twice in 4 batches: each label has 4 positives, one per
+    # batch would do, but the two batches of one row each miss a label.
+    rows = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]] * 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan = plan_batches(rows, MultiLabel(num_batches=4), seed=1)
+    shortfalls = [w for w in caught if issubclass(w.category, LabelShortfallWarning)]
+    assert len(shortfalls) == 1
+    spread = plan.label_spread()
+    short = {name: int((plan.label_counts[:, k] < 1).sum())
+             for k, name in enumerate(plan.strata) if spread[name][0] < 1}
+    assert short  # the example does fall short
+    message = str(shortfalls[0].message)
+    assert message.startswith("min_per_label=1 is not met in epoch 0: ")
+    for name, count in short.items():
+        assert f"'{name}' in {count} of 4 batches" in message
+    with warnings.catch_warnings(record=True) as caught:  # no shortfall: no warning
+        warnings.simplefilter("always")
+        plan_batches(rows, MultiLabel(num_batches=3), seed=1)
+    assert not [w for w in caught if issubclass(w.category, LabelShortfallWarning)]
