@@ -24,7 +24,7 @@ import os
 import sys
 
 from ._data import read_strata
-from ._errors import EXIT_OK, EXIT_USAGE, UserError
+from ._errors import EXIT_OK, EXIT_USAGE, UserError, cli_wording
 from ._parser import EXAMPLES, build_parser  # noqa: F401 - EXAMPLES re-exported
 from ._progress import _Progress
 
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
         return error.code
     except (ValueError, TypeError) as error:
         # The core's argument and data checks: their messages name the value and the fix.
-        print(f"pystratum: error: {error}", file=sys.stderr)
+        print(f"pystratum: error: {cli_wording(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("pystratum: interrupted", file=sys.stderr)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +60,12 @@ def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delim
 
 def _check_encoding(encoding) -> None:
     try:
+        # codecs.lookup also finds codecs that are not text encodings (rot13: str to str,
+        # base64: bytes to bytes); open() refuses those, so they are refused here by trying both
+        # directions of a text encoding.
         codecs.lookup(encoding)
+        "".encode(encoding)
+        b"".decode(encoding)
     except (LookupError, TypeError, ValueError):
         raise UserError(f"--encoding {encoding!r} is not a text encoding Python knows; use e.g. "
                         f"utf-8 (the default, with or without a byte-order mark), latin-1 or "
@@ -162,9 +169,25 @@ def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter):
     return result
 
 
+@contextlib.contextmanager
+def _no_field_limit():
+    """The csv module refuses cells over csv.field_size_limit() (131,072 characters by
+    default) where pyarrow.csv reads them; both paths read a cell of any length."""
+    saved = csv.field_size_limit()
+    csv.field_size_limit(_FIELD_LIMIT)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(saved)
+
+
+# The largest limit the csv module takes (a C long on every platform).
+_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
+
+
 def _read_csv_module(path: Path, columns, encoding, delimiter, option="--stratum", allow_empty=False):
     try:
-        with open(path, newline="", encoding=encoding) as handle:
+        with open(path, newline="", encoding=encoding) as handle, _no_field_limit():
             sample = handle.read(64 * 1024)
             if not sample.strip():
                 raise UserError(f"DATA {str(path)!r} is empty: expected a header line naming "
@@ -179,14 +202,25 @@ def _read_csv_module(path: Path, columns, encoding, delimiter, option="--stratum
                 header[0] = header[0][1:]
             positions = [_column_position(header, name, path, option) for name in columns]
             values = [[] for _ in columns]
-            for line, record in enumerate(reader, start=2):
+            width = len(header)
+            while True:
+                line = reader.line_num + 1  # where the record starts (a cell may span lines)
+                record = next(reader, None)
+                if record is None:
+                    break
                 if not record:
                     continue  # a blank line (e.g. trailing newline twice) is no row
+                if len(record) != width:
+                    raise UserError(
+                        f"line {line} of {str(path)!r} has {len(record)} fields but the header "
+                        f"has {width}: a ragged row, whose values cannot be matched to the "
+                        f"columns. Fix the line (quote a cell holding the delimiter "
+                        f"{delimiter!r}), or pass --delimiter if it is not {delimiter!r}.")
                 for k, position in enumerate(positions):
                     if position >= len(record) or (record[position] == "" and not allow_empty):
                         raise UserError(
                             f"column {columns[k]!r} has an empty value on line {line} of "
-                            f"{str(path)!r} (data row {line - 2}, 0-based): every row needs a "
+                            f"{str(path)!r} (data row {len(values[0])}, 0-based): every row needs a "
                             f"{_needs(option)}. Fill it in or drop the row first.")
                     values[k].append(record[position])
     except UnicodeDecodeError as error:
