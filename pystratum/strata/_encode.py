@@ -11,6 +11,10 @@ per-batch count table.
 
 No pandas import here: pandas objects are recognised by duck typing, and
 ``pandas.isna`` is used only when pandas is already loaded by the caller.
+Text labels at scale (numpy strings, Python strings, pyarrow and
+pyarrow-backed pandas columns) are hashed by pyarrow's ``dictionary_encode``
+where pyarrow is installed (the ``arrow`` extra): the same codes and labels as
+the general paths (sorting or a Python dict), at integer speed.
 """
 
 from __future__ import annotations
@@ -106,7 +110,7 @@ def encode_strata(strata, *, name: str = "strata") -> EncodedStrata:
     """
     if isinstance(strata, EncodedStrata):
         return strata
-    columns = strata_columns(strata, name=name)
+    columns = _columns_keeping_arrow(strata, name)
     n_rows = len(columns[0][1])
     for column_name, column in columns:
         if len(column) != n_rows:
@@ -123,6 +127,27 @@ def encode_strata(strata, *, name: str = "strata") -> EncodedStrata:
         codes, labels = encoded[0]
         return _finish(codes, tuple(labels))
     return _combine(encoded)
+
+
+def _columns_keeping_arrow(strata, name):
+    """:func:`strata_columns`, with pyarrow columns (alone or as dict values) kept as they
+    are: their dictionary or hash encoding gives the codes without a Python object per row."""
+    if is_arrow_1d(strata):
+        if len(strata) == 0:
+            raise ValueError(
+                f"{name} is empty (0 rows); pass one stratum label per row of the data set.")
+        return [(name, strata)]
+    columns = strata_columns(strata, name=name)
+    if isinstance(strata, Mapping):
+        columns = [(column_name, value if is_arrow_1d(value) else column)
+                   for (column_name, column), value in zip(columns, strata.values())]
+    return columns
+
+
+def is_arrow_1d(obj) -> bool:
+    """A pyarrow Array or ChunkedArray (recognised without importing pyarrow)."""
+    return type(obj).__module__.startswith("pyarrow") and hasattr(obj, "null_count") and \
+        hasattr(obj, "type") and not hasattr(obj, "schema")
 
 
 _FORMS = ("a list or 1-D array with one label per row, a pandas Series/DataFrame, a dict "
@@ -414,7 +439,17 @@ def is_column_like(obj) -> bool:
 
 
 def _encode_column(column, column_name):
-    """Return ``(codes, labels)`` for one column; codes index into labels."""
+    """Return ``(codes, labels)`` for one column; codes index into labels.
+
+    Labels no row uses may be listed (a dictionary's unused entries); the
+    caller's :func:`_finish` or :func:`_combine` leaves them out.
+    """
+    arrow = _arrow_of(column)
+    if arrow is not None:
+        encoded = _encode_arrow(arrow, column_name)
+        if encoded is not None:
+            return encoded
+        column = np.asarray(column) if is_arrow_1d(column) else column
     categorical = _categorical_parts(column)
     if categorical is not None:
         codes, categories = categorical
@@ -455,9 +490,9 @@ def _encode_column(column, column_name):
             return codes, [float(v) for v in labels]
         return _encode_sorted(values)
     if kind in "US":
-        return _encode_sorted(values)
+        return _encode_fixed_width_text(values) or _encode_sorted(values)
     if kind == "O":
-        return _encode_objects(values, column_name)
+        return _encode_text_objects(values) or _encode_objects(values, column_name)
     if kind in "mM":
         missing = np.isnat(values)
         if missing.any():
@@ -467,6 +502,114 @@ def _encode_column(column, column_name):
         f"{column_name} has dtype {values.dtype}, which cannot be used as stratum labels; "
         f"use ints, floats, strings, bools or categoricals."
     )
+
+
+# Below this many rows the general paths cost less than loading pyarrow.
+_HASH_MIN_ROWS = 1 << 15
+
+
+def _arrow_modules():
+    """(pyarrow, pyarrow.compute), or None without pyarrow (then the general paths serve)."""
+    try:
+        import pyarrow
+        import pyarrow.compute
+    except ImportError:
+        return None
+    return pyarrow, pyarrow.compute
+
+
+def _arrow_of(column):
+    """The pyarrow data of a pyarrow column or a pyarrow-backed pandas column, else None."""
+    if is_arrow_1d(column):
+        return column
+    if not is_pandas_1d(column):
+        return None
+    array = getattr(column, "array", column)
+    to_arrow = getattr(array, "__arrow_array__", None)
+    # Only pandas' pyarrow-backed arrays: its masked (Int64, boolean) arrays convert too,
+    # but their missing values and labels are the general path's to read.
+    if to_arrow is None or "Arrow" not in type(array).__name__:
+        return None
+    try:
+        return to_arrow()
+    except Exception:  # a pandas version without the conversion: the general path reads it
+        return None
+
+
+def _encode_arrow(data, column_name):
+    """``(codes, labels)`` of a text or integer pyarrow column (dictionary-encoded or not),
+    from its dictionary: one hash per row in pyarrow, the labels read off the dictionary by
+    the general path (so they are the same, sorted as there). None for other types or nulls
+    (the general path gives those their labels or their missing-value error)."""
+    modules = _arrow_modules()
+    if modules is None:
+        return None
+    pa, pc = modules
+    chunked = data if isinstance(data, pa.ChunkedArray) else pa.chunked_array([data])
+    value_type = chunked.type.value_type if pa.types.is_dictionary(chunked.type) else chunked.type
+    if chunked.null_count or chunked.num_chunks == 0 or not (
+            pa.types.is_string(value_type) or pa.types.is_large_string(value_type) or
+            pa.types.is_integer(value_type)):
+        return None
+    if not pa.types.is_dictionary(chunked.type):
+        chunked = pc.dictionary_encode(chunked)
+    chunked = chunked.unify_dictionaries()
+    dictionary = chunked.chunk(0).dictionary
+    if dictionary.null_count or len(dictionary) == 0:
+        return None
+    indices = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
+                              for chunk in chunked.chunks])
+    entry_codes, labels = _encode_column(dictionary.to_numpy(zero_copy_only=False), column_name)
+    return np.asarray(entry_codes)[indices], labels
+
+
+def _encode_fixed_width_text(values):
+    """numpy strings ('U', 'S'): the codes and labels of :func:`_encode_sorted`, hashing each
+    row's bytes in pyarrow instead of sorting N strings. Equal bytes are equal numpy strings
+    (both pad with NULs), so nothing merges that the sort would keep apart. None when small
+    or without pyarrow."""
+    if values.shape[0] < _HASH_MIN_ROWS or values.dtype.itemsize == 0:
+        return None
+    modules = _arrow_modules()
+    if modules is None:
+        return None
+    pa, pc = modules
+    values = np.ascontiguousarray(values)
+    cells = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(values.dtype.itemsize), values.shape[0], [None, pa.py_buffer(values)])
+    encoded = pc.dictionary_encode(cells)
+    dictionary = encoded.dictionary
+    distinct = np.frombuffer(dictionary.buffers()[1], dtype=values.dtype)[
+        dictionary.offset:dictionary.offset + len(dictionary)]
+    labels, rank = np.unique(distinct, return_inverse=True)  # distinct: rank is a permutation
+    codes = rank.reshape(-1).astype(smallest_code_dtype(labels.shape[0]))
+    return codes[encoded.indices.to_numpy(zero_copy_only=False)], labels.tolist()
+
+
+def _encode_text_objects(values):
+    """Python strings (an object array of ``str`` only): the codes and labels of
+    :func:`_encode_objects`, hashed in pyarrow. None (the general path decides) when small,
+    without pyarrow, or when any value is not a ``str`` (pyarrow then infers another type,
+    or fails: bytes, numbers, None, NaN, unencodable surrogates)."""
+    if values.shape[0] < _HASH_MIN_ROWS:
+        return None
+    modules = _arrow_modules()
+    if modules is None:
+        return None
+    pa, pc = modules
+    try:
+        cells = pa.array(values)
+    except (pa.ArrowException, TypeError, ValueError, UnicodeError, OverflowError):
+        return None
+    if cells.null_count or not (pa.types.is_string(cells.type) or
+                                pa.types.is_large_string(cells.type)):
+        return None
+    encoded = pc.dictionary_encode(cells)
+    distinct = encoded.dictionary.to_pylist()
+    order = sorted(range(len(distinct)), key=distinct.__getitem__)
+    rank = np.empty(len(distinct), dtype=smallest_code_dtype(len(distinct)))
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(distinct))
+    return rank[encoded.indices.to_numpy(zero_copy_only=False)], [distinct[k] for k in order]
 
 
 def _categorical_parts(column):

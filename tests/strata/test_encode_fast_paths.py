@@ -1,0 +1,133 @@
+"""The encoder's hashed text paths (pyarrow) give exactly the general paths' codes and labels.
+
+Text labels at scale are hashed by pyarrow (numpy strings, object arrays of
+``str``, pyarrow columns, pyarrow-backed pandas columns); below a size, or
+without pyarrow, the general paths (sorting, a Python dict) serve. Here the
+size threshold is lowered so that small generated inputs take the hashed
+paths, and the general result is the same input encoded with pyarrow
+switched off. Codes, labels and code dtypes must be equal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pystratum import plan_batches
+from pystratum.policies import MinPerStratum
+from pystratum.strata import _encode
+from pystratum.strata._encode import encode_strata
+
+
+def encoded_both_ways(strata, monkeypatch):
+    """(hashed paths, general paths) encodings of ``strata``."""
+    with monkeypatch.context() as patch:
+        patch.setattr(_encode, "_HASH_MIN_ROWS", 1)
+        fast = encode_strata(strata)
+    with monkeypatch.context() as patch:
+        patch.setattr(_encode, "_arrow_modules", lambda: None)
+        general = encode_strata(strata)
+    return fast, general
+
+
+def assert_same(fast, general):
+    assert fast.labels == general.labels
+    assert fast.codes.dtype == general.codes.dtype
+    assert np.array_equal(fast.codes, general.codes)
+    assert np.array_equal(fast.sizes, general.sizes)
+
+
+# Texts that differ only where readers slip: NULs (numpy's 'U' drops trailing
+# ones), case, accents, spaces, the empty string, non-BMP characters.
+TEXT = st.text(alphabet=st.sampled_from(list("aAb é\x00\U0001f600z")), max_size=3)
+LABELS = st.lists(TEXT, min_size=1, max_size=8, unique=True)
+
+
+@st.composite
+def text_column(draw):
+    labels = draw(LABELS)
+    rows = draw(st.lists(st.integers(0, len(labels) - 1), min_size=1, max_size=60))
+    return [labels[k] for k in rows]
+
+
+FORMS = ["numpy U", "numpy S", "object", "pyarrow", "pyarrow dictionary",
+         "pyarrow chunked dictionary", "pandas string[pyarrow]", "pandas arrow dictionary",
+         "dict of columns"]
+
+
+def as_form(values, form):
+    if form == "numpy U":
+        return np.array(values, dtype=str)
+    if form == "numpy S":
+        return np.array([v.encode("utf-8") for v in values], dtype=bytes)
+    if form == "object":
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+        return array
+    if form == "pyarrow":
+        return pa.array(values, type=pa.string())
+    if form == "pyarrow dictionary":
+        # Unused dictionary entries too: they must not become strata.
+        return pa.DictionaryArray.from_arrays(
+            pa.array([sorted(set(values)).index(v) + 1 for v in values], type=pa.int32()),
+            pa.array(["unused"] + sorted(set(values))))
+    if form == "pyarrow chunked dictionary":
+        half = len(values) // 2
+        return pa.chunked_array([pa.array(values[:half], type=pa.string()).dictionary_encode(),
+                                 pa.array(values[half:], type=pa.string()).dictionary_encode()],
+                                type=pa.dictionary(pa.int32(), pa.string()))
+    if form == "pandas string[pyarrow]":
+        return pd.Series(values, dtype="string[pyarrow]")
+    if form == "pandas arrow dictionary":
+        return pd.Series(pd.arrays.ArrowExtensionArray(
+            pa.chunked_array([pa.array(values, type=pa.string()).dictionary_encode()])))
+    assert form == "dict of columns"
+    return {"text": as_form(values, "pyarrow dictionary"),
+            "group": np.arange(len(values)) % 3, "more": as_form(values, "object")}
+
+
+@given(values=text_column(), form=st.sampled_from(FORMS))
+def test_hashed_paths_equal_the_general_paths(values, form):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert_same(*encoded_both_ways(as_form(values, form), monkeypatch))
+
+
+@given(values=st.lists(st.one_of(TEXT, st.integers(-3, 3), st.binary(max_size=2),
+                                 st.just(1.0), st.booleans()), min_size=1, max_size=30))
+def test_objects_that_are_not_all_str_take_the_general_path(values):
+    # b"a" and "a", 1 and 1.0 and True: Python's equality decides, as without pyarrow.
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        try:
+            fast, general = encoded_both_ways(array, monkeypatch)
+        except (TypeError, ValueError) as error:  # refused (e.g. unhashable): both alike
+            with pytest.raises(type(error)):
+                encode_strata(array)
+            return
+    assert_same(fast, general)
+
+
+@pytest.mark.parametrize("form", ["pyarrow", "pandas string[pyarrow]", "object"])
+def test_a_missing_value_is_named_as_the_general_path_names_it(form, monkeypatch):
+    values = ["a", None, "b"] * 3
+    strata = (pa.array(values) if form == "pyarrow" else
+              pd.Series(values, dtype="string[pyarrow]") if form != "object" else
+              np.array(values, dtype=object))
+    monkeypatch.setattr(_encode, "_HASH_MIN_ROWS", 1)
+    with pytest.raises(ValueError, match=r"has a missing value at row 1 \(0-based\)"):
+        encode_strata(strata)
+
+
+def test_a_pyarrow_column_is_planned_as_its_labels():
+    values = np.random.default_rng(3).choice(["rare", "common", "other"], 5000,
+                                             p=[0.02, 0.7, 0.28])
+    column = pa.chunked_array([pa.array(values).dictionary_encode()])
+    by_arrow = plan_batches(column, MinPerStratum(2), seed=4)
+    by_numpy = plan_batches(values.astype(object), MinPerStratum(2), seed=4)
+    assert by_arrow.strata == by_numpy.strata == ("common", "other", "rare")
+    assert np.array_equal(by_arrow.order, by_numpy.order)
