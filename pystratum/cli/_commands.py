@@ -32,8 +32,11 @@ def _load(args, progress):
         progress(f"read {labels.matrix.shape[0]:,} rows x {labels.matrix.shape[1]:,} labels")
         return labels
     progress(f"reading {args.data} ({size / 1e6:.1f} MB), column(s) {', '.join(args.stratum)}")
+    # Text columns stay pyarrow's dictionaries for the core's encoder (no Python object per
+    # row); crosscheck hands the columns to R, which takes numpy arrays.
     columns = read_strata(args.data, args.stratum, input_format=args.input_format,
-                          encoding=args.encoding, delimiter=args.delimiter)
+                          encoding=args.encoding, delimiter=args.delimiter,
+                          keep_dictionary=args.command != "crosscheck")
     progress(f"read {len(columns[0]):,} rows")
     # Several columns go to the core by name (a list of arrays would be ambiguous).
     return columns[0] if len(columns) == 1 else dict(zip(args.stratum, columns))

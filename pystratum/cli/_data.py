@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..strata._encode import arrow_integers
 from ._errors import EXIT_MISSING, UserError
 
 INSTALL_ARROW = "pip install 'stratabatch[arrow]'"
@@ -28,7 +29,7 @@ def _format_of(path: Path, given: str | None) -> str:
 
 
 def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delimiter=None,
-                option="--stratum", allow_empty=False):
+                option="--stratum", allow_empty=False, keep_dictionary=False):
     """The stratum column(s) of a data file: a list of numpy arrays, one per column.
 
     CSV cells are read as text (so ``1`` and ``1.0`` are different strata, as
@@ -39,7 +40,13 @@ def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delim
     module's, which reads any file pyarrow's reader does not take cleanly.
     Parquet and Arrow keep their column types; nulls are refused the same way.
     ``option`` is the flag errors name; ``allow_empty`` keeps empty CSV cells
-    as ``""`` (an empty label list is a row without labels).
+    as ``""`` (an empty label list is a row without labels). A ragged row
+    (another number of fields than the header's) is refused naming its line;
+    a cell of any length is read (the csv module's field limit is lifted, as
+    pyarrow.csv has none). ``keep_dictionary``: text columns read by pyarrow
+    stay pyarrow columns (dictionary-encoded: codes and labels, no Python
+    object per row), which :func:`pystratum.strata._encode.encode_strata`
+    reads directly; the other columns are numpy arrays either way.
     """
     _check_encoding(encoding)
     repeated = sorted({name for name in columns if list(columns).count(name) > 1}, key=str)
@@ -54,8 +61,8 @@ def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delim
     if not os.access(path, os.R_OK):
         raise UserError(f"DATA {str(path)!r} is not readable (permission denied).")
     if fmt == "csv":
-        return _read_csv(path, columns, encoding, delimiter, option, allow_empty)
-    return _read_arrow(path, columns, fmt, option)
+        return _read_csv(path, columns, encoding, delimiter, option, allow_empty, keep_dictionary)
+    return _read_arrow(path, columns, fmt, option, keep_dictionary)
 
 
 def _check_encoding(encoding) -> None:
@@ -86,17 +93,18 @@ def _sniff_delimiter(sample: str) -> str:
     return max([",", ";", "\t", "|"], key=first_line.count)
 
 
-def _read_csv(path: Path, columns, encoding, delimiter, option="--stratum", allow_empty=False):
+def _read_csv(path: Path, columns, encoding, delimiter, option="--stratum", allow_empty=False,
+              keep_dictionary=False):
     arrow_csv = _arrow_csv()
     if arrow_csv is not None:
         # Empty cells make the arrow path step aside, so allow_empty is the csv module's.
-        values = _read_csv_arrow(arrow_csv, path, columns, encoding, delimiter)
+        values = _read_csv_arrow(arrow_csv, path, columns, encoding, delimiter, keep_dictionary)
         if values is not None:
             return values
     return _read_csv_module(path, columns, encoding, delimiter, option, allow_empty)
 
 
-def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter):
+def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter, keep_dictionary=False):
     """The stratum columns through pyarrow.csv, or None where the csv module must decide.
 
     None for anything but a clean file: another encoding than UTF-8, bytes
@@ -160,11 +168,15 @@ def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter):
         encoded = pc.dictionary_encode(table.column(name)).unify_dictionaries()
         if encoded.null_count or not encoded.num_chunks:
             return None
-        labels = encoded.chunk(0).dictionary.to_numpy(zero_copy_only=False)
+        # to_pylist, not to_numpy: pyarrow converts text to numpy through pandas, whose
+        # import would cost more than reading a small file.
+        labels = np.array(encoded.chunk(0).dictionary.to_pylist() + [None], dtype=object)[:-1]
         if (labels == "").any():
             return None
-        codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
-                                for chunk in encoded.chunks])
+        if keep_dictionary:
+            result.append(encoded)
+            continue
+        codes = np.concatenate([arrow_integers(chunk.indices) for chunk in encoded.chunks])
         result.append(labels[codes])
     return result
 
@@ -254,7 +266,7 @@ def _column_position(header, name, path, option="--stratum"):
     return header.index(name)
 
 
-def _read_arrow(path: Path, columns, fmt, option="--stratum"):
+def _read_arrow(path: Path, columns, fmt, option="--stratum", keep_dictionary=False):
     try:
         import pyarrow as pa
         import pyarrow.feather
@@ -289,6 +301,12 @@ def _read_arrow(path: Path, columns, fmt, option="--stratum"):
             row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
             raise UserError(f"column {name!r} has a missing value at row {row} (0-based) of "
                             f"{str(path)!r}: every row needs a {_needs(option)}.")
+        value_type = column.type.value_type if pa.types.is_dictionary(column.type) else \
+            column.type
+        if keep_dictionary and (pa.types.is_string(value_type) or
+                                pa.types.is_large_string(value_type)):
+            result.append(column)  # the encoder reads it as it is
+            continue
         if pa.types.is_dictionary(column.type):
             column = column.cast(column.type.value_type)
         result.append(column.to_numpy(zero_copy_only=False))

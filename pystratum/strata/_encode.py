@@ -35,6 +35,7 @@ from ..base._validation import show
 # Besides the encoder, the input predicates and the missing-value check are
 # shared with pystratum.r, which must accept and refuse exactly the same input.
 __all__ = ["EncodedStrata", "encode_strata", "check_object_missing", "first_rows_of_codes",
+           "arrow_integers",
            "is_column_like", "strata_columns",
            "is_dataframe", "raise_missing", "smallest_code_dtype"]
 
@@ -557,10 +558,22 @@ def _encode_arrow(data, column_name):
     dictionary = chunked.chunk(0).dictionary
     if dictionary.null_count or len(dictionary) == 0:
         return None
-    indices = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
-                              for chunk in chunked.chunks])
-    entry_codes, labels = _encode_column(dictionary.to_numpy(zero_copy_only=False), column_name)
+    indices = np.concatenate([arrow_integers(chunk.indices) for chunk in chunked.chunks])
+    if pa.types.is_integer(value_type):
+        entries = arrow_integers(dictionary)
+    else:  # to_pylist: pyarrow's text-to-numpy conversion would import pandas
+        entries = np.empty(len(dictionary), dtype=object)
+        entries[:] = dictionary.to_pylist()
+    entry_codes, labels = _encode_column(entries, column_name)
     return np.asarray(entry_codes)[indices], labels
+
+
+def arrow_integers(array) -> np.ndarray:
+    """A pyarrow integer array without nulls as a numpy view of its buffer (pyarrow's own
+    ``to_numpy`` imports pandas, half a second for a small file)."""
+    dtype = np.dtype(str(array.type))
+    return np.frombuffer(array.buffers()[1], dtype=dtype,
+                         count=array.offset + len(array))[array.offset:]
 
 
 def _encode_fixed_width_text(values):
@@ -583,7 +596,7 @@ def _encode_fixed_width_text(values):
         dictionary.offset:dictionary.offset + len(dictionary)]
     labels, rank = np.unique(distinct, return_inverse=True)  # distinct: rank is a permutation
     codes = rank.reshape(-1).astype(smallest_code_dtype(labels.shape[0]))
-    return codes[encoded.indices.to_numpy(zero_copy_only=False)], labels.tolist()
+    return codes[arrow_integers(encoded.indices)], labels.tolist()
 
 
 def _encode_text_objects(values):
@@ -609,7 +622,7 @@ def _encode_text_objects(values):
     order = sorted(range(len(distinct)), key=distinct.__getitem__)
     rank = np.empty(len(distinct), dtype=smallest_code_dtype(len(distinct)))
     rank[np.asarray(order, dtype=np.int64)] = np.arange(len(distinct))
-    return rank[encoded.indices.to_numpy(zero_copy_only=False)], [distinct[k] for k in order]
+    return rank[arrow_integers(encoded.indices)], [distinct[k] for k in order]
 
 
 def _categorical_parts(column):
