@@ -111,7 +111,7 @@ def bench_cli(rows: int, repeats: int) -> None:
                      "c.read_csv(sys.argv[1], convert_options=c.ConvertOptions("
                      "include_columns=['label'], column_types={'label': pa.string()}))",
                      str(path)], repeats)
-        command = [python, "-m", "pystratum", "plan", str(path), "--min", "1", "--seed", "1"]
+        command = [python, "-m", "pystratum", "plan", str(path), "--min", "1", "--seed", "1", "-q"]
         plan = wall(command + ["--stratum", "label"], repeats)
         labels, column = read_label_list(path, repeats)
         small = path.with_name("small.csv")

@@ -80,7 +80,9 @@ def trainer_batch_sampler(labels, policy, *, policy_given: bool, batch_size: int
     try:
         return StratifiedBatchSampler(labels, policy, **kwargs)
     except ValueError as error:
-        if policy_given:
+        # Only refusals of the batch size itself (they name FixedSize's batch_size); the
+        # labels' own errors (wrong length, missing values) name strata as they are.
+        if policy_given or "batch_size" not in str(error):
             raise
         raise ValueError(
             f"{batch_size_name}={show(batch_size)} cannot be served on this training set "

@@ -158,15 +158,14 @@ def test_a_torch_dataset_takes_the_labels_as_an_array(tmp_path):
     from pystratum.policies import FixedSize
 
     assert seen == planned(FixedSize(8), 1)[0]
-    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
-                                train_dataset=DictRows(LABELS), strata="labels")
+    # Refused at construction, before any training.
     with pytest.raises(TypeError, match=r"^strata must be labels \(one per row\) when the "
                                         r"dataset has no named columns, got strata='labels'"):
-        trainer.train()
-    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
-                                train_dataset=DictRows(LABELS), strata=LABELS[:-1])
+        StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
+                          train_dataset=DictRows(LABELS), strata="labels")
     with pytest.raises(ValueError, match=r"^strata has 47 labels but the dataset has 48 rows"):
-        trainer.train()
+        StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
+                          train_dataset=DictRows(LABELS), strata=LABELS[:-1])
 
 
 def test_the_documented_sampler_recipe_under_accelerate_covers_every_row():
