@@ -776,10 +776,17 @@ def _combine(encoded):
     """Combine per-column codes into one code per distinct combination."""
     combined = encoded[0][0].astype(np.int64)
     n_levels = len(encoded[0][1])
+    dense_levels = _DENSE_RANGE_FACTOR * combined.shape[0] + 1024
+    compacted = False
     for codes, labels in encoded[1:]:
-        combined = combined * len(labels) + codes  # int64: no overflow of small code dtypes
+        combined *= len(labels)  # int64: no overflow of small code dtypes
+        combined += codes
         n_levels *= len(labels)
-        combined, n_levels = _compact(combined, n_levels)
+        if n_levels > dense_levels:  # renumber only where the products would grow large
+            combined, n_levels = _compact(combined, n_levels)
+            compacted = True
+    if not compacted:
+        return _combine_dense(combined, encoded)
     # Label each combined stratum by its column values, read off one member row,
     # and order strata by their columns' label orders (no comparison of the
     # values themselves, which need not be orderable: complex, mixed types).
@@ -793,6 +800,28 @@ def _combine(encoded):
     relabel = np.empty(n_levels, dtype=np.int64)
     relabel[order] = np.arange(n_levels)
     return _finish(relabel[combined], labels)
+
+
+def _combine_dense(combined, encoded) -> EncodedStrata:
+    """Strata of mixed-radix codes (column 0's code the most significant digit): a level's
+    number orders it as the columns' codes do, and its digits are its columns' codes, so
+    one count gives the strata, their order and their labels (what :func:`_combine`'s
+    general path gives, with no renumbering pass)."""
+    radices = [len(labels) for _, labels in encoded]
+    sizes = np.bincount(combined, minlength=int(np.prod(radices, dtype=np.int64)))
+    present = np.flatnonzero(sizes)
+    relabel = np.zeros(sizes.shape[0], dtype=smallest_code_dtype(present.shape[0]))
+    relabel[present] = np.arange(present.shape[0])
+    digits = []
+    rest = present
+    for radix in reversed(radices):
+        rest, digit = np.divmod(rest, radix)
+        digits.append(digit)
+    digits.reverse()
+    labels = tuple(zip(*[[col_labels[k] for k in digit.tolist()]
+                         for digit, (_, col_labels) in zip(digits, encoded)]))
+    return EncodedStrata(codes=relabel[combined], labels=labels,
+                         sizes=sizes[present].astype(np.int64))
 
 
 def _compact(codes, n_levels):

@@ -131,3 +131,33 @@ def test_a_pyarrow_column_is_planned_as_its_labels():
     by_numpy = plan_batches(values.astype(object), MinPerStratum(2), seed=4)
     assert by_arrow.strata == by_numpy.strata == ("common", "other", "rare")
     assert np.array_equal(by_arrow.order, by_numpy.order)
+
+
+@given(columns=st.lists(st.sampled_from(["ints", "text", "floats", "pyarrow"]), min_size=2,
+                        max_size=4),
+       rows=st.integers(1, 80), seed=st.integers(0, 2**16))
+def test_several_columns_are_numbered_in_their_columns_label_order(columns, rows, seed):
+    """Reference: each column encoded alone; a stratum is a distinct tuple of column codes,
+    numbered in lexicographic order of those codes, labelled by the columns' labels."""
+    rng = np.random.default_rng(seed)
+    strata = {}
+    for k, kind in enumerate(columns):
+        if kind == "ints":
+            strata[f"c{k}"] = rng.integers(-2, 3, rows)
+        elif kind == "floats":
+            strata[f"c{k}"] = rng.choice([0.5, 1.0, -3.25], rows)
+        else:
+            text = rng.choice(["b", "a", "é", "a\x00"], rows).astype(object)
+            strata[f"c{k}"] = pa.array(text) if kind == "pyarrow" else text
+    alone = [encode_strata(column) for column in strata.values()]
+    keys = sorted({tuple(int(e.codes[r]) for e in alone) for r in range(rows)})
+    expected_labels = tuple(tuple(e.labels[c] for e, c in zip(alone, key)) for key in keys)
+    number = {key: n for n, key in enumerate(keys)}
+    expected_codes = [number[tuple(int(e.codes[r]) for e in alone)] for r in range(rows)]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for compact in (False, True):
+            if compact:  # the general path: renumber after every column
+                monkeypatch.setattr(_encode, "_DENSE_RANGE_FACTOR", -10**9)
+            encoded = encode_strata(strata)
+            assert encoded.labels == expected_labels
+            assert encoded.codes.tolist() == expected_codes
