@@ -14,7 +14,8 @@ Then the command line on a CSV of --csv-rows rows: ``pystratum plan`` in
 a fresh process against ``pyarrow.csv.read_csv`` of the column in a fresh
 process, each minus a fresh process that only starts Python
 (``python -c pass``); and ``--label-list`` against a plain ``--stratum``
-column of the same file (wall clock, best of --repeats).
+column of the same file (wall clock, best of --repeats). Last, a fresh
+process's import and first three calls (CPU s) on int labels.
 
 Run: .venv/bin/python benchmarks/bench_inputs.py --rows 1e7 --csv-rows 2e6
 """
@@ -146,6 +147,31 @@ def read_label_list(path: Path, repeats: int) -> tuple[float, float]:
     return labels, column
 
 
+FIRST_CALLS = """
+import sys, time
+started = time.process_time()
+import numpy as np, pystratum
+imported = time.process_time() - started
+labels = np.random.default_rng(0).integers(0, 50, {rows})
+times = []
+for seed in range(3):
+    start = time.process_time()
+    pystratum.plan_batches(labels, 1, seed=seed)
+    times.append(time.process_time() - start)
+print(f"{{imported:.2f}} " + " ".join(f"{{t:.2f}}" for t in times) + f" {{'numba' in sys.modules}}")
+"""
+
+
+def bench_first_calls(sizes) -> None:
+    print("\nfresh process: import pystratum, then three plan_batches calls (CPU s)")
+    for rows in sizes:
+        done = subprocess.run([sys.executable, "-c", FIRST_CALLS.format(rows=rows)],
+                              capture_output=True, text=True, check=True)
+        imported, *calls, numba = done.stdout.split()
+        print(f"  {rows:>10,} int labels: import {imported} s; calls {', '.join(calls)} s; "
+              f"numba loaded: {numba}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=1e7)
@@ -155,6 +181,7 @@ def main() -> None:
     print(f"cpus={os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
     bench_forms(int(args.rows), args.repeats)
     bench_cli(int(args.csv_rows), args.repeats)
+    bench_first_calls([int(args.csv_rows), 5 * 10**6])
 
 
 if __name__ == "__main__":
