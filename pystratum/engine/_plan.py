@@ -76,7 +76,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     stream they come from the epoch's own generator; with the R and torch
     streams the epoch is the (k+1)-th such group of draws. ``stream=None``
     (no shuffle) uses row order and the identity for every draw.
-    From ``2**17`` rows, with numba installed, the one permutation of the
+    From ``2**17`` rows, with numba installed and loaded (a process loads it
+    for work of ``pystratum.kernels.LOAD_ROWS`` rows), the one permutation of the
     other policies is drawn into the array that becomes the order
     (:func:`pystratum.engine._assemble.assemble_in_place`): the same draws, the
     same batches, about half the time and memory.
