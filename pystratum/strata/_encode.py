@@ -553,6 +553,8 @@ def _encode_arrow(data, column_name):
             pa.types.is_integer(value_type)):
         return None
     if not pa.types.is_dictionary(chunked.type):
+        if pa.types.is_integer(value_type):
+            return None  # numpy's integer path (a view, then a count) is faster than hashing
         chunked = pc.dictionary_encode(chunked)
     chunked = chunked.unify_dictionaries()
     dictionary = chunked.chunk(0).dictionary

@@ -161,3 +161,17 @@ def test_several_columns_are_numbered_in_their_columns_label_order(columns, rows
             encoded = encode_strata(strata)
             assert encoded.labels == expected_labels
             assert encoded.codes.tolist() == expected_codes
+
+
+@given(values=st.lists(st.integers(-2**40, 2**40), min_size=1, max_size=40),
+       unused=st.lists(st.integers(-5, 5), max_size=3, unique=True),
+       chunked=st.booleans())
+def test_pyarrow_integer_columns_equal_the_general_paths(values, unused, chunked):
+    distinct = sorted(set(values))
+    entries = [v for v in unused if v not in distinct] + distinct
+    dictionary = pa.DictionaryArray.from_arrays(
+        pa.array([entries.index(v) for v in values], type=pa.int32()), pa.array(entries))
+    for column in (dictionary, pa.array(values)):
+        column = pa.chunked_array([column]) if chunked else column
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            assert_same(*encoded_both_ways(column, monkeypatch))
