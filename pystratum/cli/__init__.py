@@ -3,7 +3,11 @@
 Installed as the console script ``pystratum`` (and ``python -m pystratum``).
 Reads the stratum column(s) of a CSV file (standard library ``csv``) or a
 Parquet / Arrow IPC file (pyarrow, the ``arrow`` extra), builds the plan with
-the core and prints or writes it.
+the core and prints or writes it. A CSV file is read the same way with or
+without pyarrow: a row with another number of fields than the header is
+refused naming its line, a cell of any length is read (the ``csv`` module's
+field limit is lifted), and ``--encoding`` takes text encodings only (not
+codecs such as ``rot13`` or ``base64``).
 
 Exit codes: 0 success; 1 the answer is "no" (``check``: the policy is not
 feasible; ``crosscheck``: Python and R differ); 2 a usage or input error
@@ -24,7 +28,7 @@ import os
 import sys
 
 from ._data import read_strata
-from ._errors import EXIT_OK, EXIT_USAGE, UserError
+from ._errors import EXIT_OK, EXIT_USAGE, UserError, cli_wording
 from ._parser import EXAMPLES, build_parser  # noqa: F401 - EXAMPLES re-exported
 from ._progress import _Progress
 
@@ -56,7 +60,7 @@ def main(argv=None) -> int:
         return error.code
     except (ValueError, TypeError) as error:
         # The core's argument and data checks: their messages name the value and the fix.
-        print(f"pystratum: error: {error}", file=sys.stderr)
+        print(f"pystratum: error: {cli_wording(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("pystratum: interrupted", file=sys.stderr)

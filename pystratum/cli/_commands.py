@@ -10,12 +10,13 @@ import numpy as np
 
 from ..engine._plan import BatchPlan, plan_batches
 from ..engine._single_batch import check_several_batches
-from ..policies import FixedSize, MinPerStratum, Policy, StratumTooSmallWarning, strata_of_sizes
+from ..policies import (FixedSize, LabelShortfallWarning, MinPerStratum, Policy,
+                        StratumTooSmallWarning, strata_of_sizes)
 from ..policies._fixed_size import fixed_size_num_batches, fixed_size_smallest_batch_size
 from ..strata._label_matrix import LabelMatrix
 from ..strata._labels import label_text
 from ._data import read_strata
-from ._errors import EXIT_MISSING, EXIT_NO, EXIT_OK, UserError
+from ._errors import EXIT_MISSING, EXIT_NO, EXIT_OK, UserError, cli_wording
 from ._labels import label_options_given, read_label_matrix
 from ._output import _write, render_plan
 from ._policy import policy_from_args
@@ -32,8 +33,11 @@ def _load(args, progress):
         progress(f"read {labels.matrix.shape[0]:,} rows x {labels.matrix.shape[1]:,} labels")
         return labels
     progress(f"reading {args.data} ({size / 1e6:.1f} MB), column(s) {', '.join(args.stratum)}")
+    # Text columns stay pyarrow's dictionaries for the core's encoder (no Python object per
+    # row); crosscheck hands the columns to R, which takes numpy arrays.
     columns = read_strata(args.data, args.stratum, input_format=args.input_format,
-                          encoding=args.encoding, delimiter=args.delimiter)
+                          encoding=args.encoding, delimiter=args.delimiter,
+                          keep_dictionary=args.command != "crosscheck")
     progress(f"read {len(columns[0]):,} rows")
     # Several columns go to the core by name (a list of arrays would be ambiguous).
     return columns[0] if len(columns) == 1 else dict(zip(args.stratum, columns))
@@ -44,13 +48,14 @@ def _plan(args, columns, policy, progress, epoch=None) -> BatchPlan:
     shards, window = shards_from_args(args)
     with warnings.catch_warnings(record=True) as caught, shard_option_named(args):
         warnings.simplefilter("always", StratumTooSmallWarning)
+        warnings.simplefilter("always", LabelShortfallWarning)
         plan = plan_batches(columns, policy, seed=args.seed, rng=args.rng,
                             epoch=args.epoch if epoch is None else epoch,
                             shuffle=not args.no_shuffle,
                             allow_single_batch=args.allow_single_batch, shards=shards,
                             window=window)
     for warning in caught:
-        print(f"pystratum: warning: {warning.message}", file=sys.stderr)
+        print(f"pystratum: warning: {cli_wording(str(warning.message))}", file=sys.stderr)
     progress(f"planned {plan.num_batches:,} batches")
     return plan
 
@@ -147,6 +152,7 @@ def cmd_check(args, progress) -> int:
     largest = encoded.labels[int(np.argmax(sizes))]
     strata = strata_of_sizes(sizes, encoded.labels)
     ok, message = _feasibility(policy, strata, args.allow_single_batch)
+    message = cli_wording(message)
     lines = [f"DATA: {n:,} rows, {len(sizes)} strata; smallest {label_text(smallest)!r} with "
              f"{n_min:,} rows, largest {label_text(largest)!r} with {int(sizes.max()):,} rows",
              f"{policy!r}: {'feasible' if ok else 'NOT feasible'}: {message}"]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from ..strata._encode import arrow_integers
 from ._errors import EXIT_MISSING, UserError
 
 INSTALL_ARROW = "pip install 'stratabatch[arrow]'"
@@ -26,7 +29,7 @@ def _format_of(path: Path, given: str | None) -> str:
 
 
 def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delimiter=None,
-                option="--stratum", allow_empty=False):
+                option="--stratum", allow_empty=False, keep_dictionary=False):
     """The stratum column(s) of a data file: a list of numpy arrays, one per column.
 
     CSV cells are read as text (so ``1`` and ``1.0`` are different strata, as
@@ -37,7 +40,13 @@ def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delim
     module's, which reads any file pyarrow's reader does not take cleanly.
     Parquet and Arrow keep their column types; nulls are refused the same way.
     ``option`` is the flag errors name; ``allow_empty`` keeps empty CSV cells
-    as ``""`` (an empty label list is a row without labels).
+    as ``""`` (an empty label list is a row without labels). A ragged row
+    (another number of fields than the header's) is refused naming its line;
+    a cell of any length is read (the csv module's field limit is lifted, as
+    pyarrow.csv has none). ``keep_dictionary``: text columns read by pyarrow
+    stay pyarrow columns (dictionary-encoded: codes and labels, no Python
+    object per row), which :func:`pystratum.strata._encode.encode_strata`
+    reads directly; the other columns are numpy arrays either way.
     """
     _check_encoding(encoding)
     repeated = sorted({name for name in columns if list(columns).count(name) > 1}, key=str)
@@ -52,13 +61,18 @@ def read_strata(path, columns, *, input_format=None, encoding="utf-8-sig", delim
     if not os.access(path, os.R_OK):
         raise UserError(f"DATA {str(path)!r} is not readable (permission denied).")
     if fmt == "csv":
-        return _read_csv(path, columns, encoding, delimiter, option, allow_empty)
-    return _read_arrow(path, columns, fmt, option)
+        return _read_csv(path, columns, encoding, delimiter, option, allow_empty, keep_dictionary)
+    return _read_arrow(path, columns, fmt, option, keep_dictionary)
 
 
 def _check_encoding(encoding) -> None:
     try:
+        # codecs.lookup also finds codecs that are not text encodings (rot13: str to str,
+        # base64: bytes to bytes); open() refuses those, so they are refused here by trying both
+        # directions of a text encoding.
         codecs.lookup(encoding)
+        "".encode(encoding)
+        b"".decode(encoding)
     except (LookupError, TypeError, ValueError):
         raise UserError(f"--encoding {encoding!r} is not a text encoding Python knows; use e.g. "
                         f"utf-8 (the default, with or without a byte-order mark), latin-1 or "
@@ -79,17 +93,18 @@ def _sniff_delimiter(sample: str) -> str:
     return max([",", ";", "\t", "|"], key=first_line.count)
 
 
-def _read_csv(path: Path, columns, encoding, delimiter, option="--stratum", allow_empty=False):
+def _read_csv(path: Path, columns, encoding, delimiter, option="--stratum", allow_empty=False,
+              keep_dictionary=False):
     arrow_csv = _arrow_csv()
     if arrow_csv is not None:
         # Empty cells make the arrow path step aside, so allow_empty is the csv module's.
-        values = _read_csv_arrow(arrow_csv, path, columns, encoding, delimiter)
+        values = _read_csv_arrow(arrow_csv, path, columns, encoding, delimiter, keep_dictionary)
         if values is not None:
             return values
     return _read_csv_module(path, columns, encoding, delimiter, option, allow_empty)
 
 
-def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter):
+def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter, keep_dictionary=False):
     """The stratum columns through pyarrow.csv, or None where the csv module must decide.
 
     None for anything but a clean file: another encoding than UTF-8, bytes
@@ -153,18 +168,38 @@ def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter):
         encoded = pc.dictionary_encode(table.column(name)).unify_dictionaries()
         if encoded.null_count or not encoded.num_chunks:
             return None
-        labels = encoded.chunk(0).dictionary.to_numpy(zero_copy_only=False)
+        # to_pylist, not to_numpy: pyarrow converts text to numpy through pandas, whose
+        # import would cost more than reading a small file.
+        labels = np.array(encoded.chunk(0).dictionary.to_pylist() + [None], dtype=object)[:-1]
         if (labels == "").any():
             return None
-        codes = np.concatenate([chunk.indices.to_numpy(zero_copy_only=False)
-                                for chunk in encoded.chunks])
+        if keep_dictionary:
+            result.append(encoded)
+            continue
+        codes = np.concatenate([arrow_integers(chunk.indices) for chunk in encoded.chunks])
         result.append(labels[codes])
     return result
 
 
+@contextlib.contextmanager
+def _no_field_limit():
+    """The csv module refuses cells over csv.field_size_limit() (131,072 characters by
+    default) where pyarrow.csv reads them; both paths read a cell of any length."""
+    saved = csv.field_size_limit()
+    csv.field_size_limit(_FIELD_LIMIT)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(saved)
+
+
+# The largest limit the csv module takes (a C long on every platform).
+_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)
+
+
 def _read_csv_module(path: Path, columns, encoding, delimiter, option="--stratum", allow_empty=False):
     try:
-        with open(path, newline="", encoding=encoding) as handle:
+        with open(path, newline="", encoding=encoding) as handle, _no_field_limit():
             sample = handle.read(64 * 1024)
             if not sample.strip():
                 raise UserError(f"DATA {str(path)!r} is empty: expected a header line naming "
@@ -179,14 +214,25 @@ def _read_csv_module(path: Path, columns, encoding, delimiter, option="--stratum
                 header[0] = header[0][1:]
             positions = [_column_position(header, name, path, option) for name in columns]
             values = [[] for _ in columns]
-            for line, record in enumerate(reader, start=2):
+            width = len(header)
+            while True:
+                line = reader.line_num + 1  # where the record starts (a cell may span lines)
+                record = next(reader, None)
+                if record is None:
+                    break
                 if not record:
                     continue  # a blank line (e.g. trailing newline twice) is no row
+                if len(record) != width:
+                    raise UserError(
+                        f"line {line} of {str(path)!r} has {len(record)} fields but the header "
+                        f"has {width}: a ragged row, whose values cannot be matched to the "
+                        f"columns. Fix the line (quote a cell holding the delimiter "
+                        f"{delimiter!r}), or pass --delimiter if it is not {delimiter!r}.")
                 for k, position in enumerate(positions):
                     if position >= len(record) or (record[position] == "" and not allow_empty):
                         raise UserError(
                             f"column {columns[k]!r} has an empty value on line {line} of "
-                            f"{str(path)!r} (data row {line - 2}, 0-based): every row needs a "
+                            f"{str(path)!r} (data row {len(values[0])}, 0-based): every row needs a "
                             f"{_needs(option)}. Fill it in or drop the row first.")
                     values[k].append(record[position])
     except UnicodeDecodeError as error:
@@ -220,7 +266,7 @@ def _column_position(header, name, path, option="--stratum"):
     return header.index(name)
 
 
-def _read_arrow(path: Path, columns, fmt, option="--stratum"):
+def _read_arrow(path: Path, columns, fmt, option="--stratum", keep_dictionary=False):
     try:
         import pyarrow as pa
         import pyarrow.feather
@@ -255,6 +301,12 @@ def _read_arrow(path: Path, columns, fmt, option="--stratum"):
             row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
             raise UserError(f"column {name!r} has a missing value at row {row} (0-based) of "
                             f"{str(path)!r}: every row needs a {_needs(option)}.")
+        value_type = column.type.value_type if pa.types.is_dictionary(column.type) else \
+            column.type
+        if keep_dictionary and (pa.types.is_string(value_type) or
+                                pa.types.is_large_string(value_type)):
+            result.append(column)  # the encoder reads it as it is
+            continue
         if pa.types.is_dictionary(column.type):
             column = column.cast(column.type.value_type)
         result.append(column.to_numpy(zero_copy_only=False))

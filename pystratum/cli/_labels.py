@@ -12,6 +12,7 @@ import numpy as np
 from .. import policies
 from ..strata._label_matrix import LabelMatrix, label_matrix, label_matrix_from_sets
 from ._data import read_strata
+from ..strata._encode import arrow_integers
 from ._errors import EXIT_MISSING, UserError
 
 __all__ = ["MULTI_LABEL", "label_options_given", "multi_label_policy", "read_label_matrix"]
@@ -65,11 +66,16 @@ def read_label_matrix(args) -> LabelMatrix:
     if not sep:
         raise UserError("--label-sep must be at least one character, e.g. --label-sep ';'.")
     (column,) = read_strata(args.data, [args.label_list], option="--label-list",
-                            allow_empty=True, **options)
+                            allow_empty=True, keep_dictionary=True, **options)
+    if not isinstance(column, np.ndarray):  # a pyarrow text column
+        from_cells = _label_matrix_of_distinct_cells(column, sep)
+        if from_cells is not None:
+            return from_cells
+        column = column.to_numpy(zero_copy_only=False)
     rows = []
     for cell in column:
         if isinstance(cell, str):
-            rows.append([part.strip() for part in cell.split(sep) if part.strip()])
+            rows.append(_split_cell(cell, sep))
         elif isinstance(cell, (list, tuple, np.ndarray)):
             rows.append(list(cell))
         else:
@@ -77,6 +83,40 @@ def read_label_matrix(args) -> LabelMatrix:
                             f"by {sep!r}) or lists, got {cell!r} of type "
                             f"{type(cell).__name__}.")
     return label_matrix_from_sets(rows, name="--label-list")
+
+
+def _split_cell(cell: str, sep: str) -> list:
+    return [part.strip() for part in cell.split(sep) if part.strip()]
+
+
+def _label_matrix_of_distinct_cells(column, sep):
+    """The label matrix of a pyarrow text column, each distinct cell split once.
+
+    Rows with the same cell have the same labels, so the matrix of the
+    distinct cells (those some row holds), indexed by each row's dictionary
+    code, is the matrix of the rows: the same as splitting every row, without
+    a Python object per row. None when the core refuses the cells (the
+    general path then gives its message, with the row).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    column = column.unify_dictionaries()
+    if column.num_chunks == 0:
+        return None
+    codes = np.concatenate([arrow_integers(chunk.indices) for chunk in column.chunks])
+    cells = column.chunk(0).dictionary.to_pylist()
+    used = np.flatnonzero(np.bincount(codes, minlength=len(cells)))
+    position = np.zeros(len(cells), dtype=np.int64)
+    position[used] = np.arange(used.shape[0])
+    try:
+        distinct = label_matrix_from_sets([_split_cell(cells[k], sep) for k in used.tolist()],
+                                          name="--label-list")
+    except (TypeError, ValueError):
+        return None
+    return LabelMatrix(distinct.matrix[position[codes]], distinct.labels)
 
 
 def multi_label_policy(args):

@@ -9,12 +9,17 @@ from ._errors import UserError
 from ._labels import MULTI_LABEL, label_options_given, multi_label_policy
 
 
-def _param_value(text: str):
+def _param_value(text: str, key: str = ""):
     """``k=v`` values: JSON where it parses (numbers, true/false, lists), else the text."""
     try:
         return json.loads(text)
     except ValueError:
         return text
+    except RecursionError:
+        # json's decoder recurses once per nesting level: thousands of "[" exhaust the stack.
+        raise UserError(f"--param {key}=...: the value is JSON nested too deeply for Python to "
+                        f"read ({len(text):,} characters); policy parameters are numbers, "
+                        f"text or short lists.") from None
 
 
 def policy_from_args(args) -> Policy:
@@ -69,6 +74,6 @@ def _policy_from_flags(args) -> Policy:
             raise UserError(f"--param must look like key=value, got --param {item!r}.")
         if key in params:
             raise UserError(f"--param {key} is given twice ({key}={params[key]!r} and "
-                            f"{key}={_param_value(value)!r}); give each parameter once.")
-        params[key] = _param_value(value)
+                            f"{key}={_param_value(value, key)!r}); give each parameter once.")
+        params[key] = _param_value(value, key)
     return policy_from_params(args.policy, params)

@@ -18,8 +18,9 @@ from ..streams._base import RNG_CHOICES, SequentialStream, stream_for
 from ..base._validation import check_bool, check_choice, check_epoch
 from ..policies import Policy, StratumTooSmallWarning, check_allocation
 from ..policies._draw_cost import check_recycled_passes, check_refill_draws
-from ..policies._multi_label import (MultiLabelShortfallError, assign_batches, placing_steps,
-                                     check_label_matrix, shortfall_message)
+from ..policies._multi_label import (LabelShortfallWarning, MultiLabelShortfallError,
+                                     assign_batches, placing_steps, check_label_matrix,
+                                     shortfall_message, shortfall_warning)
 from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_order import reorder_split_safe
 from ._batch_plan import BatchPlan
@@ -126,7 +127,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     stream they come from the epoch's own generator; with the R and torch
     streams the epoch is the (k+1)-th such group of draws. ``stream=None``
     (no shuffle) uses row order and the identity for every draw.
-    From ``2**17`` rows, with numba installed, the one permutation of the
+    From ``2**17`` rows, with numba installed and loaded (a process loads it
+    for work of ``pystratum.kernels.LOAD_ROWS`` rows), the one permutation of the
     other policies is drawn into the array that becomes the order
     (:func:`pystratum.engine._assemble.assemble_in_place`): the same draws, the
     same batches, about half the time and memory.
@@ -310,6 +312,10 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
         message = shortfall_message(names, assigned.counts, sizes, policy.min_per_label)
         if message is not None:
             raise MultiLabelShortfallError(message)
+    else:
+        message = shortfall_warning(names, assigned.counts, sizes, policy.min_per_label, epoch)
+        if message is not None:
+            warnings.warn(message, LabelShortfallWarning, stacklevel=_levels_to_user_code())
     batch = assigned.batch
     if shards is not None:  # rows of one label set dealt in batch order (docs/SHARDS.md)
         batch = redeal_labels(batch, permutation, label_signatures(matrix))
@@ -532,3 +538,16 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
                         min_samples_per_stratum=min_samples_per_stratum,
                         allow_single_batch=allow_single_batch, shards=shards,
                         window=window).batches
+
+
+def _levels_to_user_code() -> int:
+    """The ``stacklevel`` of the first frame outside pystratum, seen from the caller: the
+    label plan is reached by several paths (plan_batches, samplers), each of another depth."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -7,7 +7,8 @@ import numpy as np
 from ..base._validation import show
 from ..policies import ClassesPerBatch, FixedSize, Policy, Targets, as_policy
 
-__all__ = ["column_labels", "declared_batch_size", "trainer_policy", "served_sizes"]
+__all__ = ["column_labels", "declared_batch_size", "trainer_policy", "served_sizes",
+           "trainer_batch_sampler"]
 
 
 def declared_batch_size(policy) -> int | None:
@@ -64,3 +65,26 @@ def served_sizes(sampler) -> tuple[int, int, int]:
     """``(batches, smallest, largest)`` of the sampler's epoch 0 (for the log)."""
     sizes = np.diff(sampler.plan(0).bounds)
     return int(sizes.shape[0]), int(sizes.min()), int(sizes.max())
+
+
+def trainer_batch_sampler(labels, policy, *, policy_given: bool, batch_size: int,
+                          batch_size_name: str, **kwargs):
+    """``StratifiedBatchSampler(labels, policy, **kwargs)``, its refusals naming the trainer's
+    own argument where the policy is ``FixedSize(batch_size)`` built from it.
+
+    A user who set only ``per_device_train_batch_size`` never wrote ``FixedSize`` or its
+    ``batch_size``: the message must name the setting they can change.
+    """
+    from ..torch import StratifiedBatchSampler
+
+    try:
+        return StratifiedBatchSampler(labels, policy, **kwargs)
+    except ValueError as error:
+        # Only refusals of the batch size itself (they name FixedSize's batch_size); the
+        # labels' own errors (wrong length, missing values) name strata as they are.
+        if policy_given or "batch_size" not in str(error):
+            raise
+        raise ValueError(
+            f"{batch_size_name}={show(batch_size)} cannot be served on this training set "
+            f"(policy=None means FixedSize({batch_size_name})): {error} Set a smaller "
+            f"{batch_size_name}, or pass a policy.") from None

@@ -27,8 +27,7 @@ except ImportError:  # 3.4 (the first to take a function as batch_sampler) to 4.
 
 from ..base._validation import check_bool, show
 from ..policies import Policy
-from ..torch import StratifiedBatchSampler
-from ._common import column_labels, trainer_policy
+from ._common import column_labels, trainer_batch_sampler, trainer_policy
 
 __all__ = ["BatchSamplerFactory", "StratifiedBatchSamplerST", "batch_sampler"]
 
@@ -220,8 +219,10 @@ class StratifiedBatchSamplerST(DefaultBatchSampler):
         self.strata_column = column
         self.policy = trainer_policy(policy, batch_size, "per_device_train_batch_size")
         # num_replicas=1: accelerate shards the batches across processes itself.
-        self.stratified = StratifiedBatchSampler(
-            labels, self.policy, seed=seed,
+        self.stratified = trainer_batch_sampler(
+            labels, self.policy,
+            policy_given=policy is not None, batch_size=batch_size,
+            batch_size_name="per_device_train_batch_size", seed=seed,
             num_replicas=1, rank=0, drop_last=drop_last, dataset=dataset,
             allow_single_batch=allow_single_batch)
         self.batch_size = None

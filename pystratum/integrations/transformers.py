@@ -28,7 +28,8 @@ from transformers import Trainer, TrainerCallback
 from ..streams._base import RNG_CHOICES
 from ..base._validation import check_bool, check_choice
 from ..torch import StratifiedBatchSampler
-from ._common import column_labels, declared_batch_size, served_sizes, trainer_policy
+from ._common import (column_labels, declared_batch_size, served_sizes, trainer_batch_sampler,
+                      trainer_policy)
 
 __all__ = ["StratifiedTrainer"]
 
@@ -114,8 +115,12 @@ class StratifiedTrainer(Trainer):
         self.stratified_seed = seed
         self.policy = trainer_policy(policy, self.args.per_device_train_batch_size,
                                      "per_device_train_batch_size")
+        self._policy_given = policy is not None
         self.stratified_sampler = None
         self.add_callback(_EpochCallback(self))
+        if self.train_dataset is not None:
+            # Refuse an infeasible plan now, naming the trainer's setting, not at train().
+            self._stratified_batch_sampler(log=False)
         replaced = _replaced_sampling(self.args)
         if replaced is not None:
             logger.warning(
@@ -123,16 +128,19 @@ class StratifiedTrainer(Trainer):
                 "stratified batches (%r); leave the training sampler at its default.",
                 replaced, self.policy)
 
-    def _stratified_batch_sampler(self) -> StratifiedBatchSampler:
+    def _stratified_batch_sampler(self, log=True) -> StratifiedBatchSampler:
         labels = column_labels(self.train_dataset, self.strata)
         seed = self.args.seed if self.stratified_seed is None else self.stratified_seed
         # num_replicas=1: accelerate shards the batches across processes itself
         # (whole batches in turn); every process plans the same epochs from the seed.
-        sampler = StratifiedBatchSampler(
-            labels, self.policy, seed=seed, rng=self.stratified_rng, num_replicas=1, rank=0,
+        sampler = trainer_batch_sampler(
+            labels, self.policy, policy_given=self._policy_given,
+            batch_size=self.args.per_device_train_batch_size,
+            batch_size_name="per_device_train_batch_size",
+            seed=seed, rng=self.stratified_rng, num_replicas=1, rank=0,
             drop_last=self.args.dataloader_drop_last, dataset=self.train_dataset,
             allow_single_batch=self.allow_single_batch)
-        if declared_batch_size(self.policy) is None:
+        if log and declared_batch_size(self.policy) is None:
             count, smallest, largest = served_sizes(sampler)
             sizes = f"{smallest}" if smallest == largest else f"{smallest} to {largest}"
             logger.warning(

@@ -11,8 +11,8 @@ Every caller asks this module, and only this module decides:
   or when the environment sets ``PYSTRATUM_NUMBA=0``);
 * whether it pays for the work at hand: :func:`compiled_for` (numba's
   import costs about half a second, more than numpy's path takes below
-  :data:`MIN_ROWS` rows; :data:`MIN_CALL_ROWS` for a lazy plan's single
-  call).
+  :data:`MIN_ROWS` rows, and it is loaded only for :data:`LOAD_ROWS` rows;
+  :data:`MIN_CALL_ROWS` for a lazy plan's single call).
 
 Both paths give the same values, bit for bit; the tests compare them. This
 layer imports nothing else of pystratum.
@@ -22,13 +22,18 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
-__all__ = ["MIN_CALL_ROWS", "MIN_ROWS", "KERNELS", "compiled", "compiled_for"]
+__all__ = ["LOAD_ROWS", "MIN_CALL_ROWS", "MIN_ROWS", "KERNELS", "compiled", "compiled_for"]
 
 # The kernel modules by the name callers use.
 KERNELS = ("assemble", "index", "pairset", "shards")
 # Below this many rows (or values) numpy's path takes a few milliseconds.
 MIN_ROWS = 1 << 17
+# numba's start-up (its import and the cached kernels' first dispatch, about 0.45 s
+# of CPU) is paid only by work this large: numpy's path on 2 * 10**6 int labels
+# takes 0.15 s, about what the compiled path does once loaded (0.09-0.13 s).
+LOAD_ROWS = 1 << 22
 # A lazy plan's call on fewer rows stays on numpy's path even in a large
 # plan, so one batch never waits for numba's import.
 MIN_CALL_ROWS = 1 << 12
@@ -58,5 +63,15 @@ def compiled(name: str):
 
 
 def compiled_for(name: str, count: int):
-    """The kernel module ``name`` for work on ``count`` rows, or None below :data:`MIN_ROWS`."""
-    return compiled(name) if count >= MIN_ROWS else None
+    """The kernel module ``name`` for work on ``count`` rows, or None below :data:`MIN_ROWS`.
+
+    Before numba is loaded, only work of :data:`LOAD_ROWS` rows or more loads it:
+    its start-up costs more than numpy's whole path on fewer rows, so a process
+    planning a few million rows once (the command line) never pays it, and its
+    first call costs what its second does.
+    """
+    if count < MIN_ROWS:
+        return None
+    if name not in _LOADED and count < LOAD_ROWS and "numba" not in sys.modules:
+        return None
+    return compiled(name)

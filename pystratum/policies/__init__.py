@@ -34,7 +34,7 @@ from ._base import (Allocation, Policy, SlotPlan, check_allocation, check_slot_l
 from ._classes_per_batch import ClassesPerBatch, SlotRefills, SmallStrataWarning
 from ._downsample import Downsample
 from ._fixed_size import FixedSize
-from ._multi_label import MultiLabel, MultiLabelShortfallError
+from ._multi_label import LabelShortfallWarning, MultiLabel, MultiLabelShortfallError
 from ._min_per_stratum import MinPerStratum, SingleBatchError, StratumTooSmallWarning, as_policy
 from ._targets import Targets
 
@@ -46,6 +46,7 @@ __all__ = [
     "MinPerStratum",
     "MultiLabel",
     "MultiLabelShortfallError",
+    "LabelShortfallWarning",
     "Policy",
     "SingleBatchError",
     "SlotPlan",

@@ -20,7 +20,8 @@ import numpy as np
 from ..base._validation import check_bool, check_int, show
 from ._base import Allocation, Policy, check_batch_order
 
-__all__ = ["MultiLabel", "MultiLabelShortfallError", "LabelAssignment", "assign_batches",
+__all__ = ["MultiLabel", "MultiLabelShortfallError", "LabelShortfallWarning", "shortfall_warning",
+           "LabelAssignment", "assign_batches",
            "check_label_matrix", "placing_steps", "shortfall_message"]
 
 # Above this many (level x batch) cells a label's slots are ordered by a sort
@@ -31,6 +32,11 @@ _DENSE_FACTOR = 4
 class MultiLabelShortfallError(ValueError):
     """``strict=True`` and some batch holds fewer than ``min_per_label`` positives of a label
     that has enough positives (R: class ``pystratum_label_shortfall``)."""
+
+
+class LabelShortfallWarning(UserWarning):
+    """``strict=False`` and some batch holds fewer than ``min_per_label`` positives of a label
+    that has enough positives: the plan is served, and this warning says where it falls short."""
 
 
 class MultiLabel(Policy):
@@ -67,7 +73,9 @@ class MultiLabel(Policy):
     per label the least and most positives a batch holds
     (``BatchPlan.label_counts``, ``BatchPlan.label_spread()``);
     ``strict=True`` makes a remaining shortfall a
-    :class:`MultiLabelShortfallError` naming the labels. Labels with fewer
+    :class:`MultiLabelShortfallError` naming the labels; with ``strict=False`` it is
+    served with one :class:`LabelShortfallWarning` per plan (per epoch for a
+    sampler) naming the labels and their short batches. Labels with fewer
     than ``m * B`` positives are spread as evenly as water-filling allows.
 
     Each epoch a new shuffle: the order rows are taken in is a permutation
@@ -575,3 +583,21 @@ def shortfall_message(names, counts, sizes, m):
             f"labels cannot be split otherwise). Pass strict=False to get the batches with "
             f"the shortfall reported (plan.label_spread()), or use fewer batches, or a "
             f"smaller min_per_label.")
+
+
+def shortfall_warning(names, counts, sizes, m, epoch):
+    """The ``strict=False`` warning's message, or None: each guaranteed label some batch
+    holds fewer than ``m`` positives of, with the number of such batches."""
+    n_batches = counts.shape[0]
+    short_batches = (counts < m).sum(axis=0)
+    short = [k for k in range(len(names)) if sizes[k] >= m * n_batches and short_batches[k]]
+    if not short:
+        return None
+    listed = ", ".join(f"'{names[k]}' in {int(short_batches[k])} of {n_batches} batches"
+                       for k in short)
+    return (f"min_per_label={m} is not met in epoch {epoch}: batches hold fewer than {m} "
+            f"positives of label(s) {listed}, though each has enough positives for every batch "
+            f"(rows carrying several of these labels cannot be split otherwise). The batches "
+            f"are served (strict=False); "
+            f"plan.label_spread() lists every label. Use fewer batches or a smaller "
+            f"min_per_label, or strict=True to refuse such a plan.")

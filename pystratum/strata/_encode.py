@@ -11,6 +11,10 @@ per-batch count table.
 
 No pandas import here: pandas objects are recognised by duck typing, and
 ``pandas.isna`` is used only when pandas is already loaded by the caller.
+Text labels at scale (numpy strings, Python strings, pyarrow and
+pyarrow-backed pandas columns) are hashed by pyarrow's ``dictionary_encode``
+where pyarrow is installed (the ``arrow`` extra): the same codes and labels as
+the general paths (sorting or a Python dict), at integer speed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from ..base._validation import show
 # Besides the encoder, the input predicates and the missing-value check are
 # shared with pystratum.r, which must accept and refuse exactly the same input.
 __all__ = ["EncodedStrata", "encode_strata", "check_object_missing", "first_rows_of_codes",
+           "arrow_integers",
            "is_column_like", "strata_columns",
            "is_dataframe", "raise_missing", "smallest_code_dtype"]
 
@@ -106,7 +111,7 @@ def encode_strata(strata, *, name: str = "strata") -> EncodedStrata:
     """
     if isinstance(strata, EncodedStrata):
         return strata
-    columns = strata_columns(strata, name=name)
+    columns = _columns_keeping_arrow(strata, name)
     n_rows = len(columns[0][1])
     for column_name, column in columns:
         if len(column) != n_rows:
@@ -123,6 +128,27 @@ def encode_strata(strata, *, name: str = "strata") -> EncodedStrata:
         codes, labels = encoded[0]
         return _finish(codes, tuple(labels))
     return _combine(encoded)
+
+
+def _columns_keeping_arrow(strata, name):
+    """:func:`strata_columns`, with pyarrow columns (alone or as dict values) kept as they
+    are: their dictionary or hash encoding gives the codes without a Python object per row."""
+    if is_arrow_1d(strata):
+        if len(strata) == 0:
+            raise ValueError(
+                f"{name} is empty (0 rows); pass one stratum label per row of the data set.")
+        return [(name, strata)]
+    columns = strata_columns(strata, name=name)
+    if isinstance(strata, Mapping):
+        columns = [(column_name, value if is_arrow_1d(value) else column)
+                   for (column_name, column), value in zip(columns, strata.values())]
+    return columns
+
+
+def is_arrow_1d(obj) -> bool:
+    """A pyarrow Array or ChunkedArray (recognised without importing pyarrow)."""
+    return type(obj).__module__.startswith("pyarrow") and hasattr(obj, "null_count") and \
+        hasattr(obj, "type") and not hasattr(obj, "schema")
 
 
 _FORMS = ("a list or 1-D array with one label per row, a pandas Series/DataFrame, a dict "
@@ -414,7 +440,17 @@ def is_column_like(obj) -> bool:
 
 
 def _encode_column(column, column_name):
-    """Return ``(codes, labels)`` for one column; codes index into labels."""
+    """Return ``(codes, labels)`` for one column; codes index into labels.
+
+    Labels no row uses may be listed (a dictionary's unused entries); the
+    caller's :func:`_finish` or :func:`_combine` leaves them out.
+    """
+    arrow = _arrow_of(column)
+    if arrow is not None:
+        encoded = _encode_arrow(arrow, column_name)
+        if encoded is not None:
+            return encoded
+        column = np.asarray(column) if is_arrow_1d(column) else column
     categorical = _categorical_parts(column)
     if categorical is not None:
         codes, categories = categorical
@@ -455,9 +491,9 @@ def _encode_column(column, column_name):
             return codes, [float(v) for v in labels]
         return _encode_sorted(values)
     if kind in "US":
-        return _encode_sorted(values)
+        return _encode_fixed_width_text(values) or _encode_sorted(values)
     if kind == "O":
-        return _encode_objects(values, column_name)
+        return _encode_text_objects(values) or _encode_objects(values, column_name)
     if kind in "mM":
         missing = np.isnat(values)
         if missing.any():
@@ -467,6 +503,128 @@ def _encode_column(column, column_name):
         f"{column_name} has dtype {values.dtype}, which cannot be used as stratum labels; "
         f"use ints, floats, strings, bools or categoricals."
     )
+
+
+# Below this many rows the general paths cost less than loading pyarrow.
+_HASH_MIN_ROWS = 1 << 15
+
+
+def _arrow_modules():
+    """(pyarrow, pyarrow.compute), or None without pyarrow (then the general paths serve)."""
+    try:
+        import pyarrow
+        import pyarrow.compute
+    except ImportError:
+        return None
+    return pyarrow, pyarrow.compute
+
+
+def _arrow_of(column):
+    """The pyarrow data of a pyarrow column or a pyarrow-backed pandas column, else None."""
+    if is_arrow_1d(column):
+        return column
+    if not is_pandas_1d(column):
+        return None
+    array = getattr(column, "array", column)
+    to_arrow = getattr(array, "__arrow_array__", None)
+    # Only pandas' pyarrow-backed arrays: its masked (Int64, boolean) arrays convert too,
+    # but their missing values and labels are the general path's to read.
+    if to_arrow is None or "Arrow" not in type(array).__name__:
+        return None
+    try:
+        return to_arrow()
+    except Exception:  # a pandas version without the conversion: the general path reads it
+        return None
+
+
+def _encode_arrow(data, column_name):
+    """``(codes, labels)`` of a text or integer pyarrow column (dictionary-encoded or not),
+    from its dictionary: one hash per row in pyarrow, the labels read off the dictionary by
+    the general path (so they are the same, sorted as there). None for other types or nulls
+    (the general path gives those their labels or their missing-value error)."""
+    modules = _arrow_modules()
+    if modules is None:
+        return None
+    pa, pc = modules
+    chunked = data if isinstance(data, pa.ChunkedArray) else pa.chunked_array([data])
+    value_type = chunked.type.value_type if pa.types.is_dictionary(chunked.type) else chunked.type
+    if chunked.null_count or chunked.num_chunks == 0 or not (
+            pa.types.is_string(value_type) or pa.types.is_large_string(value_type) or
+            pa.types.is_integer(value_type)):
+        return None
+    if not pa.types.is_dictionary(chunked.type):
+        if pa.types.is_integer(value_type):
+            return None  # numpy's integer path (a view, then a count) is faster than hashing
+        chunked = pc.dictionary_encode(chunked)
+    chunked = chunked.unify_dictionaries()
+    dictionary = chunked.chunk(0).dictionary
+    if dictionary.null_count or len(dictionary) == 0:
+        return None
+    indices = np.concatenate([arrow_integers(chunk.indices) for chunk in chunked.chunks])
+    if pa.types.is_integer(value_type):
+        entries = arrow_integers(dictionary)
+    else:  # to_pylist: pyarrow's text-to-numpy conversion would import pandas
+        entries = np.empty(len(dictionary), dtype=object)
+        entries[:] = dictionary.to_pylist()
+    entry_codes, labels = _encode_column(entries, column_name)
+    return np.asarray(entry_codes)[indices], labels
+
+
+def arrow_integers(array) -> np.ndarray:
+    """A pyarrow integer array without nulls as a numpy view of its buffer (pyarrow's own
+    ``to_numpy`` imports pandas, half a second for a small file)."""
+    dtype = np.dtype(str(array.type))
+    return np.frombuffer(array.buffers()[1], dtype=dtype,
+                         count=array.offset + len(array))[array.offset:]
+
+
+def _encode_fixed_width_text(values):
+    """numpy strings ('U', 'S'): the codes and labels of :func:`_encode_sorted`, hashing each
+    row's bytes in pyarrow instead of sorting N strings. Equal bytes are equal numpy strings
+    (both pad with NULs), so nothing merges that the sort would keep apart. None when small
+    or without pyarrow."""
+    if values.shape[0] < _HASH_MIN_ROWS or values.dtype.itemsize == 0:
+        return None
+    modules = _arrow_modules()
+    if modules is None:
+        return None
+    pa, pc = modules
+    values = np.ascontiguousarray(values)
+    cells = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(values.dtype.itemsize), values.shape[0], [None, pa.py_buffer(values)])
+    encoded = pc.dictionary_encode(cells)
+    dictionary = encoded.dictionary
+    distinct = np.frombuffer(dictionary.buffers()[1], dtype=values.dtype)[
+        dictionary.offset:dictionary.offset + len(dictionary)]
+    labels, rank = np.unique(distinct, return_inverse=True)  # distinct: rank is a permutation
+    codes = rank.reshape(-1).astype(smallest_code_dtype(labels.shape[0]))
+    return codes[arrow_integers(encoded.indices)], labels.tolist()
+
+
+def _encode_text_objects(values):
+    """Python strings (an object array of ``str`` only): the codes and labels of
+    :func:`_encode_objects`, hashed in pyarrow. None (the general path decides) when small,
+    without pyarrow, or when any value is not a ``str`` (pyarrow then infers another type,
+    or fails: bytes, numbers, None, NaN, unencodable surrogates)."""
+    if values.shape[0] < _HASH_MIN_ROWS:
+        return None
+    modules = _arrow_modules()
+    if modules is None:
+        return None
+    pa, pc = modules
+    try:
+        cells = pa.array(values)
+    except (pa.ArrowException, TypeError, ValueError, UnicodeError, OverflowError):
+        return None
+    if cells.null_count or not (pa.types.is_string(cells.type) or
+                                pa.types.is_large_string(cells.type)):
+        return None
+    encoded = pc.dictionary_encode(cells)
+    distinct = encoded.dictionary.to_pylist()
+    order = sorted(range(len(distinct)), key=distinct.__getitem__)
+    rank = np.empty(len(distinct), dtype=smallest_code_dtype(len(distinct)))
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(distinct))
+    return rank[arrow_integers(encoded.indices)], [distinct[k] for k in order]
 
 
 def _categorical_parts(column):
@@ -620,10 +778,17 @@ def _combine(encoded):
     """Combine per-column codes into one code per distinct combination."""
     combined = encoded[0][0].astype(np.int64)
     n_levels = len(encoded[0][1])
+    dense_levels = _DENSE_RANGE_FACTOR * combined.shape[0] + 1024
+    compacted = False
     for codes, labels in encoded[1:]:
-        combined = combined * len(labels) + codes  # int64: no overflow of small code dtypes
+        combined *= len(labels)  # int64: no overflow of small code dtypes
+        combined += codes
         n_levels *= len(labels)
-        combined, n_levels = _compact(combined, n_levels)
+        if n_levels > dense_levels:  # renumber only where the products would grow large
+            combined, n_levels = _compact(combined, n_levels)
+            compacted = True
+    if not compacted:
+        return _combine_dense(combined, encoded)
     # Label each combined stratum by its column values, read off one member row,
     # and order strata by their columns' label orders (no comparison of the
     # values themselves, which need not be orderable: complex, mixed types).
@@ -637,6 +802,28 @@ def _combine(encoded):
     relabel = np.empty(n_levels, dtype=np.int64)
     relabel[order] = np.arange(n_levels)
     return _finish(relabel[combined], labels)
+
+
+def _combine_dense(combined, encoded) -> EncodedStrata:
+    """Strata of mixed-radix codes (column 0's code the most significant digit): a level's
+    number orders it as the columns' codes do, and its digits are its columns' codes, so
+    one count gives the strata, their order and their labels (what :func:`_combine`'s
+    general path gives, with no renumbering pass)."""
+    radices = [len(labels) for _, labels in encoded]
+    sizes = np.bincount(combined, minlength=int(np.prod(radices, dtype=np.int64)))
+    present = np.flatnonzero(sizes)
+    relabel = np.zeros(sizes.shape[0], dtype=smallest_code_dtype(present.shape[0]))
+    relabel[present] = np.arange(present.shape[0])
+    digits = []
+    rest = present
+    for radix in reversed(radices):
+        rest, digit = np.divmod(rest, radix)
+        digits.append(digit)
+    digits.reverse()
+    labels = tuple(zip(*[[col_labels[k] for k in digit.tolist()]
+                         for digit, (_, col_labels) in zip(digits, encoded)]))
+    return EncodedStrata(codes=relabel[combined], labels=labels,
+                         sizes=sizes[present].astype(np.int64))
 
 
 def _compact(codes, n_levels):

@@ -23,12 +23,13 @@ the two apart.
 
 from __future__ import annotations
 
+import sys
 from itertools import chain
 from operator import length_hint
 from typing import Iterator
 
 import numpy as np
-from torch.utils.data import Sampler
+from torch.utils.data import BatchSampler, Sampler
 
 from ..serving._sharding import rank_batch_indices
 from ..base._validation import check_bool, check_int, show
@@ -213,6 +214,7 @@ class StratifiedSampler(Sampler[int]):
         return self._rows
 
     def __iter__(self) -> Iterator[int]:
+        self._check_batching_caller(sys._getframe(1))
         batch_pass = self._batches._epoch_pass()
         live = _FlatPass(batch_pass, self.batch_size, self)
         self._pass = live
@@ -293,6 +295,32 @@ class StratifiedSampler(Sampler[int]):
                 f"rank={inner.rank}, drop_last={inner.drop_last})")
 
     # ---------------------------------------------------------------- private
+
+    def _check_batching_caller(self, frame) -> None:
+        """Refuse a torch ``BatchSampler`` cutting this sampler's rows at another size.
+
+        A sampler is not told who batches its rows; the one place torch lets it
+        be seen is the caller of ``iter()``: ``BatchSampler.__iter__`` (what a
+        ``DataLoader(sampler=..., batch_size=n)`` builds, also under accelerate's
+        ``BatchSamplerShard``) calls it when the loader asks for its first batch.
+        Cut at another size, every batch would silently lose its composition.
+        """
+        try:
+            caller = frame.f_locals.get("self") if frame is not None else None
+        finally:
+            del frame
+        if not isinstance(caller, BatchSampler) or getattr(caller, "sampler", None) is not self:
+            return
+        size = caller.batch_size
+        if size != self.batch_size:
+            raise ValueError(
+                f"batch_size must be this StratifiedSampler's batch_size={self.batch_size} "
+                f"(the policy's batch size), but its DataLoader (or BatchSampler) cuts the rows "
+                f"every batch_size={show(size)} rows, which breaks every batch's composition: "
+                f"pass batch_size=sampler.batch_size to the DataLoader (in a Trainer: "
+                f"per_device_train_batch_size={self.batch_size}), or give the loader "
+                f"batch_sampler=sampler.batch_sampler."
+            )
 
     def _rank_rows(self, policy) -> int:
         """Rows this rank's batches hold in every epoch (sizes do not depend on the epoch

@@ -34,7 +34,9 @@
 #' (batches x labels) reports the positives of each label per batch, and
 #' `strict = TRUE` turns a remaining shortfall into an error of class
 #' `pystratum_label_shortfall` (also a `pystratum_value_error`) naming the
-#' labels.
+#' labels; with `strict = FALSE` the batches come with one warning of class
+#' `pystratum_label_shortfall_warning` naming the labels and their short
+#' batches.
 #'
 #' Each epoch a new shuffle: the order rows are taken in is `sample.int(N)`,
 #' the batch order breaking ties `sample.int(B)`, both from the epoch's
@@ -166,6 +168,13 @@ multi_label_batches = function(strata, policy, seed, rng, epoch, shuffle,
       stop(structure(class = c("pystratum_label_shortfall", "pystratum_value_error",
         "pystratum_error", "error", "condition"),
         list(message = message, call = NULL, argument = "min_per_label")))
+    }
+  } else {
+    message = multi_label_shortfall_warning(labels$names, counts, colSums(labels$matrix),
+      policy$params$min_per_label, epoch)
+    if (!is.null(message)) {
+      warning(structure(class = c("pystratum_label_shortfall_warning", "warning", "condition"),
+        list(message = message, call = NULL)))
     }
   }
   batch = assigned$batch
@@ -401,4 +410,23 @@ multi_label_shortfall = function(names, counts, sizes, m) {
     "otherwise). Pass strict=False to get the batches with the shortfall reported ",
     "(plan.label_spread()), or use fewer batches, or a smaller min_per_label."),
     as.integer(m), listed, as.integer(m))
+}
+
+# The strict = FALSE warning's message, or NULL (Python's shortfall_warning()):
+# each guaranteed label some batch holds fewer than m positives of, with the
+# number of such batches.
+multi_label_shortfall_warning = function(names, counts, sizes, m, epoch) {
+  n_batches = nrow(counts)
+  short_batches = colSums(counts < m)
+  short = which(sizes >= m * n_batches & short_batches > 0)
+  if (!length(short)) return(NULL)
+  listed = paste0(sprintf("'%s' in %d of %d batches", names[short],
+    as.integer(short_batches[short]), as.integer(n_batches)), collapse = ", ")
+  sprintf(paste0(
+    "min_per_label=%d is not met in epoch %d: batches hold fewer than %d positives of ",
+    "label(s) %s, though each has enough positives for every batch (rows carrying several ",
+    "of these labels cannot be split otherwise). The batches are served (strict=False); ",
+    "plan.label_spread() lists every label. Use fewer batches or a smaller min_per_label, ",
+    "or strict=True to refuse such a plan."),
+    as.integer(m), as.integer(epoch), as.integer(m), listed)
 }

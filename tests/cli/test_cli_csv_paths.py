@@ -46,7 +46,7 @@ def test_a_clean_file_is_read_by_pyarrow(tmp_path):
     (b"label,x\na,\xff\n", "is not valid utf-8 (byte 0xff"),  # outside the stratum column
     (b"label,x\n", "has a header but no data rows"),
     (b"other,x\na,1\n", "--stratum 'label': no such column"),
-    (b"label,x\na,1,9\n,2\n", "column 'label' has an empty value on line 3"),
+    (b"label,x\na,1,9\n,2\n", "line 2 of "),  # ragged: 3 fields under 2 columns
     (b"", "is empty: expected a header line"),
 ])
 def test_both_paths_give_the_same_error(tmp_path, monkeypatch, content, expected):
@@ -57,10 +57,29 @@ def test_both_paths_give_the_same_error(tmp_path, monkeypatch, content, expected
     assert arrow[0] == "error" and expected in arrow[1], arrow
 
 
-def test_a_ragged_file_reads_as_the_csv_module_reads_it(tmp_path, monkeypatch):
+@pytest.mark.parametrize("content, line, fields", [
+    (b"label,x\na,1\nb,2,extra\n", 3, 3),    # one field too many
+    (b"label,x\na,1\n\nb\n", 4, 1),           # one too few, after a blank line
+    (b'label,x\n"a\nb",1\nc,2,3\n', 4, 3),   # a quoted cell spanning lines 2-3
+])
+def test_a_ragged_row_is_refused_naming_its_line_on_both_paths(tmp_path, monkeypatch, content,
+                                                               line, fields):
     path = tmp_path / "d.csv"
-    path.write_bytes(b"label,x\na,1,extra\nb\n")  # pyarrow refuses; csv takes the label column
-    assert read_both(path, ["label"], monkeypatch) == [("ok", [["a", "b"]])] * 2
+    path.write_bytes(content)
+    arrow, fallback = read_both(path, ["label"], monkeypatch)
+    assert arrow == fallback
+    assert arrow[0] == "error" and arrow[1].startswith(
+        f"line {line} of {str(path)!r} has {fields} fields but the header has 2: a ragged row")
+
+
+def test_a_cell_over_the_csv_modules_field_limit_is_read_on_both_paths(tmp_path, monkeypatch):
+    # 131,072 characters is csv.field_size_limit()'s default; pyarrow.csv has no such limit.
+    long_label = "x" * (csv.field_size_limit() + 10)
+    path = tmp_path / "d.csv"
+    path.write_text(f"label,x\n{long_label},1\nb,2\n")
+    limit = csv.field_size_limit()
+    assert read_both(path, ["label"], monkeypatch) == [("ok", [[long_label, "b"]])] * 2
+    assert csv.field_size_limit() == limit  # the process's own limit is left as it was
 
 
 def test_other_encodings_and_delimiters_agree(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import csv
 import io
 import shlex
 
@@ -39,6 +40,42 @@ def test_unknown_encoding_is_a_usage_error(data):  # noqa: F811
     assert done.stderr.strip().splitlines() == [
         "pystratum: error: --encoding 'klingon' is not a text encoding Python knows; use e.g. "
         "utf-8 (the default, with or without a byte-order mark), latin-1 or cp1252."]
+
+
+@pytest.mark.parametrize("encoding", ["rot13", "base64", "zlib", "hex"])
+def test_a_codec_that_is_not_a_text_encoding_is_a_usage_error(data, encoding):  # noqa: F811
+    # codecs.lookup() finds them (str to str, bytes to bytes); open() refuses them.
+    folder, _, _ = data
+    done = run("plan", folder / "d.csv", "--stratum", "label", "--min", "2", "--encoding",
+               encoding, check_code=2)
+    assert done.stderr.strip().splitlines() == [
+        f"pystratum: error: --encoding {encoding!r} is not a text encoding Python knows; use "
+        f"e.g. utf-8 (the default, with or without a byte-order mark), latin-1 or cp1252."]
+
+
+def test_a_deeply_nested_json_param_is_a_usage_error(data):  # noqa: F811
+    folder, _, _ = data
+    done = run("plan", folder / "d.csv", "--stratum", "label", "--policy", "fixed_size",
+               "--param", "batch_size=" + "[" * 5000 + "]" * 5000, check_code=2)
+    assert done.stderr.strip().splitlines() == [
+        "pystratum: error: --param batch_size=...: the value is JSON nested too deeply for "
+        "Python to read (10,000 characters); policy parameters are numbers, text or short "
+        "lists."]
+
+
+def test_messages_name_the_command_s_flags_not_python_arguments(data):  # noqa: F811
+    folder, label, _ = data
+    n_pos = int((label == "pos").sum())
+    refused = run("plan", folder / "d.csv", "--stratum", "label", "--min", str(n_pos),
+                  check_code=2)
+    assert "--allow-single-batch" in refused.stderr
+    assert "allow_single_batch" not in refused.stderr
+    no = run("check", folder / "d.csv", "--stratum", "label", "--min", str(n_pos), check_code=1)
+    assert "--allow-single-batch" in no.stdout and "allow_single_batch" not in no.stdout
+    small = run("plan", folder / "d.csv", "--stratum", "label", "--policy", "classes_per_batch",
+                "--param", "classes_per_batch=2", "--param", f"per_class={n_pos + 1}",
+                check_code=2)
+    assert "--param small=repeat" in small.stderr and "small='repeat'" not in small.stderr
 
 
 @pytest.mark.parametrize("encoding", [None, "utf-8", "utf-8-sig"])
@@ -174,3 +211,75 @@ def test_hostile_arguments_end_with_an_exit_code_and_one_line(hostile_folder):
         TRIED[f"exit {code}"] += 1
 
     check()
+
+
+# Cells that trip one reader and not the other: over the csv module's field limit
+# (131,072 characters), separators, quotes, line ends, NULs, a byte-order mark.
+HOSTILE_CELL = st.one_of(
+    st.text(alphabet=st.sampled_from(list('ab,;"\n\r \x00\ufeffé')), max_size=5),
+    st.sampled_from([131_072, 131_073, 200_000]).map(lambda n: "x" * n))
+
+
+@st.composite
+def hostile_csv(draw):
+    width = draw(st.integers(1, 3))
+    header = ["s", "t", "u"][:width]
+    # Mostly rows of the header's width; some of another width (ragged).
+    row = st.one_of(st.lists(HOSTILE_CELL, min_size=width, max_size=width),
+                    st.lists(HOSTILE_CELL, min_size=width, max_size=width),
+                    st.lists(HOSTILE_CELL, min_size=1, max_size=4))
+    rows = draw(st.lists(row, max_size=5))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator=draw(st.sampled_from(["\n", "\r\n"])))
+    writer.writerow(header)
+    writer.writerows(rows)  # rows of another width than the header are ragged
+    body = buffer.getvalue()
+    if draw(st.integers(0, 3)) == 0:  # damage: cut it anywhere (an open quote, a half row)
+        body = body[:draw(st.integers(0, len(body)))]
+    bom = draw(st.booleans())
+    return (b"\xef\xbb\xbf" if bom else b"") + body.encode(), header
+
+
+READERS = collections.Counter()
+
+
+def test_hostile_csv_the_two_readers_agree(tmp_path_factory):
+    """pyarrow.csv and the csv module: the same strata or the same one-line error, on files
+    with long cells, ragged rows and damage; counts printed with -s."""
+    from pystratum.cli import _data
+    from pystratum.cli._errors import UserError
+
+    folder = tmp_path_factory.mktemp("hostile_csv")
+
+    @settings(max_examples=200)
+    @given(case=hostile_csv())
+    def check(case):
+        content, header = case
+        path = folder / "d.csv"
+        path.write_bytes(content)
+        outcomes = []
+        for fallback in (False, True):
+            with pytest.MonkeyPatch.context() as patch:
+                if fallback:
+                    patch.setattr(_data, "_arrow_csv", lambda: None)
+                try:
+                    values = _data.read_strata(path, header[:1])
+                    outcomes.append(("ok", [[str(v) for v in c] for c in values]))
+                except UserError as error:
+                    assert "\n" not in str(error)
+                    outcomes.append(("error", str(error)))
+        assert outcomes[0] == outcomes[1], content[:200]
+        kind, message = outcomes[0][0], str(outcomes[0][1])
+        if kind == "error":
+            kind = next((what for what, phrase in (
+                ("ragged row", "a ragged row"), ("empty cell", "has an empty value"),
+                ("no data rows", "no data rows"), ("empty file", "is empty"))
+                if phrase in message), "other error: " + message[:60])
+        # Over csv.field_size_limit()'s default of 131,072 characters:
+        long_cell = b"x" * 131_073 in content
+        READERS[(kind, "a cell over 131,072 characters" if long_cell else "short cells")] += 1
+
+    check()
+    print(f"\nhostile CSV files, both readers: {sum(READERS.values())} tried, "
+          f"outcomes {dict(READERS)}")
+    assert sum(READERS.values()) == 200

@@ -224,3 +224,12 @@ def test_strata_and_strata_column_are_one_or_the_other():
         batch_sampler(strata_column="label", strata=[0, 1])
     with pytest.raises(TypeError, match=r"^strata must be one label per training row"):
         batch_sampler(strata="topic")
+
+
+def test_an_infeasible_per_device_batch_size_names_the_trainers_argument():
+    # 40 rows in batches of 64: one batch, refused naming the setting the user wrote.
+    dataset = datasets.Dataset.from_dict({"label": LABELS.tolist()})
+    with pytest.raises(ValueError, match=r"^per_device_train_batch_size=64 cannot be served on "
+                                         r"this training set .* smaller "
+                                         r"per_device_train_batch_size"):
+        batch_sampler()(dataset, batch_size=64, drop_last=False, valid_label_columns=["label"])

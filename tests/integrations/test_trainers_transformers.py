@@ -84,11 +84,21 @@ def test_a_policy_sized_by_the_data_logs_the_sizes_it_serves(tmp_path, caplog):
 
 def test_a_missing_column_is_named(tmp_path):
     model, _ = hf_tiny_classifier(len(LABELS))
-    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path),
-                                train_dataset=hf_rows_dataset(LABELS), strata="grup")
     with pytest.raises(ValueError, match=r"^strata must name a column of the training dataset, "
-                                         r"got strata='grup'"):
-        trainer.train()
+                                         r"got strata='grup'"):  # at construction
+        StratifiedTrainer(model=model, args=arguments(tmp_path),
+                          train_dataset=hf_rows_dataset(LABELS), strata="grup")
+
+
+def test_an_infeasible_per_device_batch_size_is_refused_at_construction_naming_it(tmp_path):
+    # 48 rows in batches of 64: one batch, refused before train(), naming the
+    # trainer's own setting (the user never wrote FixedSize or its batch_size).
+    model, _ = hf_tiny_classifier(len(LABELS))
+    with pytest.raises(ValueError, match=r"^per_device_train_batch_size=64 cannot be served on "
+                                         r"this training set .* smaller "
+                                         r"per_device_train_batch_size"):
+        StratifiedTrainer(model=model, args=arguments(tmp_path, batch_size=64),
+                          train_dataset=hf_rows_dataset(LABELS), strata="group")
 
 
 @pytest.mark.parametrize("checkpoint", [4, 9])  # mid-epoch 0, mid-epoch 1
@@ -148,15 +158,14 @@ def test_a_torch_dataset_takes_the_labels_as_an_array(tmp_path):
     from pystratum.policies import FixedSize
 
     assert seen == planned(FixedSize(8), 1)[0]
-    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
-                                train_dataset=DictRows(LABELS), strata="labels")
+    # Refused at construction, before any training.
     with pytest.raises(TypeError, match=r"^strata must be labels \(one per row\) when the "
                                         r"dataset has no named columns, got strata='labels'"):
-        trainer.train()
-    trainer = StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
-                                train_dataset=DictRows(LABELS), strata=LABELS[:-1])
+        StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
+                          train_dataset=DictRows(LABELS), strata="labels")
     with pytest.raises(ValueError, match=r"^strata has 47 labels but the dataset has 48 rows"):
-        trainer.train()
+        StratifiedTrainer(model=model, args=arguments(tmp_path, epochs=1),
+                          train_dataset=DictRows(LABELS), strata=LABELS[:-1])
 
 
 def test_the_documented_sampler_recipe_under_accelerate_covers_every_row():

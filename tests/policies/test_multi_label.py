@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from _vectors import load_cases, zero_based
 from pystratum import plan_batches, stratified_batches
-from pystratum.policies import (FixedSize, MultiLabel, MultiLabelShortfallError, SingleBatchError,
+from pystratum.policies import (FixedSize, LabelShortfallWarning, MultiLabel,
+                                MultiLabelShortfallError, SingleBatchError,
                                 policy_from_params)
 from pystratum.policies._multi_label import assign_batches, placing_steps
 from _split_safe import chain_of, reference_reorder
@@ -145,7 +148,8 @@ def test_torch_stream_serves_it():
 
 
 def test_the_impossible_example_reports_its_shortfall():
-    plan = plan_batches(IMPOSSIBLE, MultiLabel(num_batches=2), seed=1, rng="R")
+    with pytest.warns(LabelShortfallWarning, match=r"'1' in 1 of 2 batches"):
+        plan = plan_batches(IMPOSSIBLE, MultiLabel(num_batches=2), seed=1, rng="R")
     spread = plan.label_spread()
     assert sorted(spread) == ["0", "1", "2"]
     assert min(least for least, _ in spread.values()) == 0
@@ -162,7 +166,8 @@ def test_names_from_a_data_frame_the_count_table_and_the_plot():
 
     matplotlib.use("Agg")
     frame = pandas.DataFrame(IMPOSSIBLE, columns=["a", "b", "c"])
-    plan = plan_batches(frame, MultiLabel(num_batches=2), seed=1, rng="R")
+    with pytest.warns(LabelShortfallWarning, match=r"label\(s\) 'b' in 1 of 2 batches"):
+        plan = plan_batches(frame, MultiLabel(num_batches=2), seed=1, rng="R")
     assert plan.strata == ("a", "b", "c")
     assert plan.counts.shape == (2, 3)
     text = plan.counts_table()
@@ -311,7 +316,11 @@ def test_golden_vectors(case):
         with pytest.raises(kind, match=f"^{expected['argument']}"):
             plan_batches(labels, policy, **call)
         return
-    plan = plan_batches(labels, policy, **call)
+    with warnings.catch_warnings():
+        # Some cases fall short on purpose (their label counts say where); the warning is
+        # tested on its own below.
+        warnings.simplefilter("ignore", LabelShortfallWarning)
+        plan = plan_batches(labels, policy, **call)
     expected = zero_based(case["expected"]["batches"], HEADER["index_base"])
     assert [batch.tolist() for batch in plan.batches] == [list(b) for b in expected]
     assert plan.counts.tolist() == case["expected"]["label_counts"]
@@ -341,5 +350,29 @@ def test_a_single_batch_is_refused_naming_rows_labels_and_the_fix(policy):
             f"positives are then spread over the batches); or pass allow_single_batch=True if "
             f"one batch per epoch is really meant.")
     assert len(stratified_batches(IMPOSSIBLE, policy, seed=2, allow_single_batch=True)) == 1
-    # Two batches are not refused.
-    assert plan_batches(IMPOSSIBLE, MultiLabel(batch_size=2), seed=2).num_batches == 2
+    # Two batches are not refused (the example falls short in one of them).
+    with pytest.warns(LabelShortfallWarning):
+        assert plan_batches(IMPOSSIBLE, MultiLabel(batch_size=2), seed=2).num_batches == 2
+
+
+def test_a_shortfall_without_strict_warns_once_per_plan_naming_labels_and_batches():
+    # Rows {a,b}, {b,c}, {a,c} twice in 4 batches: each label has 4 positives, one per
+    # batch would do, but the two batches of one row each miss a label.
+    rows = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]] * 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan = plan_batches(rows, MultiLabel(num_batches=4), seed=1)
+    shortfalls = [w for w in caught if issubclass(w.category, LabelShortfallWarning)]
+    assert len(shortfalls) == 1
+    spread = plan.label_spread()
+    short = {name: int((plan.label_counts[:, k] < 1).sum())
+             for k, name in enumerate(plan.strata) if spread[name][0] < 1}
+    assert short  # the example does fall short
+    message = str(shortfalls[0].message)
+    assert message.startswith("min_per_label=1 is not met in epoch 0: ")
+    for name, count in short.items():
+        assert f"'{name}' in {count} of 4 batches" in message
+    with warnings.catch_warnings(record=True) as caught:  # no shortfall: no warning
+        warnings.simplefilter("always")
+        plan_batches(rows, MultiLabel(num_batches=3), seed=1)
+    assert not [w for w in caught if issubclass(w.category, LabelShortfallWarning)]

@@ -32,7 +32,8 @@ def targets_weights(sizes, units):
     """Targets' importance weight of every stratum: (N_s / N) / (w_s / W), 0 for w_s = 0."""
     sizes, units = np.asarray(sizes, dtype=np.float64), np.asarray(units, dtype=np.float64)
     out = np.zeros_like(sizes)
-    out[units > 0] = (sizes * units.sum() / (sizes.sum() * units))[units > 0]
+    served = units > 0  # dividing by the zeros first would warn of a division by zero
+    out[served] = sizes[served] * units.sum() / (sizes.sum() * units[served])
     return out
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
 from pystratum import plan_batches
-from pystratum.policies import MultiLabel, MultiLabelShortfallError, SingleBatchError
+from pystratum.policies import (LabelShortfallWarning, MultiLabel, MultiLabelShortfallError,
+                                SingleBatchError)
 
 R_CALL = """function(values, n_rows, batch_size, num_batches, m, strict, seed, epoch, shuffle,
                     batch_order) {
@@ -17,11 +20,17 @@ R_CALL = """function(values, n_rows, batch_size, num_batches, m, strict, seed, e
   if (num_batches == 0) num_batches = NULL
   policy = pystratum::policy_multi_label(batch_size, num_batches, min_per_label = m,
     strict = strict, batch_order = if (nzchar(batch_order)) batch_order else NULL)
-  out = tryCatch(pystratum::stratified_batches(labels, policy,
+  warned = FALSE
+  out = tryCatch(withCallingHandlers(pystratum::stratified_batches(labels, policy,
     seed = if (shuffle) seed else NULL, epoch = epoch, shuffle = shuffle),
+    pystratum_label_shortfall_warning = function(w) {
+      warned <<- TRUE
+      invokeRestart("muffleWarning")
+    }),
     pystratum_error = function(e) list(error = class(e)[[1L]], argument = e$argument))
   if (!is.null(out$error)) return(out)
-  list(batches = lapply(out, as.integer), counts = as.integer(t(attr(out, "label_counts"))))
+  list(batches = lapply(out, as.integer), counts = as.integer(t(attr(out, "label_counts"))),
+    warned = warned)
 }"""
 
 
@@ -36,7 +45,7 @@ def r_plan(session, labels, batch_size, num_batches, m, strict, seed, epoch, shu
         if "error" in names:
             return {"error": out.rx2("error")[0], "argument": out.rx2("argument")[0]}
         return {"batches": [list(batch) for batch in out.rx2("batches")],
-                "counts": list(out.rx2("counts"))}
+                "counts": list(out.rx2("counts")), "warned": bool(out.rx2("warned")[0])}
 
 
 def correlated(n_rows, n_labels, seed):
@@ -66,8 +75,10 @@ def test_r_gives_the_core_batches_plus_one(r_session, n_rows, n_labels, data_see
     policy = MultiLabel(batch_size, num_batches=num_batches, min_per_label=m, strict=strict,
                         batch_order=batch_order)
     try:
-        plan = plan_batches(labels, policy, seed=seed if shuffle else None, rng="R",
-                            epoch=epoch, shuffle=shuffle)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", LabelShortfallWarning)
+            plan = plan_batches(labels, policy, seed=seed if shuffle else None, rng="R",
+                                epoch=epoch, shuffle=shuffle)
     except SingleBatchError as error:  # both languages refuse a one-batch plan alike
         assert expected == {"error": "pystratum_single_batch", "argument": "policy"}
         assert str(error).startswith("policy=")
@@ -83,6 +94,9 @@ def test_r_gives_the_core_batches_plus_one(r_session, n_rows, n_labels, data_see
     assert "error" not in expected, expected
     assert expected["batches"] == [(batch + 1).tolist() for batch in plan.batches]
     assert expected["counts"] == plan.counts.ravel().tolist()
+    # A shortfall warns in both languages alike (strict=False).
+    assert expected["warned"] == any(issubclass(w.category, LabelShortfallWarning)
+                                     for w in caught)
 
 
 def test_r_strict_message_is_python_s(r_session):
@@ -99,6 +113,22 @@ def test_r_strict_message_is_python_s(r_session):
         plan_batches(labels, MultiLabel(num_batches=2, strict=True), seed=1, rng="R")
     # Unnamed columns are "0".."L-1" in both languages (one reader, label_matrix()).
     assert message == str(error.value)
+
+
+def test_r_shortfall_warning_is_python_s(r_session):
+    labels = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]])
+    call = r_function(r_session, """function(values) {
+      labels = matrix(as.integer(values), 3, byrow = TRUE)
+      tryCatch(pystratum::stratified_batches(labels,
+        pystratum::policy_multi_label(num_batches = 2), seed = 1),
+        pystratum_label_shortfall_warning = conditionMessage)
+    }""")
+    with r_session.calling():
+        message = call(r_session.ro.IntVector(labels.ravel().tolist()))[0]
+    with pytest.warns(LabelShortfallWarning) as caught:
+        plan_batches(labels, MultiLabel(num_batches=2), seed=1, rng="R")
+    # Label names differ by convention (R numbers columns from 1, Python from 0).
+    assert message.replace("'2'", "'1'") == str(caught[0].message)
 
 
 def test_the_bindings_pass_a_label_matrix_and_the_policy(r_session):

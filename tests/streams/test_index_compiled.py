@@ -251,7 +251,9 @@ def test_first_batch_and_small_plans_do_not_import_numba_and_numba_stays_optiona
                                 text=True, check=True, env=subprocess_environ())
         outputs.append(result.stdout.split())
     assert outputs[0][:2] == outputs[1][:2]
-    assert outputs[0][2] == "True"  # the whole epoch went through the kernels
+    # 300,000 rows are under pystratum.kernels.LOAD_ROWS: numpy's path serves the whole
+    # epoch faster than numba's start-up (the kernels are compared with it above).
+    assert outputs[0][2] == "False"
     assert outputs[1][2] == "False"
 
 

@@ -161,6 +161,8 @@ def test_a_copy_continues_from_the_same_row():
     assert list(clone) == list(iterator)
 
 
+# torchdata's StatefulDataLoader calls torch.set_vital, which torch deprecates: not ours.
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_stateful_dataloader_resumes_mid_epoch(num_workers):
     def loader():
@@ -291,3 +293,30 @@ def test_a_short_last_batch_is_served_and_a_short_batch_before_it_is_an_error(mo
     assert loader_batches(flat, data) == list(batches)  # epoch 0: sizes 5, 4
     with pytest.raises(RuntimeError, match=r"served a batch of 4 rows before the last one"):
         loader_batches(flat, data)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_a_loader_batching_at_another_size_is_refused_at_the_first_batch(drop_last,
+                                                                         num_workers):
+    # ClassesPerBatch(2, 8) makes 16-row batches; a loader cutting every 10 rows
+    # would serve batches that are not P x K, without a word.
+    sampler = StratifiedSampler(LABELS, ClassesPerBatch(2, 8), seed=3)
+    loader = DataLoader(DATA, sampler=sampler, batch_size=10, drop_last=drop_last,
+                        num_workers=num_workers)
+    with pytest.raises(ValueError, match=r"^batch_size must be this StratifiedSampler's "
+                                         r"batch_size=16 .*every batch_size=10 rows"):
+        next(iter(loader))
+    # The right size still builds the batch sampler's batches.
+    assert loader_batches(sampler)[0] == next(iter(StratifiedBatchSampler(
+        LABELS, ClassesPerBatch(2, 8), seed=3)))
+
+
+def test_a_batch_sampler_of_another_size_is_refused_and_others_iterating_are_not():
+    from torch.utils.data import BatchSampler
+
+    sampler = StratifiedSampler(LABELS, ClassesPerBatch(2, 8), seed=3)
+    with pytest.raises(ValueError, match=r"^batch_size must .* every batch_size=32 rows"):
+        next(iter(BatchSampler(sampler, 32, False)))
+    assert len(next(iter(BatchSampler(sampler, 16, False)))) == 16
+    assert len(list(sampler)) == len(sampler)  # plain iteration: nobody to check

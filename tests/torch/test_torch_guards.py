@@ -136,11 +136,13 @@ def test_iterating_the_sampler_directly_is_unaffected(labels):
 
 def test_the_state_records_allow_single_batch_and_older_states_still_load():
     labels = [0] * 40 + [1] * 3
-    allowed = StratifiedBatchSampler(labels, 5, seed=2, allow_single_batch=True)
+    with pytest.warns(StratumTooSmallWarning, match="returning a single batch"):
+        allowed = StratifiedBatchSampler(labels, 5, seed=2, allow_single_batch=True)
     assert len(allowed) == 1
     state = allowed.state_dict()
     assert state["allow_single_batch"] is True
-    rebuilt = StratifiedBatchSampler(labels, 5, seed=2, allow_single_batch=True)
+    with pytest.warns(StratumTooSmallWarning, match="returning a single batch"):
+        rebuilt = StratifiedBatchSampler(labels, 5, seed=2, allow_single_batch=True)
     rebuilt.load_state_dict(state)
     assert list(rebuilt) == list(allowed)
     # A state saved before the key existed (same format) loads unchanged.

@@ -79,6 +79,8 @@ def test_a_datasets_2d_targets_are_read_as_the_label_matrix(matrix):
         StratifiedBatchSampler(matrix, policy, seed=2, dataset=TensorDataset(torch.arange(10)))
 
 
+# torchdata's StatefulDataLoader calls torch.set_vital, which torch deprecates: not ours.
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 def test_a_resume_mid_epoch_continues_the_same_batches(matrix):
     dataset = TensorDataset(torch.arange(N_ROWS), torch.as_tensor(matrix))
     policy = MultiLabel(batch_size=50)
@@ -156,3 +158,20 @@ def test_multi_label_two_rank_ddp(tmp_path, matrix):
         rows = np.sort(np.concatenate([served[r][j] for j in range(len(served[0]))
                                        for r in range(2) if j * 2 + r < len(plan)]))
         np.testing.assert_array_equal(rows, np.arange(N_ROWS))
+
+
+def test_a_shortfall_without_strict_warns_once_per_epoch():
+    import warnings
+
+    from pystratum.policies import LabelShortfallWarning
+    from pystratum.torch import StratifiedBatchSampler
+
+    rows = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1]] * 2)  # 4 batches: 2 of one row
+    sampler = StratifiedBatchSampler(rows, MultiLabel(num_batches=4), seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's own filter: repeats of one message hidden
+        for _ in range(3):
+            assert sum(map(len, sampler)) == 6
+    epochs = [str(w.message) for w in caught if issubclass(w.category, LabelShortfallWarning)]
+    assert [m.split(":")[0] for m in epochs] == [
+        f"min_per_label=1 is not met in epoch {e}" for e in range(3)]

@@ -1,0 +1,188 @@
+"""Every input form at integer speed: plan_batches on N rows given as each form, one run.
+
+Times ``plan_batches(strata, MinPerStratum(1), seed=1)`` for the same 50
+strata given as int labels, numpy strings, Python strings (object array),
+a pandas categorical, a pyarrow dictionary column, a pandas column backed
+by one, two columns (ints and strings) and a pandas string[pyarrow]
+column; each figure is divided by the int labels' time of the same round.
+CPU seconds of this process (``time.process_time``: other jobs' load does
+not count; pyarrow's hashing runs in this thread), best of --repeats, after
+one warm-up call (numba's start-up is not a per-form cost). The plans'
+batches are checked equal across forms (same partition, same seed).
+
+Then the command line on a CSV of --csv-rows rows: ``pystratum plan`` in
+a fresh process against ``pyarrow.csv.read_csv`` of the column in a fresh
+process, each minus a fresh process that only starts Python
+(``python -c pass``); and ``--label-list`` against a plain ``--stratum``
+column of the same file (wall clock, best of --repeats). Last, a fresh
+process's import and first three calls (CPU s) on int labels.
+
+Run: .venv/bin/python benchmarks/bench_inputs.py --rows 1e7 --csv-rows 2e6
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import best  # noqa: E402
+
+import pystratum  # noqa: E402
+from pystratum.policies import MinPerStratum  # noqa: E402
+
+
+def forms(rows: int) -> dict:
+    import pandas as pd
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    ints = rng.integers(0, 50, rows)
+    names = np.array([f"class{k:02d}" for k in range(50)])
+    text = names[ints]
+    arrow = pa.chunked_array([pa.array(text).dictionary_encode()])
+    return {
+        "int labels": ints,
+        "numpy strings (<U7)": text,
+        "Python strings (object)": text.astype(object),
+        "pandas categorical": pd.Categorical.from_codes(ints, names),
+        "pyarrow dictionary": arrow,
+        "pandas column of a pyarrow dictionary": pd.Series(pd.arrays.ArrowExtensionArray(arrow)),
+        "pandas string[pyarrow]": pd.Series(text, dtype="string[pyarrow]"),
+        "two columns (ints, strings)": {"g": ints % 5, "s": text},
+    }
+
+
+def bench_forms(rows: int, repeats: int) -> None:
+    print(f"plan_batches(strata, MinPerStratum(1), seed=1), {rows:,} rows, 50 strata "
+          f"(CPU s, best of {repeats})")
+    given = forms(rows)
+    plan = lambda strata: pystratum.plan_batches(strata, MinPerStratum(1), seed=1)  # noqa: E731
+    reference = plan(given["int labels"])  # warm-up: loads numba's kernels once
+    base = best(lambda: plan(given["int labels"]), repeats)
+    print(f"  {'int labels':40s} {base:6.2f} s   1.00x")
+    for name, strata in given.items():
+        if name == "int labels":
+            continue
+        seconds = best(lambda: plan(strata), repeats)
+        result = plan(strata)
+        same = all(np.array_equal(a, b) for a, b in zip(result.batches, reference.batches)) \
+            if name != "two columns (ints, strings)" else True
+        print(f"  {name:40s} {seconds:6.2f} s   {seconds / base:.2f}x"
+              f"{'' if same else '   DIFFERENT BATCHES'}")
+
+
+def write_csv(path: Path, rows: int) -> None:
+    rng = np.random.default_rng(1)
+    labels = np.array(["common", "other", "rare"])[
+        np.searchsorted([0.6, 0.99], rng.random(rows), side="right")]
+    tags = np.array(["a;b", "b", "a;c", "c;b;a", "b;c"])[rng.integers(0, 5, rows)]
+    with open(path, "w") as handle:
+        handle.write("id,label,tags\n")
+        for start in range(0, rows, 1_000_000):
+            stop = min(start + 1_000_000, rows)
+            ids = np.arange(start, stop).astype(str)
+            handle.write("\n".join(",".join(t) for t in zip(ids, labels[start:stop],
+                                                             tags[start:stop])))
+            handle.write("\n")
+
+
+def wall(command, repeats: int) -> float:
+    def run():
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=os.environ.copy())
+    return best(run, repeats, clock=time.perf_counter)
+
+
+def bench_cli(rows: int, repeats: int) -> None:
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "data.csv"
+        write_csv(path, rows)
+        print(f"\npystratum command, CSV of {rows:,} rows ({path.stat().st_size / 2**20:.0f} MiB), "
+              f"fresh processes (wall s, best of {repeats})")
+        start = wall([python, "-c", "pass"], repeats)
+        read = wall([python, "-c", "import sys, pyarrow as pa, pyarrow.csv as c; "
+                     "c.read_csv(sys.argv[1], convert_options=c.ConvertOptions("
+                     "include_columns=['label'], column_types={'label': pa.string()}))",
+                     str(path)], repeats)
+        command = [python, "-m", "pystratum", "plan", str(path), "--min", "1", "--seed", "1", "-q"]
+        plan = wall(command + ["--stratum", "label"], repeats)
+        labels, column = read_label_list(path, repeats)
+        small = path.with_name("small.csv")
+        small.write_text("label\n" + "a\nb\n" * 50)
+        fixed = wall([python, "-m", "pystratum", "plan", str(small), "--stratum", "label",
+                      "--min", "1", "--seed", "1"], repeats)
+        print(f"  python -c pass (process start-up)          {start:6.2f} s")
+        print(f"  pystratum plan of a 100-row CSV (fixed cost) {fixed:6.2f} s")
+        print(f"  pyarrow.csv read of the column              {read:6.2f} s "
+              f"({read - start:.2f} s beyond start-up)")
+        print(f"  pystratum plan --stratum label              {plan:6.2f} s "
+              f"({plan - start:.2f} s beyond start-up: {(plan - start) / (read - start):.2f}x "
+              f"the read)")
+        print(f"\nreading DATA in this process (wall s, best of {repeats}): the stratum column "
+              f"{column:.2f} s; --label-list tags (the label matrix) {labels:.2f} s, "
+              f"{labels / column:.2f}x")
+
+
+def read_label_list(path: Path, repeats: int) -> tuple[float, float]:
+    """(--label-list's label matrix, --stratum's column read and encoded): wall seconds."""
+    from types import SimpleNamespace
+
+    from pystratum.cli._data import read_strata
+    from pystratum.cli._labels import read_label_matrix
+    from pystratum.strata._encode import encode_strata
+
+    args = SimpleNamespace(data=str(path), label=None, label_list="tags", label_sep=";",
+                           input_format=None, encoding="utf-8-sig", delimiter=None)
+    labels = best(lambda: read_label_matrix(args), repeats, clock=time.perf_counter)
+    column = best(lambda: encode_strata(read_strata(path, ["label"], keep_dictionary=True)[0]),
+                  repeats, clock=time.perf_counter)
+    return labels, column
+
+
+FIRST_CALLS = """
+import sys, time
+started = time.process_time()
+import numpy as np, pystratum
+imported = time.process_time() - started
+labels = np.random.default_rng(0).integers(0, 50, {rows})
+times = []
+for seed in range(3):
+    start = time.process_time()
+    pystratum.plan_batches(labels, 1, seed=seed)
+    times.append(time.process_time() - start)
+print(f"{{imported:.2f}} " + " ".join(f"{{t:.2f}}" for t in times) + f" {{'numba' in sys.modules}}")
+"""
+
+
+def bench_first_calls(sizes) -> None:
+    print("\nfresh process: import pystratum, then three plan_batches calls (CPU s)")
+    for rows in sizes:
+        done = subprocess.run([sys.executable, "-c", FIRST_CALLS.format(rows=rows)],
+                              capture_output=True, text=True, check=True)
+        imported, *calls, numba = done.stdout.split()
+        print(f"  {rows:>10,} int labels: import {imported} s; calls {', '.join(calls)} s; "
+              f"numba loaded: {numba}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=float, default=1e7)
+    parser.add_argument("--csv-rows", type=float, default=2e6)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(f"cpus={os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
+    bench_forms(int(args.rows), args.repeats)
+    bench_cli(int(args.csv_rows), args.repeats)
+    bench_first_calls([int(args.csv_rows), 5 * 10**6])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""The encoder's hashed text paths (pyarrow) give exactly the general paths' codes and labels.
+
+Text labels at scale are hashed by pyarrow (numpy strings, object arrays of
+``str``, pyarrow columns, pyarrow-backed pandas columns); below a size, or
+without pyarrow, the general paths (sorting, a Python dict) serve. Here the
+size threshold is lowered so that small generated inputs take the hashed
+paths, and the general result is the same input encoded with pyarrow
+switched off. Codes, labels and code dtypes must be equal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pystratum import plan_batches
+from pystratum.policies import MinPerStratum
+from pystratum.strata import _encode
+from pystratum.strata._encode import encode_strata
+
+
+def encoded_both_ways(strata, monkeypatch):
+    """(hashed paths, general paths) encodings of ``strata``."""
+    with monkeypatch.context() as patch:
+        patch.setattr(_encode, "_HASH_MIN_ROWS", 1)
+        fast = encode_strata(strata)
+    with monkeypatch.context() as patch:
+        patch.setattr(_encode, "_arrow_modules", lambda: None)
+        general = encode_strata(strata)
+    return fast, general
+
+
+def assert_same(fast, general):
+    assert fast.labels == general.labels
+    assert fast.codes.dtype == general.codes.dtype
+    assert np.array_equal(fast.codes, general.codes)
+    assert np.array_equal(fast.sizes, general.sizes)
+
+
+# Texts that differ only where readers slip: NULs (numpy's 'U' drops trailing
+# ones), case, accents, spaces, the empty string, non-BMP characters.
+TEXT = st.text(alphabet=st.sampled_from(list("aAb é\x00\U0001f600z")), max_size=3)
+LABELS = st.lists(TEXT, min_size=1, max_size=8, unique=True)
+
+
+@st.composite
+def text_column(draw):
+    labels = draw(LABELS)
+    rows = draw(st.lists(st.integers(0, len(labels) - 1), min_size=1, max_size=60))
+    return [labels[k] for k in rows]
+
+
+FORMS = ["numpy U", "numpy S", "object", "pyarrow", "pyarrow dictionary",
+         "pyarrow chunked dictionary", "pandas string[pyarrow]", "pandas arrow dictionary",
+         "dict of columns"]
+
+
+def as_form(values, form):
+    if form == "numpy U":
+        return np.array(values, dtype=str)
+    if form == "numpy S":
+        return np.array([v.encode("utf-8") for v in values], dtype=bytes)
+    if form == "object":
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+        return array
+    if form == "pyarrow":
+        return pa.array(values, type=pa.string())
+    if form == "pyarrow dictionary":
+        # Unused dictionary entries too: they must not become strata.
+        return pa.DictionaryArray.from_arrays(
+            pa.array([sorted(set(values)).index(v) + 1 for v in values], type=pa.int32()),
+            pa.array(["unused"] + sorted(set(values))))
+    if form == "pyarrow chunked dictionary":
+        half = len(values) // 2
+        return pa.chunked_array([pa.array(values[:half], type=pa.string()).dictionary_encode(),
+                                 pa.array(values[half:], type=pa.string()).dictionary_encode()],
+                                type=pa.dictionary(pa.int32(), pa.string()))
+    if form == "pandas string[pyarrow]":
+        return pd.Series(values, dtype="string[pyarrow]")
+    if form == "pandas arrow dictionary":
+        return pd.Series(pd.arrays.ArrowExtensionArray(
+            pa.chunked_array([pa.array(values, type=pa.string()).dictionary_encode()])))
+    assert form == "dict of columns"
+    return {"text": as_form(values, "pyarrow dictionary"),
+            "group": np.arange(len(values)) % 3, "more": as_form(values, "object")}
+
+
+@given(values=text_column(), form=st.sampled_from(FORMS))
+def test_hashed_paths_equal_the_general_paths(values, form):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert_same(*encoded_both_ways(as_form(values, form), monkeypatch))
+
+
+@given(values=st.lists(st.one_of(TEXT, st.integers(-3, 3), st.binary(max_size=2),
+                                 st.just(1.0), st.booleans()), min_size=1, max_size=30))
+def test_objects_that_are_not_all_str_take_the_general_path(values):
+    # b"a" and "a", 1 and 1.0 and True: Python's equality decides, as without pyarrow.
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        try:
+            fast, general = encoded_both_ways(array, monkeypatch)
+        except (TypeError, ValueError) as error:  # refused (e.g. unhashable): both alike
+            with pytest.raises(type(error)):
+                encode_strata(array)
+            return
+    assert_same(fast, general)
+
+
+@pytest.mark.parametrize("form", ["pyarrow", "pandas string[pyarrow]", "object"])
+def test_a_missing_value_is_named_as_the_general_path_names_it(form, monkeypatch):
+    values = ["a", None, "b"] * 3
+    strata = (pa.array(values) if form == "pyarrow" else
+              pd.Series(values, dtype="string[pyarrow]") if form != "object" else
+              np.array(values, dtype=object))
+    monkeypatch.setattr(_encode, "_HASH_MIN_ROWS", 1)
+    with pytest.raises(ValueError, match=r"has a missing value at row 1 \(0-based\)"):
+        encode_strata(strata)
+
+
+def test_a_pyarrow_column_is_planned_as_its_labels():
+    values = np.random.default_rng(3).choice(["rare", "common", "other"], 5000,
+                                             p=[0.02, 0.7, 0.28])
+    column = pa.chunked_array([pa.array(values).dictionary_encode()])
+    by_arrow = plan_batches(column, MinPerStratum(2), seed=4)
+    by_numpy = plan_batches(values.astype(object), MinPerStratum(2), seed=4)
+    assert by_arrow.strata == by_numpy.strata == ("common", "other", "rare")
+    assert np.array_equal(by_arrow.order, by_numpy.order)
+
+
+@given(columns=st.lists(st.sampled_from(["ints", "text", "floats", "pyarrow"]), min_size=2,
+                        max_size=4),
+       rows=st.integers(1, 80), seed=st.integers(0, 2**16))
+def test_several_columns_are_numbered_in_their_columns_label_order(columns, rows, seed):
+    """Reference: each column encoded alone; a stratum is a distinct tuple of column codes,
+    numbered in lexicographic order of those codes, labelled by the columns' labels."""
+    rng = np.random.default_rng(seed)
+    strata = {}
+    for k, kind in enumerate(columns):
+        if kind == "ints":
+            strata[f"c{k}"] = rng.integers(-2, 3, rows)
+        elif kind == "floats":
+            strata[f"c{k}"] = rng.choice([0.5, 1.0, -3.25], rows)
+        else:
+            text = rng.choice(["b", "a", "é", "a\x00"], rows).astype(object)
+            strata[f"c{k}"] = pa.array(text) if kind == "pyarrow" else text
+    alone = [encode_strata(column) for column in strata.values()]
+    keys = sorted({tuple(int(e.codes[r]) for e in alone) for r in range(rows)})
+    expected_labels = tuple(tuple(e.labels[c] for e, c in zip(alone, key)) for key in keys)
+    number = {key: n for n, key in enumerate(keys)}
+    expected_codes = [number[tuple(int(e.codes[r]) for e in alone)] for r in range(rows)]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for compact in (False, True):
+            if compact:  # the general path: renumber after every column
+                monkeypatch.setattr(_encode, "_DENSE_RANGE_FACTOR", -10**9)
+            encoded = encode_strata(strata)
+            assert encoded.labels == expected_labels
+            assert encoded.codes.tolist() == expected_codes
+
+
+@given(values=st.lists(st.integers(-2**40, 2**40), min_size=1, max_size=40),
+       unused=st.lists(st.integers(-5, 5), max_size=3, unique=True),
+       chunked=st.booleans())
+def test_pyarrow_integer_columns_equal_the_general_paths(values, unused, chunked):
+    distinct = sorted(set(values))
+    entries = [v for v in unused if v not in distinct] + distinct
+    dictionary = pa.DictionaryArray.from_arrays(
+        pa.array([entries.index(v) for v in values], type=pa.int32()), pa.array(entries))
+    for column in (dictionary, pa.array(values)):
+        column = pa.chunked_array([column]) if chunked else column
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            assert_same(*encoded_both_ways(column, monkeypatch))
