@@ -27,6 +27,7 @@ from .engine._lazy import LazyPlan, lazy_plan
 from .strata._label_matrix import LabelMatrix, label_matrix, label_matrix_from_sets
 from .strata._members import StratumMembers, grouped_strata
 from .strata._parquet import parquet_strata
+from .strata._shards import shard_sizes
 from .engine._plan import BatchPlan, plan_batches, stratified_batches
 from .streams._r import RStream
 from .policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
@@ -52,6 +53,7 @@ __all__ = [
     "parquet_strata",
     "plan_batches",
     "policies",
+    "shard_sizes",
     "stratified_batches",
 ]
 

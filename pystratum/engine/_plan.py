@@ -22,19 +22,23 @@ from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_order import reorder_split_safe
 from ._batch_plan import BatchPlan
 from ._lazy import LazyPlan
+from ._shards import ShardBlocks, shard_first
+from ..strata._shards import check_window, read_shards
 from ._single_batch import check_several_batches, check_several_label_batches, quiet_if_refused
 
 __all__ = ["BatchPlan", "plan_batches", "stratified_batches", "plan_from_stream",
            "resolve_policy", "check_strata_are_groups"]
 
 def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffle=True,
-                 min_samples_per_stratum=None, allow_single_batch=False) -> BatchPlan:
+                 min_samples_per_stratum=None, allow_single_batch=False, shards=None,
+                 window=1) -> BatchPlan:
     """Like :func:`stratified_batches`, returning a :class:`BatchPlan` report."""
     policy = resolve_policy(policy, min_samples_per_stratum)
     rng = check_choice(rng, "rng", RNG_CHOICES)
     epoch = check_epoch(epoch)
     shuffle = check_bool(shuffle, "shuffle")
     allow_single_batch = check_bool(allow_single_batch, "allow_single_batch")
+    window = check_shard_arguments(shards, window, policy, rng)
     if not shuffle and epoch != 0:
         raise ValueError(
             f"epoch={epoch} has no effect since shuffle=False (every epoch then follows row "
@@ -44,17 +48,61 @@ def plan_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0, shuffl
     stream = stream_for(rng, seed, shuffle)
     if getattr(policy, "reads_label_matrix", False):  # MultiLabel: a 2-D input is labels
         return label_plan(strata, policy, stream, epoch=epoch, rng=rng,
-                          allow_single_batch=allow_single_batch)
+                          allow_single_batch=allow_single_batch, shards=shards, window=window)
     encoded = encode_strata(strata)
     check_strata_are_groups(encoded)
+    order = None if shards is None else ShardOrder(read_shards(shards, encoded.n_rows), window)
     with quiet_if_refused(allow_single_batch):
         return plan_from_stream(encoded, policy, stream, epoch=epoch, rng=rng,
-                                allow_single_batch=allow_single_batch)
+                                allow_single_batch=allow_single_batch, shards=order)
+
+
+class ShardOrder:
+    """``shards=`` read (a :class:`~pystratum.strata._shards.ShardLayout`) with its ``window``."""
+
+    def __init__(self, layout, window: int):
+        self.layout = layout
+        self.window = window
+
+    @property
+    def n_shards(self) -> int:
+        return self.layout.n_shards
+
+    def blocks(self, stream) -> ShardBlocks:
+        """The epoch's blocks from the shard permutation ``stream`` drew (None: identity)."""
+        permutation = None if stream is None else stream.shard_permutation
+        return ShardBlocks(self.layout.index, self.layout.n_shards, self.window, permutation)
+
+
+def check_shard_arguments(shards, window, policy, rng: str) -> int:
+    """``window`` checked; ``shards=`` refused where the order cannot honour it (docs/SHARDS.md)."""
+    window = check_window(window)
+    if shards is None:
+        if window != 1:
+            raise ValueError(
+                f"window={window} has no effect without shards (the window counts shards per "
+                f"block). Pass shards= (a shard id per row, or shard_sizes(sizes)), or leave "
+                f"window=1.")
+        return window
+    if rng == "index" and getattr(policy, "reads_label_matrix", False):
+        return window  # the MultiLabel refusal of rng='index' says it
+    if rng == "index":
+        raise ValueError(
+            "shards cannot be honoured with rng='index' yet, got rng='index' with shards=: the "
+            "lazy plans' keyed shard order is not built. Use rng='numpy', rng='R' or "
+            "rng='torch', or leave shards=None.")
+    if getattr(policy, "allocates_slots", False) and getattr(policy, "classes", None) == "uniform":
+        raise ValueError(
+            "shards cannot be honoured by ClassesPerBatch(classes='uniform'), got shards= with "
+            "classes='uniform': its passes are keyed orders, not drawn row sequences, so there "
+            "is nothing to sort by block. Use classes='proportional', or leave shards=None.")
+    return window
 
 
 def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: int,
                      rng: str, num_batches: int | None = None,
-                     with_weights: bool = True, allow_single_batch: bool = True) -> BatchPlan:
+                     with_weights: bool = True, allow_single_batch: bool = True,
+                     shards: ShardOrder | None = None) -> BatchPlan:
     """The plan for already-validated inputs; ``stream=None`` means row order.
 
     Framework layers (the torch sampler) call this with a stream they keep
@@ -90,6 +138,12 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     ``allow_single_batch=False``: a one-batch allocation is refused
     (:func:`pystratum.engine._single_batch.check_several_batches`) before
     anything is drawn; the samplers check once, at construction.
+
+    ``shards`` (a :class:`ShardOrder`): the shard-blocked order of
+    docs/SHARDS.md. The epoch's group of draws starts with a permutation of
+    the shards; every drawn row sequence (the permutation of the rows,
+    each stratum draw, each refill) is stably sorted by the block of its
+    rows' shards before the unchanged cuts are applied.
     """
     if getattr(stream, "name", None) == "index" and not policy.allocates_slots:
         members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
@@ -104,7 +158,9 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
         return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
     n = encoded.n_rows
     if allocation.slots is not None:
-        return _slot_plan(encoded, policy, stream, epoch, rng, allocation)
+        return _slot_plan(encoded, policy, stream, epoch, rng, allocation, shards)
+    if shards is not None:
+        stream = shard_first(stream, shards.n_shards)
     if draws_by_stratum(policy, allocation):
         planned = stratum_draws(allocation, encoded.sizes, encoded.first_rows)
         sizes = [(size, take) for _, size, take in planned]
@@ -118,13 +174,15 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
         else:
             draws = stream.epoch_orders(n, sizes, epoch, sources,
                                         draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
+        if shards is not None:
+            draws = _sorted_stratum_draws(draws, sources, shards.blocks(stream))
         del sources
         batches = assemble_by_stratum(draws, allocation, planned, encoded.first_rows,
                                       split_safe=split_safe)
         del draws
         by_stratum = True
     else:
-        kernels = in_place_kernels(n, encoded.n_strata)
+        kernels = None if shards is not None else in_place_kernels(n, encoded.n_strata)
         if kernels is not None:
             # The epoch's one permutation drawn into the array that becomes the order.
             batches = assemble_in_place(encoded.codes, allocation.cuts, stream, epoch, kernels)
@@ -132,6 +190,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
             # int32 when N < 2**31: the same values in half the memory, read only here.
             draws = np.arange(n, dtype=np.int64) if stream is None \
                 else stream.compact_permutation(n, epoch)
+            if shards is not None:
+                draws = shards.blocks(stream).order(draws)
             batches = assemble_batches(encoded.codes, draws, allocation.cuts,
                                        sizes=encoded.sizes)
             del draws
@@ -183,26 +243,34 @@ def label_draw_group(n_rows: int, n_batches: int) -> list:
     return [(n_rows, n_rows), (n_batches, n_batches)]
 
 
-def label_draws(stream, n_rows: int, n_batches: int, epoch: int):
+def label_draws(stream, n_rows: int, n_batches: int, epoch: int, shards=None):
     """An epoch's two draws for MultiLabel: a permutation of the rows, then of the batches.
 
     One group ``[(N, N), (B, B)]`` per epoch (R: ``sample.int(N)`` then
     ``sample.int(B)``); ``stream=None`` (no shuffle): both identities.
+    ``shards`` (a :class:`ShardOrder`): the group starts with the shard
+    permutation ``(H, H)`` and the rows' permutation is sorted by block.
     """
-    if stream is None:
-        return np.arange(n_rows, dtype=np.int64), np.arange(n_batches, dtype=np.int64)
     if getattr(stream, "name", None) == "index":
         raise ValueError(
             "rng='index' cannot serve MultiLabel, got rng='index': its batches depend on every "
             "row's labels at once, so there is no per-batch closed form for a lazy plan. Use "
             "rng='numpy', rng='R' or rng='torch'.")
-    group = label_draw_group(n_rows, n_batches)
-    rows, batches = stream.epoch_draws(n_rows, group, epoch, draws_of=lambda k: group)
-    return np.asarray(rows, dtype=np.int64), np.asarray(batches, dtype=np.int64)
+    if shards is not None:
+        stream = shard_first(stream, shards.n_shards)
+    if stream is None:
+        rows, batches = np.arange(n_rows, dtype=np.int64), np.arange(n_batches, dtype=np.int64)
+    else:
+        group = label_draw_group(n_rows, n_batches)
+        rows, batches = stream.epoch_draws(n_rows, group, epoch, draws_of=lambda k: group)
+        rows, batches = np.asarray(rows, dtype=np.int64), np.asarray(batches, dtype=np.int64)
+    if shards is not None:
+        rows = shards.blocks(stream).order(rows)
+    return rows, batches
 
 
 def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
-               allow_single_batch: bool = True) -> BatchPlan:
+               allow_single_batch: bool = True, shards=None, window: int = 1) -> BatchPlan:
     """The plan of a label-reading policy (:class:`pystratum.policies.MultiLabel`).
 
     ``labels``: a label matrix (see :func:`read_label_matrix`), or with
@@ -212,7 +280,8 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
     turns a remaining shortfall into ``MultiLabelShortfallError``.
     ``allow_single_batch=False``: a one-batch plan is refused
     (:func:`pystratum.engine._single_batch.check_several_label_batches`),
-    before any draw.
+    before any draw. ``shards`` (ids, :func:`~pystratum.shard_sizes`, or a
+    :class:`ShardOrder` already read) with ``window``: the shard-blocked order.
     """
     if getattr(stream, "name", None) == "index":
         label_draws(stream, 0, 0, epoch)  # the refusal, before reading the matrix
@@ -221,12 +290,14 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
     else:
         matrix = labels
     n_rows = matrix.shape[0]
+    if shards is not None and not isinstance(shards, ShardOrder):
+        shards = ShardOrder(read_shards(shards, n_rows), window)
     n_batches = policy.batches_for(n_rows)
     if not allow_single_batch and n_batches < 2:
         check_several_label_batches(
             SimpleNamespace(n_rows=n_rows, labels=names, sizes=matrix.sum(axis=0, dtype=np.int64)),
             policy, n_batches, allow_single_batch)
-    permutation, batch_ties = label_draws(stream, n_rows, n_batches, epoch)
+    permutation, batch_ties = label_draws(stream, n_rows, n_batches, epoch, shards)
     assigned = assign_batches(matrix, permutation, batch_ties, policy.min_per_label)
     sizes = assigned.counts.sum(axis=0)
     if policy.strict:
@@ -247,10 +318,12 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
                      label_counts=assigned.counts)
 
 
-def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
+def _slot_plan(encoded, policy, stream, epoch, rng, allocation, shards=None) -> BatchPlan:
     """A slot allocation's plan (ClassesPerBatch): :func:`pystratum.engine._assemble.assemble_slots`."""
     n = encoded.n_rows
     planned = slot_draws(allocation.slots, n)
+    if shards is not None:
+        stream = shard_first(stream, shards.n_shards)
     if getattr(stream, "name", None) == "index":
         drawn = slot_index_draws(encoded, allocation.slots, stream.seed, epoch)
     elif stream is None:
@@ -258,6 +331,8 @@ def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
     else:
         drawn = slot_epoch_draws(stream, n, planned, epoch,
                                  draws_of=lambda k: epoch_draw_sizes(encoded, policy, k))
+    if shards is not None:
+        drawn = _sorted_slot_draws(drawn, allocation.slots, encoded, shards.blocks(stream))
     passes = None
     if allocation.slots.pass_starts is not None:  # classes="uniform": keyed pass orders
         passes = (encoded.grouped_rows, pass_key(stream))
@@ -267,6 +342,40 @@ def _slot_plan(encoded, policy, stream, epoch, rng, allocation) -> BatchPlan:
                      cuts=None, seed=None if stream is None else stream.seed, rng=rng,
                      epoch=epoch, shuffle=stream is not None, policy=policy,
                      batch_strata=layout.batch_strata)
+
+
+def _sorted_stratum_draws(draws, sources, blocks) -> list:
+    """A sampling policy's draws, each sorted by block: pass 0 (rows; the stratum's pool
+    from then on), then every extra pass (indices into that sorted pool)."""
+    ordered = []
+    pool = None
+    for drawn, source in zip(draws, sources):
+        if source is not None:  # pass 0 of the next stratum
+            pool = blocks.order(drawn)
+            ordered.append(pool)
+        else:
+            ordered.append(blocks.order_indices(drawn, pool))
+    return ordered
+
+
+def _sorted_slot_draws(drawn, slots, encoded, blocks) -> list:
+    """ClassesPerBatch's draws sorted by block: the rows' permutation, then every refill
+    (pass-0 ranks of its stratum, by the block of the row each points to). The layout
+    draw is not a row sequence and stays as it is."""
+    permutation, layout, *refills = drawn
+    permutation = blocks.order(np.asarray(permutation, dtype=np.int64))
+    if not refills:
+        return [permutation, layout]
+    picks = np.concatenate(refills).astype(np.int64, copy=False)
+    # Pass 0 of every stratum: its rows in the sorted permutation's order.
+    codes = encoded.codes
+    grouped = permutation[np.argsort(codes[permutation], kind="stable")]
+    sizes = np.asarray(encoded.sizes, dtype=np.int64)
+    strata = np.asarray(slots.refill_strata, dtype=np.int64)
+    takes = np.asarray(slots.refill_takes, dtype=np.int64)
+    starts = (np.cumsum(sizes) - sizes)[strata]
+    rows = grouped[np.repeat(starts, takes) + picks]
+    return [permutation, layout, blocks.order_runs(picks, rows, takes)]
 
 
 def row_weights(encoded: EncodedStrata, policy: Policy) -> np.ndarray:
@@ -293,16 +402,23 @@ def draws_by_stratum(policy: Policy, allocation) -> bool:
     return policy.may_recycle() or allocation.pool_sizes is not None
 
 
-def advance_stream(stream, encoded: EncodedStrata, policy: Policy, epoch: int) -> None:
-    """Move ``stream`` to the start of ``epoch``, replaying skipped epochs' groups of draws."""
-    stream.advance_to(encoded.n_rows, epoch, lambda k: epoch_draw_sizes(encoded, policy, k))
+def advance_stream(stream, encoded: EncodedStrata, policy: Policy, epoch: int,
+                   n_shards: int | None = None) -> None:
+    """Move ``stream`` to the start of ``epoch``, replaying skipped epochs' groups of draws
+    (with ``n_shards``: each group led by the shard permutation)."""
+    stream.advance_to(encoded.n_rows, epoch,
+                      lambda k: epoch_draw_sizes(encoded, policy, k, n_shards))
 
 
-def epoch_draw_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list:
+def epoch_draw_sizes(encoded: EncodedStrata, policy: Policy, epoch: int,
+                     n_shards: int | None = None) -> list:
     """``[(size, take), ...]``: the draws of epoch ``epoch`` (an epoch skipped over).
 
     ``[(N, N)]`` (one permutation) unless the policy draws stratum by stratum.
+    With ``n_shards`` (H, an epoch with ``shards=``) the group starts with ``(H, H)``.
     """
+    if n_shards is not None:
+        return [(n_shards, n_shards)] + epoch_draw_sizes(encoded, policy, epoch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StratumTooSmallWarning)  # said for the epoch served
         allocation = check_allocation(policy.allocate(encoded, epoch), encoded, policy, epoch)
@@ -316,7 +432,7 @@ def epoch_draw_sizes(encoded: EncodedStrata, policy: Policy, epoch: int) -> list
 
 def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
                        shuffle=True, min_samples_per_stratum=None,
-                       allow_single_batch=False) -> list:
+                       allow_single_batch=False, shards=None, window=1) -> list:
     """Split rows into mini-batches whose composition the policy guarantees.
 
     Parameters
@@ -367,6 +483,18 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
         columns passed as strata, which look like multi-label indicators,
         one label column or fewer columns). True when one batch per epoch
         is really meant.
+    shards : None, 1-D array of int shard ids (one per row), or :func:`pystratum.shard_sizes`
+        Where every row is stored (docs/SHARDS.md). Each epoch then puts the
+        shards in a random order shared by all strata, cuts it into blocks of
+        ``window`` shards, and shuffles each stratum's rows only within a
+        block; the policy's cuts do not change, so every guarantee below
+        holds exactly as without shards, and a batch reads few shards.
+        Refused with ``rng="index"`` (not built yet) and with
+        ``ClassesPerBatch(classes="uniform")``.
+    window : int
+        Shards per block, ``>= 1`` (default 1). ``window`` >= the number of
+        shards gives the row-random order; larger windows mix more shards
+        into a batch and need a larger cache (docs/SHARDS.md, "What W trades").
 
     Returns
     -------
@@ -388,4 +516,5 @@ def stratified_batches(strata, policy=None, *, seed=None, rng="numpy", epoch=0,
     """
     return plan_batches(strata, policy, seed=seed, rng=rng, epoch=epoch, shuffle=shuffle,
                         min_samples_per_stratum=min_samples_per_stratum,
-                        allow_single_batch=allow_single_batch).batches
+                        allow_single_batch=allow_single_batch, shards=shards,
+                        window=window).batches
