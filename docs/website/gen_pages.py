@@ -26,6 +26,7 @@ GUIDES = [
     ("Architecture", "docs/ARCHITECTURE.md"),
     ("Accepted inputs", "docs/INPUTS.md"),
     ("Order inside a batch", "docs/BATCH_ORDER.md"),
+    ("Sharded storage", "docs/SHARDS.md"),
 ]
 # (page title, reference page in docs/website/reference/).
 REFERENCE = [
@@ -34,6 +35,7 @@ REFERENCE = [
     ("pystratum.torch", "reference/torch.md"),
     ("pystratum.tree", "reference/tree.md"),
     ("pystratum.negatives", "reference/negatives.md"),
+    ("pystratum.shards", "reference/shards.md"),
     ("pystratum.r", "reference/r.md"),
     ("pystratum.integrations", "reference/integrations.md"),
     ("The pystratum command", "reference/cli.md"),

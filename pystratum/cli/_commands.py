@@ -20,6 +20,7 @@ from ._labels import label_options_given, read_label_matrix
 from ._output import _write, render_plan
 from ._policy import policy_from_args
 from ._progress import _PROGRESS_BYTES
+from ._shards import shards_from_args
 
 
 def _load(args, progress):
@@ -40,12 +41,14 @@ def _load(args, progress):
 
 def _plan(args, columns, policy, progress, epoch=None) -> BatchPlan:
     progress(f"planning {policy!r}, rng={args.rng}, epoch {args.epoch if epoch is None else epoch}")
+    shards, window = shards_from_args(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", StratumTooSmallWarning)
         plan = plan_batches(columns, policy, seed=args.seed, rng=args.rng,
                             epoch=args.epoch if epoch is None else epoch,
                             shuffle=not args.no_shuffle,
-                            allow_single_batch=args.allow_single_batch)
+                            allow_single_batch=args.allow_single_batch, shards=shards,
+                            window=window)
     for warning in caught:
         print(f"pystratum: warning: {warning.message}", file=sys.stderr)
     progress(f"planned {plan.num_batches:,} batches")

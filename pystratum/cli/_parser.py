@@ -24,6 +24,9 @@ EXAMPLES = {
   # multi-label data: one 0/1 column per label, or one column of ';'-separated labels:
   pystratum plan train.csv --label cat --label dog --label bird --policy multi_label --batch-size 64 --seed 1
   pystratum plan train.csv --label-list tags --label-sep ';' --policy multi_label --num-batches 40 --min-per-label 2 --seed 1
+  # sharded storage: the row groups of a Parquet file, or a shard id column:
+  pystratum plan train.parquet --stratum label --batch-size 256 --window 4 --seed 1 --batches --format json -o batches.json
+  pystratum plan train.csv --stratum label --min 8 --shard-column shard --window 2 --seed 1
 """,
     "check": """examples:
   pystratum check train.csv --stratum label --min 10
@@ -160,6 +163,19 @@ def build_parser() -> argparse.ArgumentParser:
                            "policies with importance weights")
     plan.add_argument("--max-rows", type=_nonnegative_int, default=20, metavar="N",
                       help="table format: show at most N batches, 0 for all (default 20)")
+    shards = plan.add_argument_group(
+        "shards (docs/SHARDS.md)",
+        "Where each row is stored, so that a batch reads few shards. Without these options "
+        "the plan has no shards. A Parquet file's row groups are its default shards, used "
+        "when --window is given alone; CSV and Arrow files need --shard-column or "
+        "--shard-sizes.")
+    shards.add_argument("--shard-column", metavar="COL",
+                        help="a column of integer shard ids, one per row")
+    shards.add_argument("--shard-sizes", metavar="N,N,...",
+                        help="rows stored shard after shard: the rows of each shard, in order")
+    shards.add_argument("--window", type=_positive_int, metavar="W",
+                        help="shards per block (default 1 with shards): larger mixes more "
+                             "shards into a batch and needs a larger cache")
     add("check", "is the policy feasible on DATA; the largest m, the smallest batch size",
         cmd_check)
     cross = add("crosscheck", "run the Python core and the R package on DATA; exit 0 if "

@@ -50,6 +50,8 @@ from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_plan import BatchPlan
 from ._batch_order import BatchPatterns, place_split_safe
 from ._lazy_slots import LazySlots
+from ._shards import LazyShardOrder, ShardMembers
+from ..strata._shards import check_window, read_shards
 from ._single_batch import check_several_batches, quiet_if_refused
 
 __all__ = ["LazyPlan", "lazy_plan"]
@@ -80,8 +82,9 @@ class LazyPlan:
     """
 
     def __init__(self, members: StratumMembers, policy, seed, epoch: int,
-                 num_batches: int | None = None):
+                 num_batches: int | None = None, shards=None):
         self.members = members
+        self._shard_order = None
         self.policy = policy
         self.stream = seed if isinstance(seed, IndexStream) else IndexStream(seed)
         self.epoch = int(epoch)
@@ -123,6 +126,20 @@ class LazyPlan:
                 self._pools = pools
         self._small = _small_domain_table(members.sizes, self.keys)
         self.split_safe = policy.split_safe(index=True)
+        if shards is not None:
+            self._shard_order = self._sharded(shards)
+
+    def _sharded(self, shards):
+        """``shards = (ShardMembers, window)``: the keyed shard-blocked order (docs/SHARDS.md)."""
+        if self._pools is not None:
+            raise ValueError(
+                f"shards cannot be honoured with rng='index' by policy={self.policy!r}, got "
+                f"shards= with a policy that pools or recycles strata: a keyed pool cannot be "
+                f"chosen at random and sorted by block batch by batch. Use rng='numpy', 'R' "
+                f"or 'torch' with shards, or leave shards=None.")
+        shard_members, window = shards
+        return LazyShardOrder(shard_members, window, self.stream, self.epoch,
+                              self._turn_of_stratum)
 
     @property
     def seed(self) -> int:
@@ -232,7 +249,8 @@ class LazyPlan:
         ``Downsample``) stay on numpy's path, whose bijections on the pools
         are compiled in turn (``permute_ranks``).
         """
-        if self._pools is not None or rows < kernel_gate.MIN_CALL_ROWS:
+        if self._pools is not None or self._shard_order is not None or \
+                rows < kernel_gate.MIN_CALL_ROWS:
             return None
         return kernel_gate.compiled_for("index", self.members.n_rows)
 
@@ -286,7 +304,9 @@ class LazyPlan:
         if self._pools is not None:
             ranks = self._pool_ranks(stratum, ranks)
         n = int(self.members.sizes[stratum])
-        if n <= SMALL_DOMAIN:
+        if self._shard_order is not None:
+            positions = self._shard_order.positions(stratum, ranks)
+        elif n <= SMALL_DOMAIN:
             table, offsets = self._small
             positions = table[offsets[stratum] + ranks]
         else:
@@ -302,6 +322,8 @@ class LazyPlan:
         """Member numbers of ``ranks`` of ``stratum`` (arrays shaped alike)."""
         if self._pools is not None:
             ranks = self._pool_ranks(stratum, ranks)
+        if self._shard_order is not None:
+            return self._shard_order.positions(stratum, ranks)
         sizes = self.members.sizes
         positions = np.empty(ranks.shape[0], dtype=np.int64)
         n = sizes[stratum]
@@ -356,7 +378,8 @@ class LazyPlan:
 
 
 def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratum=None,
-              members_directory=None, allow_single_batch=False) -> LazyPlan:
+              members_directory=None, allow_single_batch=False, shards=None,
+              window=1) -> LazyPlan:
     """The ``rng="index"`` plan of one epoch, batches computed on demand.
 
     strata:  anything :func:`pystratum.stratified_batches` accepts, or a
@@ -368,6 +391,9 @@ def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratu
              read-only (shared by DataLoader workers and local ranks).
     allow_single_batch: as in :func:`pystratum.stratified_batches` (a plan
              of one batch is a ValueError unless True).
+    shards, window: the shard-blocked order (docs/SHARDS.md, "Lazy plans"):
+             a shard id per row or :func:`pystratum.shard_sizes`; policies
+             that pool or recycle strata and ClassesPerBatch are refused.
 
     Guarantees: those of the policy, as for :func:`stratified_batches`;
     ``plan[b]`` costs O(|batch| + S); the same arguments give the same
@@ -387,8 +413,20 @@ def lazy_plan(strata, policy=None, *, seed=None, epoch=0, min_samples_per_stratu
         check_strata_are_groups(encoded)
         members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels,
                                    directory=members_directory)
+    sharded = None
+    window = check_window(window)
+    if shards is not None:
+        if policy.allocates_slots:
+            raise ValueError(
+                "shards cannot be honoured with rng='index' by ClassesPerBatch, got shards=: "
+                "its keyed refills and layout have no shard-blocked form. Use "
+                "plan_batches(..., rng='numpy') with shards, or leave shards=None.")
+        sharded = (ShardMembers.of(members, read_shards(shards, members.n_rows)), window)
+    elif window != 1:
+        raise ValueError(f"window={window} has no effect without shards (the window counts "
+                         f"shards per block). Pass shards=, or leave window=1.")
     with quiet_if_refused(allow_single_batch):
-        plan = LazyPlan(members, policy, stream, epoch)
+        plan = LazyPlan(members, policy, stream, epoch, shards=sharded)
     check_several_batches(members, policy, plan.num_batches, allow_single_batch)
     return plan
 

@@ -22,7 +22,8 @@ from ._arguments import check_strata_are_groups, resolve_policy
 from ._batch_order import reorder_split_safe
 from ._batch_plan import BatchPlan
 from ._lazy import LazyPlan
-from ._shards import ShardBlocks, shard_first
+from ._shards import (ShardBlocks, ShardMembers, label_signatures, redeal_labels, redeal_slots,
+                      shard_first)
 from ..strata._shards import check_window, read_shards
 from ._single_batch import check_several_batches, check_several_label_batches, quiet_if_refused
 
@@ -86,11 +87,11 @@ def check_shard_arguments(shards, window, policy, rng: str) -> int:
         return window
     if rng == "index" and getattr(policy, "reads_label_matrix", False):
         return window  # the MultiLabel refusal of rng='index' says it
-    if rng == "index":
+    if rng == "index" and getattr(policy, "allocates_slots", False):
         raise ValueError(
-            "shards cannot be honoured with rng='index' yet, got rng='index' with shards=: the "
-            "lazy plans' keyed shard order is not built. Use rng='numpy', rng='R' or "
-            "rng='torch', or leave shards=None.")
+            "shards cannot be honoured with rng='index' by ClassesPerBatch, got rng='index' "
+            "with shards=: its keyed refills and layout have no shard-blocked form. Use "
+            "rng='numpy', rng='R' or rng='torch' with shards, or leave shards=None.")
     if getattr(policy, "allocates_slots", False) and getattr(policy, "classes", None) == "uniform":
         raise ValueError(
             "shards cannot be honoured by ClassesPerBatch(classes='uniform'), got shards= with "
@@ -147,7 +148,8 @@ def plan_from_stream(encoded: EncodedStrata, policy: Policy, stream, *, epoch: i
     """
     if getattr(stream, "name", None) == "index" and not policy.allocates_slots:
         members = members_of_codes(encoded.codes, encoded.sizes, encoded.labels)
-        lazy = LazyPlan(members, policy, stream, epoch)
+        lazy = LazyPlan(members, policy, stream, epoch, shards=None if shards is None else
+                        (ShardMembers.of(members, shards.layout), shards.window))
         check_several_batches(encoded, policy, lazy.num_batches, allow_single_batch)
         return lazy.materialise()
     split_safe = policy.split_safe()
@@ -304,10 +306,13 @@ def label_plan(labels, policy, stream, *, epoch: int, rng: str, names=None,
         message = shortfall_message(names, assigned.counts, sizes, policy.min_per_label)
         if message is not None:
             raise MultiLabelShortfallError(message)
-    key = assigned.batch.astype(np.uint16 if n_batches <= 1 << 16 else np.int64)
+    batch = assigned.batch
+    if shards is not None:  # rows of one label set dealt in batch order (docs/SHARDS.md)
+        batch = redeal_labels(batch, permutation, label_signatures(matrix))
+    key = batch.astype(np.uint16 if n_batches <= 1 << 16 else np.int64)
     order = permutation[np.argsort(key, kind="stable")]
     bounds = np.zeros(n_batches + 1, dtype=np.int64)
-    np.cumsum(np.bincount(assigned.batch, minlength=n_batches), out=bounds[1:])
+    np.cumsum(np.bincount(batch, minlength=n_batches), out=bounds[1:])
     if policy.split_safe():
         # Placing labels (0..L, L: no label) as strata, in step order.
         order = reorder_split_safe(order, bounds, placing_steps(matrix),
@@ -338,6 +343,9 @@ def _slot_plan(encoded, policy, stream, epoch, rng, allocation, shards=None) -> 
         passes = (encoded.grouped_rows, pass_key(stream))
     batches, layout = assemble_slots(drawn, allocation.slots, encoded.codes, encoded.sizes,
                                      encoded.first_rows, passes)
+    if shards is not None:  # each stratum's slots filled in serving order (docs/SHARDS.md)
+        batches = BatchOrder(redeal_slots(batches.order, layout.batch_strata, layout.columns,
+                                          allocation.slots.width), batches.bounds)
     return BatchPlan(order=batches.order, bounds=batches.bounds, strata=encoded.labels,
                      cuts=None, seed=None if stream is None else stream.seed, rng=rng,
                      epoch=epoch, shuffle=stream is not None, policy=policy,

@@ -157,3 +157,170 @@ class ShardBlocks:
         run = np.repeat(np.arange(takes.shape[0], dtype=np.int64), takes)
         key = run * self.n_blocks + self.row_blocks(rows).astype(np.int64)
         return values[np.argsort(key, kind="stable")]
+
+
+def redeal_slots(order: np.ndarray, batch_strata: np.ndarray, columns: np.ndarray,
+                 width: int) -> np.ndarray:
+    """ClassesPerBatch with shards: each stratum's K-row slots dealt in serving order.
+
+    Without shards slot ``j`` of stratum ``s`` (its ``j``-th K ranks) sits at
+    slot position ``q = run_start[s] + j`` and goes to batch ``(q mod B) * g
+    mod B``, which scatters a stratum's ranks over the epoch. With shards the
+    same chunks of K ranks go to the same slots of ``s`` (so ``batch_strata``
+    and every count are unchanged) but chunk ``i`` fills the ``i``-th slot of
+    ``s`` in serving order (batch, then place): the batches sweep each
+    stratum's block-sorted sequence forward. ``order``: the plan's flat
+    order, ``(B * P * K,)``; ``columns``: batch ``b`` holds slot positions
+    ``p * B + columns[b]``.
+    """
+    n_batches, per_batch = batch_strata.shape
+    if n_batches == 0 or per_batch == 0:
+        return order
+    blocks = order.reshape(n_batches * per_batch, width)
+    flat = np.arange(n_batches * per_batch, dtype=np.int64)
+    batch, place = np.divmod(flat, per_batch)
+    position = place * n_batches + np.asarray(columns, dtype=np.int64)[batch]
+    # Slots in sequence order: ascending slot position (strata in layout order, j ascending).
+    by_position = np.empty_like(flat)
+    by_position[position] = flat
+    strata = batch_strata.reshape(-1)
+    first_position = np.full(int(strata.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first_position, strata, position)
+    # Slots in serving order, strata in the same (layout) order: stable by the stratum's start.
+    by_serving = np.argsort(first_position[strata], kind="stable")
+    dealt = np.empty_like(blocks)
+    dealt[by_serving] = blocks[by_position]
+    return dealt.reshape(-1)
+
+
+def label_signatures(matrix: np.ndarray) -> np.ndarray:
+    """An integer per row, equal for rows with the same label set (int64, 0..G-1)."""
+    packed = np.packbits(np.asarray(matrix, dtype=bool), axis=1)
+    if packed.shape[1] == 0:
+        return np.zeros(matrix.shape[0], dtype=np.int64)
+    keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
+    return np.unique(keys, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def redeal_labels(batch: np.ndarray, permutation: np.ndarray, signatures: np.ndarray) -> np.ndarray:
+    """MultiLabel with shards: rows of one label set dealt to that set's places in batch order.
+
+    ``batch[i]``: the batch of row ``permutation[i]`` after the assignment.
+    Rows with the same label set are interchangeable (every label count stays
+    the same), so among the rows of one label set, taken in the epoch's
+    (block-sorted) order, the ``i``-th gets the ``i``-th smallest of the
+    batches that set was given. Returns the new ``batch``.
+    """
+    group = signatures[permutation]
+    by_group = np.argsort(group, kind="stable")                       # (group, position)
+    by_group_batch = np.lexsort((batch, group))                       # (group, batch, position)
+    dealt = np.empty_like(batch)
+    dealt[by_group] = batch[by_group_batch]
+    return dealt
+
+
+# rng="index": stream numbers reserved for shards (docs/SHARDS.md, "Lazy plans"). Other
+# keyed streams use the strata's turns and small multiples of S, far below 2**51.
+SHARD_ORDER_STREAM = 2**52 - 1
+BLOCK_STREAM_BASE = 2**51
+
+
+class ShardMembers:
+    """Every stratum's members grouped by shard, once (``rng="index"`` with shards).
+
+    ``counts[s, h]``: rows of stratum ``s`` in shard ``h``; ``by_shard``: the
+    member numbers of every stratum, stratum after stratum, ordered by shard
+    (then member number); ``starts[s, h]``: where shard ``h``'s members of
+    ``s`` start in it. O(N) memory plus two ``S x H`` tables.
+    """
+
+    def __init__(self, members, row_shards: np.ndarray, n_shards: int):
+        sizes = np.asarray(members.sizes, dtype=np.int64)
+        n_strata = sizes.shape[0]
+        stratum = np.repeat(np.arange(n_strata, dtype=np.int64), sizes)
+        within = np.arange(stratum.shape[0], dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes,
+                                                                          sizes)
+        shard = np.asarray(row_shards, dtype=np.int64)[members.member(stratum, within)]
+        key = stratum * n_shards + shard
+        order = np.argsort(key, kind="stable")
+        self.by_shard = within[order]
+        self.counts = np.bincount(key, minlength=n_strata * n_shards).reshape(n_strata, n_shards)
+        starts = np.zeros(n_strata * n_shards + 1, dtype=np.int64)
+        np.cumsum(self.counts.reshape(-1), out=starts[1:])
+        self.starts = starts[:-1].reshape(n_strata, n_shards)
+        self.n_shards = n_shards
+
+    @classmethod
+    def of(cls, members, layout) -> "ShardMembers":
+        """From a :class:`~pystratum.strata._shards.ShardLayout` of the members' rows."""
+        return cls(members, layout.index, layout.n_shards)
+
+
+class LazyShardOrder:
+    """One epoch's shard-blocked order for ``rng="index"``: stratum ranks -> member numbers.
+
+    The shard at position ``j`` of the epoch is ``perm[j]``, ``perm`` the keyed
+    bijection of ``range(H)`` with stream :data:`SHARD_ORDER_STREAM`; block
+    ``j // W``. A stratum's rows in *shard order* are its members of shard
+    ``perm[0]``, then of ``perm[1]``, ... (each shard's in member order); its
+    ranks in block ``j`` are ``D[s, jW] .. D[s, (j+1)W] - 1``, ``D`` the
+    running counts in that order. Rank ``r`` in block ``j`` is the shard-order
+    row ``D[s, jW] + perm_{s,j}(r - D[s, jW])``, ``perm_{s,j}`` the keyed
+    bijection of the block's rows with stream ``BLOCK_STREAM_BASE + t * m + j``
+    (``t`` the stratum's turn, ``m`` the number of blocks). Set-up: the
+    ``S x (H + 1)`` table ``D`` (O(S * H)); a rank costs two binary searches.
+    """
+
+    def __init__(self, shard_members: ShardMembers, window: int, stream, epoch: int,
+                 turn_of_stratum: np.ndarray):
+        n_shards = shard_members.n_shards
+        self.shard_members = shard_members
+        self.window = min(int(window), max(n_shards, 1))
+        self.n_blocks = -(-n_shards // self.window)
+        self.stream = stream
+        self.epoch = epoch
+        self.turn = np.asarray(turn_of_stratum, dtype=np.int64)
+        from ..streams._index import permute_ranks
+
+        keys = stream.keys(epoch, [SHARD_ORDER_STREAM])[:, 0]
+        self.shard_at = permute_ranks(np.arange(n_shards, dtype=np.int64), n_shards, keys)
+        counts = shard_members.counts[:, self.shard_at]          # (S, H), epoch order
+        self.running = np.zeros((counts.shape[0], n_shards + 1), dtype=np.int64)
+        np.cumsum(counts, axis=1, out=self.running[:, 1:])
+        edges = np.minimum(np.arange(self.n_blocks + 1, dtype=np.int64) * self.window, n_shards)
+        self.block_edges = self.running[:, edges]               # (S, m + 1)
+
+    def positions(self, stratum, ranks) -> np.ndarray:
+        """Member numbers of ``ranks`` of ``stratum`` (int arrays shaped alike, or a scalar
+        stratum)."""
+        from ..streams._index import permute_run_ranks
+
+        ranks = np.asarray(ranks, dtype=np.int64)
+        stratum = np.broadcast_to(np.asarray(stratum, dtype=np.int64), ranks.shape)
+        if ranks.shape[0] == 0:
+            return np.empty(0, dtype=np.int64)
+        edges = self.block_edges
+        # The block of each rank: the last block edge <= rank, per stratum.
+        block = np.empty(ranks.shape[0], dtype=np.int64)
+        for s in np.unique(stratum).tolist():
+            where = np.flatnonzero(stratum == s)
+            block[where] = np.searchsorted(edges[s], ranks[where], side="right") - 1
+        first = edges[stratum, block]
+        size = edges[stratum, block + 1] - first
+        pair = self.turn[stratum] * self.n_blocks + block
+        distinct, run = np.unique(pair, return_inverse=True)
+        run = run.reshape(-1)
+        run_sizes = np.empty(distinct.shape[0], dtype=np.int64)
+        run_sizes[run] = size
+        keys = self.stream.keys(self.epoch, BLOCK_STREAM_BASE + distinct)
+        order_index = first + permute_run_ranks(ranks - first, run, run_sizes, keys)
+        # The shard-order row -> its shard position q, then the member within that shard.
+        position = np.empty(ranks.shape[0], dtype=np.int64)
+        for s in np.unique(stratum).tolist():
+            where = np.flatnonzero(stratum == s)
+            position[where] = np.searchsorted(self.running[s], order_index[where],
+                                              side="right") - 1
+        shard = self.shard_at[position]
+        members = self.shard_members
+        at = members.starts[stratum, shard] + order_index - self.running[stratum, position]
+        return members.by_shard[at]

@@ -63,13 +63,15 @@ class PlanSource:
     epoch.
     """
 
-    def __init__(self, strata, policy, stream, rng: str, num_batches: int):
+    def __init__(self, strata, policy, stream, rng: str, num_batches: int, shards=None):
         self.strata = strata
         self.policy = policy
         self.stream = stream
         self.rng = rng
         self.num_batches = num_batches
         self.rows_per_batch = max(1, strata.n_rows // max(1, num_batches))
+        # A ShardOrder (pystratum.engine._plan): every epoch's group starts with the shards.
+        self.shards = shards
 
     def plan(self, epoch: int, with_weights: bool = True):
         """The whole :class:`~pystratum.BatchPlan` of ``epoch`` (every rank's batches)."""
@@ -79,7 +81,7 @@ class PlanSource:
             # num_batches: the sampler promised len() at construction, for every epoch.
             return plan_from_stream(self.strata, self.policy, self.stream, epoch=epoch,
                                     rng=self.rng, num_batches=self.num_batches,
-                                    with_weights=with_weights)
+                                    with_weights=with_weights, shards=self.shards)
 
     def open(self, epoch: int) -> "_PlanEpoch":
         if self.stream is None:
@@ -89,7 +91,8 @@ class PlanSource:
         return _PlanEpoch(self, epoch, self.stream.state_dict())
 
     def _advance(self, epoch: int) -> None:
-        advance_stream(self.stream, self.strata, self.policy, epoch)
+        advance_stream(self.stream, self.strata, self.policy, epoch,
+                       None if self.shards is None else self.shards.n_shards)
 
 
 class LabelRows:
@@ -121,10 +124,12 @@ class LabelPlanSource(PlanSource):
     def plan(self, epoch: int, with_weights: bool = True):
         """The whole :class:`~pystratum.BatchPlan` of ``epoch`` (label plans carry no weights)."""
         return label_plan(self.strata.matrix, self.policy, self.stream, epoch=epoch, rng=self.rng,
-                          names=self.strata.labels)
+                          names=self.strata.labels, shards=self.shards)
 
     def _advance(self, epoch: int) -> None:
         group = label_draw_group(self.strata.n_rows, self.num_batches)
+        if self.shards is not None:
+            group = [(self.shards.n_shards, self.shards.n_shards)] + group
         self.stream.advance_to(self.strata.n_rows, epoch, lambda k: group)
 
 
@@ -151,19 +156,21 @@ class _PlanEpoch:
 class LazyPlanSource:
     """The lazy plan (``rng="index"``) as a source: only the batches asked for are computed."""
 
-    def __init__(self, members, policy, stream, num_batches: int):
+    def __init__(self, members, policy, stream, num_batches: int, shards=None):
         self.members = members
         self.policy = policy
         self.stream = stream
         self.num_batches = num_batches
         self.rows_per_batch = max(1, members.n_rows // max(1, num_batches))
+        # (ShardMembers, window), grouped once: each epoch then costs its O(S * H) table.
+        self.shards = shards
 
     def plan(self, epoch: int) -> LazyPlan:
         """The :class:`~pystratum.LazyPlan` of ``epoch``."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", StratumTooSmallWarning)
             return LazyPlan(self.members, self.policy, self.stream, epoch,
-                            num_batches=self.num_batches)
+                            num_batches=self.num_batches, shards=self.shards)
 
     def open(self, epoch: int) -> "_LazyEpoch":
         return _LazyEpoch(self.plan(epoch), self.rows_per_batch)

@@ -107,6 +107,13 @@ def _whole_numbers(value, name: str, form: str) -> np.ndarray:
     except Exception as error:  # ragged lists, objects numpy cannot hold
         raise TypeError(f"{name} must be a 1-D sequence of whole numbers ({form}), got "
                         f"{name}={show(value)}: {error}") from None
+    if array.ndim == 0:
+        raise TypeError(
+            f"{name} must be a 1-D sequence of whole numbers ({form}), got {name}={show(value)} "
+            f"of type {type(value).__name__}.")
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value):
+        raise TypeError(f"{name} must hold whole numbers, not booleans, got {name}="
+                        f"{show(value)}. Pass {form} as integers.")
     if array.ndim != 1:
         raise ValueError(f"{name} must be 1-D ({form}), got an array of shape {array.shape}.")
     if array.dtype == np.bool_:

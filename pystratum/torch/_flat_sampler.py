@@ -145,12 +145,13 @@ class StratifiedSampler(Sampler[int]):
 
     def __init__(self, strata, policy=None, *, batch_size=None, seed=None, rng="numpy",
                  num_replicas=None, rank=None, drop_last=False, dataset=None,
-                 allow_single_batch=False):
+                 allow_single_batch=False, shards=None, window=1):
         policy = resolve_batch_policy(policy, batch_size, "StratifiedSampler")
         check_bool(drop_last, "drop_last")
         self._batches = StratifiedBatchSampler(
             strata, policy, seed=seed, rng=rng, num_replicas=num_replicas, rank=rank,
-            drop_last=drop_last, dataset=dataset, allow_single_batch=allow_single_batch)
+            drop_last=drop_last, dataset=dataset, allow_single_batch=allow_single_batch,
+            shards=shards, window=window)
         inner = self._batches
         policy = inner.policy  # an int m is MinPerStratum(m) there
         rows, _, reason = fixed_batch_size(policy, inner._strata)

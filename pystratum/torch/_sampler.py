@@ -20,8 +20,11 @@ from typing import Iterator
 import numpy as np
 from torch.utils.data import Sampler
 
-from ..engine._plan import (BatchPlan, check_strata_are_groups, label_draws, read_label_matrix,
-                            resolve_policy)
+from ..engine._lazy import LazyPlan
+from ..engine._plan import (BatchPlan, ShardOrder, check_shard_arguments, check_strata_are_groups,
+                            label_draws, read_label_matrix, resolve_policy)
+from ..engine._shards import ShardMembers
+from ..strata._shards import read_shards
 from ..engine._single_batch import check_several_batches, check_several_label_batches
 from ..strata._members import StratumMembers, members_digest, members_of_codes, members_of_labels
 from ..serving._sharding import kept_batches, rank_batch_count
@@ -145,6 +148,15 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         The dataset the indices are for; if given, the number of labels must
         equal ``len(dataset)`` (checked here). Without it the check happens
         when a DataLoader starts the first epoch.
+    shards : None, 1-D array of int shard ids (one per row), or :func:`pystratum.shard_sizes`
+        Where every row is stored: the shard-blocked order of
+        ``pystratum.plan_batches(..., shards=, window=)`` (docs/SHARDS.md), so
+        a batch reads a few shards and a small cache reads each shard about
+        once per epoch; the batches' composition is unchanged. Recorded in
+        ``state_dict()`` as a fingerprint of the layout: a state saved with
+        other shards (or another ``window``) is refused, naming ``shards``.
+    window : int
+        Shards per block (default 1; see docs/SHARDS.md, "What W trades").
     allow_single_batch : bool
         A plan of one batch per epoch (every row in it: a stratum too small
         for two batches, a batch size at least the data's, several 0/1
@@ -182,7 +194,8 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
 
     def __init__(self, strata, policy=None, *, shuffle=True, seed=None, rng="numpy",
                  num_replicas=None, rank=None, drop_last=False, dataset=None,
-                 allow_single_batch=False, min_samples_per_stratum=None, batch_size=None):
+                 allow_single_batch=False, min_samples_per_stratum=None, batch_size=None,
+                 shards=None, window=1):
         # No batch_size attribute is kept: accelerate reads batch_sampler.batch_size
         # and, with several processes, would refill or cut batches to that size.
         self.policy = _policy_of(policy, min_samples_per_stratum, batch_size)
@@ -191,6 +204,9 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         self.drop_last = check_bool(drop_last, "drop_last")
         self.allow_single_batch = check_bool(allow_single_batch, "allow_single_batch")
         self.num_replicas, self.rank = resolve_replicas(num_replicas, rank)
+        self.window = check_shard_arguments(shards, window, self.policy, self.rng)
+        self._shards = None
+        self._lazy_shards = None
         # Scalar arguments first (as the core does), the O(N) strata after.
         # The core's check rejects a seed with shuffle=False; a missing seed is
         # resolved (drawn, or broadcast from rank 0) only when there is shuffling.
@@ -207,6 +223,7 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         self._label_rows = None
         if getattr(self.policy, "reads_label_matrix", False):
             self._init_label_plan(strata, dataset, lazy)
+            self._read_shards(shards)
             return
         # Errors about the data's length speak of member lists, not labels.
         self._from_members = isinstance(strata, StratumMembers)
@@ -241,6 +258,7 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
         for data in (known_dataset, dataset):
             if data is not None:
                 check_dataset_length(data, n_rows, members=self._from_members)
+        self._read_shards(shards)
 
         # Warn once, here, pointing at the caller's line; epochs do not repeat it.
         with warnings.catch_warnings(record=True) as caught:
@@ -273,8 +291,23 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
                 f"batch_size), fewer replicas, or drop_last=False (ranks then reuse whole "
                 f"batches)."
             )
+        if self._lazy_shards is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", StratumTooSmallWarning)
+                # Pools or recycling cannot take the keyed shard order: refused here, not later.
+                LazyPlan(self._members, self.policy, self._stream, 0,
+                         num_batches=self.num_batches, shards=self._lazy_shards)
         self._digest = None
         self._progress = EpochProgress(type(self).__name__, self.num_replicas, self.rank)
+
+    def _read_shards(self, shards) -> None:
+        """``shards=`` read once for the rows (docs/SHARDS.md), its fingerprint for resumes."""
+        if shards is None:
+            return
+        layout = read_shards(shards, self._strata.n_rows)
+        self._shards = ShardOrder(layout, self.window)
+        if self._members is not None:
+            self._lazy_shards = (ShardMembers.of(self._members, layout), self.window)
 
     def _init_label_plan(self, strata, dataset, lazy) -> None:
         """``__init__`` for a label-reading policy: the label matrix, its batch count, the
@@ -425,16 +458,20 @@ class StratifiedBatchSampler(EpochServed, Sampler[list[int]]):
             n_rows=self._strata.n_rows, num_batches=self.num_batches,
             strata_digest=self._strata_digest(), stream=stream_state,
             allow_single_batch=self.allow_single_batch,
+            shards=None if self._shards is None else self._shards.layout.fingerprint(),
+            window=None if self._shards is None else self.window,
         )
 
     def _source(self):
         """This sampler's epochs as a batch source (built per pass: a resume may swap the stream)."""
         if self._label_rows is not None:
             return LabelPlanSource(self._label_rows, self.policy, self._stream, self.rng,
-                                   self.num_batches)
+                                   self.num_batches, shards=self._shards)
         if self._members is not None:
-            return LazyPlanSource(self._members, self.policy, self._stream, self.num_batches)
-        return PlanSource(self._strata, self.policy, self._stream, self.rng, self.num_batches)
+            return LazyPlanSource(self._members, self.policy, self._stream, self.num_batches,
+                                  shards=self._lazy_shards)
+        return PlanSource(self._strata, self.policy, self._stream, self.rng, self.num_batches,
+                          shards=self._shards)
 
     def _strata_digest(self) -> str:
         """A fingerprint of the partition of rows into strata (labels' names do not matter).

@@ -36,7 +36,7 @@ _KEYS_2 = _KEYS_1 + ("policy",)
 # Settings a resumed sampler must share with the saved one, in the order they
 # are compared (the first difference is the one reported).
 _MUST_MATCH = ("rng", "shuffle", "num_replicas", "drop_last", "min_samples_per_stratum",
-               "policy", "n_rows", "num_batches", "strata_digest")
+               "policy", "n_rows", "num_batches", "strata_digest", "shards", "window")
 
 _FIX = "pass the dict StratifiedBatchSampler.state_dict() returned, unchanged"
 _FIX_SENTENCE = "Pass the dict StratifiedBatchSampler.state_dict() returned, unchanged."
@@ -62,6 +62,10 @@ class SamplerState:
     # Recorded so that a sampler rebuilt from a saved state gets the same guard
     # (pystratum.engine._single_batch); None: a state saved before it was recorded.
     allow_single_batch: bool | None = None
+    # The shard layout's fingerprint and the window (docs/SHARDS.md); None: no shards
+    # (also a state saved before shards existed).
+    shards: str | None = None
+    window: int | None = None
 
     def to_dict(self) -> dict:
         """The state as plain values (``torch.load(weights_only=True)`` reads it back)."""
@@ -81,6 +85,8 @@ class SamplerState:
             "strata_digest": self.strata_digest,
             "stream": self.stream,
             "allow_single_batch": self.allow_single_batch,
+            "shards": self.shards,
+            "window": self.window,
         }
 
 
@@ -129,7 +135,18 @@ def parse_state(state) -> SamplerState:
         # Optional: states saved before the single-batch guard do not hold it.
         allow_single_batch=(None if state.get("allow_single_batch") is None
                             else flag("allow_single_batch")),
+        shards=_shards_record(state.get("shards")),
+        window=(None if state.get("window") is None else integer("window", minimum=1)),
     )
+
+
+def _shards_record(value):
+    """The saved shard fingerprint: None (no shards) or a str."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(
+            f"state_dict['shards'] must be None or a str (the shard layout's fingerprint), got "
+            f"{type(value).__name__}; {_FIX}.")
+    return value
 
 
 def check_resumable(saved: SamplerState, mine: SamplerState, length: int) -> None:

@@ -20,6 +20,9 @@ PUBLIC = {
     "pystratum.plot": ["batch_counts", "plot_counts", "composition_figure"],
     "pystratum.cli": ["main"],
     "pystratum.serving": ["EpochPass", "EpochProgress", "EpochServed"],
+    "pystratum.shards": ["ShardReader", "ParquetShards", "ShardCache", "CacheStats",
+                         "BatchServer", "ShardedBatches"],
+    "pystratum.shards.torch": ["ShardBatchDataset", "table_tensors"],
 }
 
 

@@ -26,7 +26,7 @@ LAYERS = (
     ("engine",),           # assembly, the plan, the lazy plan
     ("serving",),          # sources, EpochPass, epoch rule, resume envelope, sharding
     ("torch",),            # DataLoader samplers
-    ("tree", "negatives"),  # the other sampler families
+    ("tree", "negatives", "shards"),  # the other sampler families; readers of sharded storage
     ("r",),                # rpy2 bindings
     ("integrations",),     # trainers
     ("(package)",),        # pystratum/__init__.py: the public names

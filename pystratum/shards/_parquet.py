@@ -1,0 +1,182 @@
+"""Parquet files as shards: row groups (or whole files), column projection, local paths or URLs.
+
+The files are taken in the order :func:`pystratum.parquet_strata` reads
+them (the list's order, else sorted by path), so row ``i`` here is row
+``i`` of the strata and of every plan built from them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from ..base._validation import check_bool, check_choice, show
+from ..strata._parquet import _open_dataset, _ordered_fragments
+
+__all__ = ["ParquetShards"]
+
+
+def _groups_text(groups) -> str:
+    """Row group sizes, runs of equal sizes written once: ``[500, 500, 20]`` -> ``2 x 500, 20``."""
+    if not groups:
+        return "no row group"
+    parts, k = [], 0
+    while k < len(groups):
+        run = k
+        while run < len(groups) and groups[run] == groups[k]:
+            run += 1
+        parts.append(f"{run - k} x {groups[k]}" if run - k > 1 else str(groups[k]))
+        k = run
+    return "row groups of " + ", ".join(parts) + " rows"
+
+
+def _metadata_digest(metadata) -> str:
+    """A digest of a file's footer: row groups, their sizes and statistics, schema, writer."""
+    text = json.dumps(metadata.to_dict(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class ParquetShards:
+    """A :class:`~pystratum.shards.ShardReader` over Parquet files.
+
+    source:   a file or directory path, a list of files, an fsspec URL
+              (``"s3://bucket/data/"``, ``"memory://..."``) or a
+              ``pyarrow.dataset.Dataset`` (as :func:`pystratum.parquet_strata`).
+    columns:  the columns to read (default: all); the others are never decoded.
+    shard_by: ``"row_group"`` (default: each row group is a shard) or ``"file"``.
+    progress: show a tqdm bar while the footers are read (one per file: long
+              on object storage with many files).
+
+    ``load(h)`` returns a ``pyarrow.Table``. The footers read at construction
+    are the reader's :meth:`fingerprint`; a file whose footer has changed
+    when it is opened again (rewritten, appended to) is refused with a
+    ValueError naming the file, so rows are never served from other data.
+    """
+
+    def __init__(self, source, columns=None, *, filesystem=None, shard_by: str = "row_group",
+                 progress: bool = False):
+        try:
+            import pyarrow as pa
+            import pyarrow.dataset as ds
+        except ImportError:  # pragma: no cover - exercised only without pyarrow
+            raise ImportError("ParquetShards needs pyarrow: pip install 'stratabatch[shards]'.") \
+                from None
+        self.shard_by = check_choice(shard_by, "shard_by", ("row_group", "file"))
+        progress = check_bool(progress, "progress")
+        dataset = _open_dataset(source, "parquet", filesystem, ds, pa)
+        fragments = _ordered_fragments(dataset, source)
+        if not fragments:
+            raise ValueError(f"source must hold at least one Parquet file, got source="
+                             f"{show(source)} with none.")
+        self._filesystem = dataset.filesystem
+        self.paths = [fragment.path for fragment in fragments]
+        if columns is not None:
+            columns = [columns] if isinstance(columns, str) else list(columns)
+            if not columns or not all(isinstance(c, str) for c in columns):
+                raise TypeError(f"columns must be None, a column name or a list of them, got "
+                                f"columns={show(columns)}.")
+        self.columns = columns
+        self._files = []  # per file: (rows per row group, footer digest)
+        for path in self._progress(self.paths, progress):
+            with self._open(path) as parquet:
+                metadata = parquet.metadata
+            self._check_columns(path, metadata)
+            groups = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
+            self._files.append((groups, _metadata_digest(metadata)))
+        if self.shard_by == "file":
+            sizes = [sum(groups) for groups, _ in self._files]
+            self._where = [(f, None) for f in range(len(self._files))]
+        else:
+            sizes = [n for groups, _ in self._files for n in groups]
+            self._where = [(f, g) for f, (groups, _) in enumerate(self._files)
+                           for g in range(len(groups))]
+        if not sizes or sum(sizes) == 0:
+            raise ValueError(f"source must hold at least one row, got source={show(source)} "
+                             f"whose {len(self.paths)} file(s) are empty.")
+        self.shard_sizes = np.asarray(sizes, dtype=np.int64)
+
+    @staticmethod
+    def _progress(paths, show_bar):
+        if not show_bar:
+            return paths
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - exercised only without tqdm
+            raise ImportError("progress=True needs tqdm: pip install 'stratabatch[shards]'.") \
+                from None
+        return tqdm(paths, desc="Parquet footers", unit="file")
+
+    def _open(self, path):
+        """The file's ParquetFile; the caller closes it (``with``), so no handle is left open."""
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(self._filesystem.open_input_file(path))
+
+    def _check_columns(self, path, metadata) -> None:
+        if self.columns is None:
+            return
+        names = metadata.schema.to_arrow_schema().names
+        missing = [c for c in self.columns if c not in names]
+        if missing:
+            raise ValueError(f"columns {missing!r} not found in {path!r}; its columns are "
+                             f"{names!r}.")
+
+    def load(self, shard: int):
+        """Shard ``shard`` decoded: one row group (or file), the chosen columns only."""
+        f, group = self._where[shard]
+        path = self.paths[f]
+        with self._open(path) as parquet:
+            return self._read(parquet, f, group)
+
+    def _read(self, parquet, f: int, group):
+        path = self.paths[f]
+        if _metadata_digest(parquet.metadata) != self._files[f][1]:
+            now = [parquet.metadata.row_group(g).num_rows
+                   for g in range(parquet.metadata.num_row_groups)]
+            raise ValueError(
+                f"the Parquet file {path!r} changed since the reader read its footer "
+                f"({_groups_text(self._files[f][0])} then, {_groups_text(now)} now, or other "
+                f"metadata): the plan's "
+                f"rows would not be the data's. Re-create the reader and the plan from the data "
+                f"as it is now.")
+        if group is None:
+            return parquet.read(columns=self.columns)
+        return parquet.read_row_group(group, columns=self.columns)
+
+    def fingerprint(self) -> dict:
+        """The files, their row groups' rows and footer digests, the columns and shard rule."""
+        return {"shard_by": self.shard_by, "columns": self.columns,
+                "files": [[path, groups, digest]
+                          for path, (groups, digest) in zip(self.paths, self._files)]}
+
+    @staticmethod
+    def describe_change(saved: dict, now: dict) -> str | None:
+        """What changed between two :meth:`fingerprint` records, in words (None: nothing)."""
+        if saved == now:
+            return None
+        notes = []
+        for key in ("shard_by", "columns"):
+            if saved.get(key) != now.get(key):
+                notes.append(f"{key} {saved.get(key)!r} -> {now.get(key)!r}")
+        old = {path: (groups, digest) for path, groups, digest in saved.get("files", [])}
+        new = {path: (groups, digest) for path, groups, digest in now.get("files", [])}
+        gone = [p for p in old if p not in new]
+        added = [p for p in new if p not in old]
+        if gone:
+            notes.append(f"file(s) removed: {gone}")
+        if added:
+            notes.append(f"file(s) added: {added}")
+        for path in old:
+            if path in new and old[path] != new[path]:
+                if old[path][0] != new[path][0]:
+                    notes.append(f"{path!r}: {_groups_text(old[path][0])} -> "
+                                 f"{_groups_text(new[path][0])}")
+                else:
+                    notes.append(f"{path!r}: same row counts, other metadata (footer digest "
+                                 f"{old[path][1]} -> {new[path][1]})")
+        if not notes and [p for p, *_ in saved.get("files", [])] != \
+                [p for p, *_ in now.get("files", [])]:
+            notes.append("the files' order changed")
+        return "; ".join(notes) or "the files' records differ"
