@@ -258,7 +258,7 @@ def policies_for(layout: str):
 
     if layout == "tail":
         return [("MinPerStratum(1)", MinPerStratum(1)),
-                ("ClassesPerBatch(16, 4)", ClassesPerBatch(16, 4))]
+                ("ClassesPerBatch(16, 4)", ClassesPerBatch(16, 4, small="drop"))]
     return [("MinPerStratum(8)", MinPerStratum(8)), ("FixedSize(256)", FixedSize(256)),
             ("Targets({0: .5, 1: .5}, 256)", Targets({0: 0.5, 1: 0.5}, 256)),
             ("Downsample({0: .1}, FixedSize(256))", Downsample({0: 0.1}, FixedSize(256)))]
@@ -351,13 +351,12 @@ def mosaic_rank(args) -> None:
 
     directories = [Path(d) for d in args.mosaic_streams]
     proportions = [float(p) for p in args.mosaic_proportions]
-    if int(os.environ["LOCAL_RANK"]) == 0:
-        clean_stale_shared_memory()
     import torch.distributed as dist
 
-    # The process group is ours for the whole run: left to itself, StreamingDataset opens
-    # one and destroys it right after its barrier, which races with the other rank.
+    # The process group is ours for the whole run: left to themselves, StreamingDataset and
+    # clean_stale_shared_memory (a collective) each open one and destroy it after a barrier.
     dist.init_process_group("gloo")
+    clean_stale_shared_memory()
     streams = [streaming.Stream(local=str(d), proportion=p)
                for d, p in zip(directories, proportions)]
     dataset = streaming.StreamingDataset(streams=streams, batching_method="stratified",
@@ -482,13 +481,13 @@ def run_webdataset(labels: np.ndarray, shard_rows: int, root: Path, batch_size: 
     sources = [wds.WebDataset(u, shardshuffle=len(u), seed=SEED, empty_check=False)
                .shuffle(1000).decode() for u in urls]
     mixed = wds.RandomMix(sources, probs=list(sizes / sizes.sum()))
-    served_labels, opens, last_url = [], 0, {}
+    served_labels, opened = [], set()
     for sample in mixed:
-        stratum = int(sample["label.cls"])
-        served_labels.append(stratum)
-        if last_url.get(stratum) != sample["__url__"]:
-            opens += 1  # shards are read sequentially: a new url is a new shard read
-            last_url[stratum] = sample["__url__"]
+        served_labels.append(int(sample["label.cls"]))
+        # each source makes one pass (RandomMix stops at the first one exhausted), reading
+        # each of its shards once, sequentially: the distinct urls are the shard reads
+        opened.add(sample["__url__"])
+    opens = len(opened)
     served = np.array(served_labels)
     n_batches = -(-served.shape[0] // batch_size)
     minority = np.add.reduceat((served == 1).astype(np.int64),
@@ -499,6 +498,72 @@ def run_webdataset(labels: np.ndarray, shard_rows: int, root: Path, batch_size: 
                    "shards": sum(len(u) for u in urls), "batches": n_batches,
                    "spread_sd": float(minority.std()) if minority.size else 0.0})
     return record
+
+
+def loader_rows_per_s(path: Path, plan, cache_shards: int, workers: int,
+                      max_batches: int | None = None) -> dict:
+    """Wall-clock rows/s of the plan's batches through ShardBatchDataset and a DataLoader.
+
+    The clock runs from the DataLoader's creation (workers start, footers
+    are read) to the last batch, every column a tensor in this process.
+    ``max_batches``: stop after that many batches (the time box).
+    """
+    from torch.utils.data import DataLoader
+
+    from pystratum.shards import ParquetShards
+    from pystratum.shards.torch import ShardBatchDataset, table_tensors
+
+    start = time.perf_counter()
+    dataset = ShardBatchDataset(ParquetShards(str(path)), plan, cache_shards=cache_shards,
+                                transform=table_tensors)
+    # fork: the workers share the plan's arrays instead of each unpickling a copy
+    loader = DataLoader(dataset, batch_size=None, num_workers=workers,
+                        multiprocessing_context="fork")
+    rows = batches = 0
+    for batch in loader:
+        rows += batch["label"].shape[0]
+        batches += 1
+        if max_batches is not None and batches >= max_batches:
+            break
+    seconds = time.perf_counter() - start
+    del loader
+    return {"rows": rows, "batches": batches, "seconds": seconds, "rows_per_s": rows / seconds}
+
+
+def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
+               random_batches: int) -> dict:
+    import pystratum
+    from pystratum.policies import MinPerStratum
+
+    n = labels.shape[0]
+    sizes = np.diff(np.append(np.arange(0, n, shard_rows), n))
+    log("end to end: sequential scan")
+    scan = sequential_scan(path, 256)
+    runs = [("sequential scan, `ParquetFile.iter_batches(256)`, 1 process, all columns to "
+             "numpy", scan)]
+    for name, policy, window in (("MinPerStratum(8)", MinPerStratum(8), 1),
+                                 ("MinPerStratum(8)", MinPerStratum(8), 4)):
+        plan = pystratum.plan_batches(labels, policy, seed=SEED,
+                                      shards=pystratum.shard_sizes(sizes), window=window)
+        log(f"end to end: {name}, shards=, W={window}")
+        record = loader_rows_per_s(path, plan, 2 * window + 2, workers)
+        runs.append((f"`{name}`, `shards=`, W={window}: `ShardBatchDataset`, cache "
+                     f"{2 * window + 2} shards per worker, `DataLoader({workers} workers)`, "
+                     f"whole epoch ({record['batches']:,} batches)", record))
+        del plan
+    plan = pystratum.plan_batches(labels, MinPerStratum(8), seed=SEED)
+    log(f"end to end: row-random, {random_batches} batches")
+    record = loader_rows_per_s(path, plan, 10, workers, max_batches=random_batches)
+    epoch_s = record["seconds"] * plan.num_batches / max(1, record["batches"])
+    runs.append((f"`MinPerStratum(8)` row-random (today's plan), same dataset and cache (10 "
+                 f"shards per worker): **timed on its first {record['batches']} batches and "
+                 f"extrapolated** to the epoch's {plan.num_batches:,} batches: "
+                 f"~{epoch_s / 3600:,.1f} h", record))
+    return {"scan": scan, "runs": runs, "note": (
+        f"Wall clock (the other jobs' load counts: the figures are ratios within this run). "
+        f"{n:,} rows, all six columns decoded and handed over as tensors; the "
+        f"`DataLoader` has {workers} worker processes on {os.cpu_count()} cores, each "
+        f"serving one contiguous run of the epoch's batches.")}
 
 
 # --- report -------------------------------------------------------------------------------
@@ -638,8 +703,9 @@ def write_section(path: Path, section: str, heading_shift: int = 0) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=float, default=1e8)
-    parser.add_argument("--quick", action="store_true", help="10^6 rows, 10^5 for the peers")
+    parser.add_argument("--rows", type=float, default=None, help="default 1e8 (1e6 with --quick)")
+    parser.add_argument("--quick", action="store_true",
+                        help="10^6 rows and 10^5 for the peers, unless --rows / --peer-rows")
     parser.add_argument("--out", type=Path, default=FOCUSED,
                         help="results file the section goes into (default: "
                              "benchmarks/results_focused.md, and then results.md too)")
@@ -647,8 +713,13 @@ def main(argv=None) -> None:
                         help="rows per shard (row group); default rows / 1000")
     parser.add_argument("--cache-dir", type=Path,
                         default=Path(tempfile.gettempdir()) / "pystratum-bench-shards")
-    parser.add_argument("--peer-rows", type=float, default=1e6)
+    parser.add_argument("--peer-rows", type=float, default=None,
+                        help="rows for the peers (default 1e6, 1e5 with --quick)")
     parser.add_argument("--peer-path", type=Path, default=None)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--note", default="", help="a sentence for the results (e.g. why a size)")
+    parser.add_argument("--random-batches", type=int, default=8,
+                        help="batches the row-random plan is timed on (then extrapolated)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["loads", "e2e", "peers"])
     parser.add_argument("--mosaic-rank", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--mosaic-batch", type=int, help=argparse.SUPPRESS)
@@ -658,14 +729,18 @@ def main(argv=None) -> None:
     if args.mosaic_rank:
         mosaic_rank(args)
         return
-    n = 10**6 if args.quick else int(args.rows)
+    n = int(args.rows) if args.rows else (10**6 if args.quick else 10**8)
     shard_rows = int(args.shard_rows) if args.shard_rows else max(100, n // 1000)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
-    meta = {"command": "python benchmarks/bench_shards_parquet.py " + " ".join(argv or sys.argv[1:]),
+    # the folders' own names stay out of the results: they are this machine's
+    command = [("DIR" if previous in ("--peer-path", "--cache-dir", "--out") else word)
+               for previous, word in zip([""] + list(argv or sys.argv[1:]),
+                                         list(argv or sys.argv[1:]))]
+    meta = {"command": "python benchmarks/bench_shards_parquet.py " + " ".join(command),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": load_average(),
             "cores": os.cpu_count(), "rows": n, "shard_rows": shard_rows,
             "shards": -(-n // shard_rows),
-            "own_shards": -(-minority_rows(n) // shard_rows), "size_note": ""}
+            "own_shards": -(-minority_rows(n) // shard_rows), "size_note": args.note}
     load_rows = []
     for layout in ("spread", "own", "tail"):
         labels = make_labels(layout, n)
@@ -674,22 +749,28 @@ def main(argv=None) -> None:
         if "loads" not in args.skip:
             load_rows += shard_load_rows(layout, labels, shard_rows)
         del labels
-    e2e = None
-    if "e2e" not in args.skip:
-        path = dataset_path(args.cache_dir, "spread", n, shard_rows)
-        e2e = {"scan": sequential_scan(path, 256), "runs": []}
-        e2e["runs"].append(("sequential scan, `iter_batches(256)`, 1 process", e2e["scan"]))
-    peers = None
+    e2e = peers = None
+
+    def write(final: bool) -> str:
+        # written after each part, so that a run stopped early leaves what it measured
+        meta["load_end"] = load_average() + ("" if final else " (run still going)")
+        section = render(meta, load_rows, e2e, peers)
+        write_section(args.out, section)
+        if args.out.resolve() == FOCUSED.resolve():
+            write_section(REPORT, section, heading_shift=1)
+        return section
+
+    write(False)
     if "peers" not in args.skip:
-        n_peer = 10**5 if args.quick else int(args.peer_rows)
+        n_peer = int(args.peer_rows) if args.peer_rows else (10**5 if args.quick else 10**6)
         log(f"peers at {n_peer:,} rows")
         peers = peer_rows(args, n_peer, max(100, n_peer // 1000), args.cache_dir)
-    meta["load_end"] = load_average()
-    section = render(meta, load_rows, e2e, peers)
-    print(section)
-    write_section(args.out, section)
-    if args.out.resolve() == FOCUSED.resolve():
-        write_section(REPORT, section, heading_shift=1)
+        write(False)
+    if "e2e" not in args.skip:
+        path = dataset_path(args.cache_dir, "spread", n, shard_rows)
+        e2e = end_to_end(path, make_labels("spread", n), shard_rows, args.workers,
+                         args.random_batches)
+    print(write(True))
 
 
 if __name__ == "__main__":
