@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels as kernel_gate
 from ..streams._base import _draw
 
 __all__ = ["ShardFirstStream", "ShardBlocks", "shard_first", "stable_argsort_small",
@@ -138,9 +139,19 @@ class ShardBlocks:
         return self.block[self.row_shards[rows]]
 
     def order(self, rows: np.ndarray) -> np.ndarray:
-        """``rows`` stably sorted by the block of their shard (a row sequence)."""
+        """``rows`` stably sorted by the block of their shard (a row sequence).
+
+        From ``kernels.MIN_ROWS`` rows with numba (the ``fast`` extra): a
+        compiled counting sort (``pystratum.kernels._shards``), the same order.
+        """
         if self.n_blocks <= 1:
             return rows
+        kernels = kernel_gate.compiled_for("shards", rows.shape[0]) if rows.ndim == 1 else None
+        if kernels is not None:
+            out = np.empty_like(rows)
+            kernels.sort_by_block(np.ascontiguousarray(rows), self.row_shards, self.block,
+                                  self.n_blocks, out)
+            return out
         return rows[stable_argsort_small(self.row_blocks(rows))]
 
     def order_indices(self, indices: np.ndarray, pool: np.ndarray) -> np.ndarray:

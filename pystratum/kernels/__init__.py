@@ -1,9 +1,10 @@
 """The optional compiled kernels (numba, the ``fast`` extra), behind one gate.
 
-Three kernel modules do numpy's work as compiled loops: ``_assemble``
+Four kernel modules do numpy's work as compiled loops: ``_assemble``
 (the materialised plan's assembly and slot placement), ``_index`` (the
 random-access stream, member lists' counting sort, lazy plans' segments)
-and ``_pairset`` (the exact observed-pair checks of generated negatives).
+``_pairset`` (the exact observed-pair checks of generated negatives)
+and ``_shards`` (the shard-blocked order's stable sort by block).
 Every caller asks this module, and only this module decides:
 
 * whether a kernel module is there: :func:`compiled` (None without numba,
@@ -25,7 +26,7 @@ import os
 __all__ = ["MIN_CALL_ROWS", "MIN_ROWS", "KERNELS", "compiled", "compiled_for"]
 
 # The kernel modules by the name callers use.
-KERNELS = ("assemble", "index", "pairset")
+KERNELS = ("assemble", "index", "pairset", "shards")
 # Below this many rows (or values) numpy's path takes a few milliseconds.
 MIN_ROWS = 1 << 17
 # A lazy plan's call on fewer rows stays on numpy's path even in a large

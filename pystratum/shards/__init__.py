@@ -26,9 +26,9 @@ from ._cache import CacheStats, ShardCache
 from ._epochs import STATE_FORMAT, EpochRun, ShardedBatches, data_fingerprint
 from ._parquet import ParquetShards
 from ._reader import RowLocator, ShardReader, check_shard_sizes
-from ._runs import epoch_batches, epoch_plan, rank_run_length, run_batch_ids
+from ._runs import EpochPlan, epoch_batches, rank_run_length, run_batch_ids
 from ._serve import BatchServer
 
-__all__ = ["BatchServer", "CacheStats", "EpochRun", "ParquetShards", "RowLocator",
+__all__ = ["BatchServer", "CacheStats", "EpochPlan", "EpochRun", "ParquetShards", "RowLocator",
            "STATE_FORMAT", "ShardCache", "ShardReader", "ShardedBatches", "check_shard_sizes",
-           "data_fingerprint", "epoch_batches", "epoch_plan", "rank_run_length", "run_batch_ids"]
+           "data_fingerprint", "epoch_batches", "rank_run_length", "run_batch_ids"]

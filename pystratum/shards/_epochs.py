@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 
 from ..base._validation import check_bool, check_epoch, check_int, show
-from ._runs import epoch_plan, run_batch_ids
+from ._runs import EpochPlan, run_batch_ids
 from ._serve import BatchServer
 
 __all__ = ["STATE_FORMAT", "EpochRun", "ShardedBatches", "data_fingerprint"]
@@ -197,39 +197,41 @@ class EpochRun:
         if self._ids is not None:
             return
         owner = self._owner
-        batches, self._weights = epoch_plan(owner.plans, self.epoch)
-        rows = np.concatenate(batches)
-        owner.server.locator.locate(rows, "plans' batches")  # refuse a plan from other data
-        self._ids = run_batch_ids(len(batches), owner.num_replicas, owner.rank, owner.drop_last,
-                                  self.num_workers, self.worker)
-        if self.batches_yielded > self._ids.shape[0]:
+        plan = EpochPlan(owner.plans, self.epoch)
+        ids = run_batch_ids(plan.num_batches, owner.num_replicas, owner.rank, owner.drop_last,
+                            self.num_workers, self.worker)
+        if self.batches_yielded > ids.shape[0]:
             raise ValueError(
-                f"state_dict['batches_yielded'] must be at most this run's {self._ids.shape[0]} "
+                f"state_dict['batches_yielded'] must be at most this run's {ids.shape[0]} "
                 f"batches, got {self.batches_yielded}; {_FIX}.")
+        # Only this run's batches: a lazy plan computes no other, a worker holds no other.
+        batches, self._weights = plan.take(ids)
+        if batches:  # refuse a plan from other data before anything is read
+            owner.server.locator.locate(np.concatenate(batches), "plans' batches")
         self._batches = batches
+        self._ids = ids
         if owner.keep_recycled:
-            owner.server.keep_recycled([batches[i] for i in self._ids.tolist()])
+            owner.server.keep_recycled(batches)
 
     def rows(self, k: int) -> np.ndarray:
         """Row positions of this run's ``k``-th batch."""
         self._open()
-        return self._batches[int(self._ids[k])]
+        return self._batches[k]
 
     def weights(self, k: int) -> np.ndarray:
         """Importance weights of the rows of this run's ``k``-th batch (float64; ones when the
         plan has none, e.g. ``Downsample`` gives ``N_s / k_s``), aligned with :meth:`rows`."""
         self._open()
-        b = int(self._ids[k])
         if self._weights is None:
-            return np.ones(self._batches[b].shape[0])
-        return self._weights[b]
+            return np.ones(self._batches[k].shape[0])
+        return self._weights[k]
 
     def __next__(self):
         self._open()
         k = self.batches_yielded
         if k >= self._ids.shape[0]:
             raise StopIteration
-        rows = self._batches[int(self._ids[k])]
+        rows = self._batches[k]
         served = self._owner.server.serve(rows)
         self.batches_yielded = k + 1
         return rows, served

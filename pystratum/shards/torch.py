@@ -16,7 +16,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 from ..base._validation import check_bool
 from ..torch._distributed import resolve_replicas
 from ._epochs import ShardedBatches
-from ._runs import epoch_batches, rank_run_length
+from ._runs import EpochPlan, rank_run_length
 
 __all__ = ["ShardBatchDataset", "table_tensors"]
 
@@ -107,11 +107,14 @@ class ShardBatchDataset(IterableDataset):
 
     def __len__(self) -> int:
         """Batches this rank yields per epoch (all its workers together; the same on every rank)."""
-        epoch = self.batches.epoch
-        if epoch not in self._num_batches:
-            self._num_batches = {epoch: len(epoch_batches(self.batches.plans, epoch))}
-        return rank_run_length(self._num_batches[epoch], self.batches.num_replicas,
-                               self.batches.drop_last)
+        plans = self.batches.plans
+        count = getattr(plans, "num_batches", None)  # a sampler's: every epoch the same
+        if not isinstance(count, int):
+            epoch = self.batches.epoch
+            if epoch not in self._num_batches:
+                self._num_batches = {epoch: EpochPlan(plans, epoch).num_batches}
+            count = self._num_batches[epoch]
+        return rank_run_length(count, self.batches.num_replicas, self.batches.drop_last)
 
     def __iter__(self):
         info = get_worker_info()

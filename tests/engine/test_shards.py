@@ -423,6 +423,18 @@ def test_shard_ids_of_a_wrong_type_are_type_errors(bad):
         plan_batches(CODES, 2, seed=1, shards=bad)
 
 
+@given(ids=st.lists(st.integers(0, 100), min_size=40, max_size=40),
+       dtype=st.sampled_from([np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                              np.int64, np.uint64, np.float16, np.float32, np.float64]),
+       form=st.sampled_from(["array", "list"]), seed=st.integers(0, 99))
+def test_whole_ids_of_any_numeric_dtype_are_the_same_shards(ids, dtype, form, seed):
+    values = np.asarray(ids).astype(dtype)
+    given_ids = values if form == "array" else values.tolist()
+    a = plan_batches(CODES, 2, seed=seed, shards=given_ids, window=2)
+    b = plan_batches(CODES, 2, seed=seed, shards=np.asarray(ids, dtype=np.int64), window=2)
+    np.testing.assert_array_equal(a.order, b.order)
+
+
 def test_integral_floats_and_sparse_ids_are_labels():
     ids = np.repeat([7.0, 1000.0, 3.0, 2**40], 10)
     a = plan_batches(CODES, 2, seed=1, shards=ids, window=1)
@@ -760,3 +772,33 @@ def test_lazy_plans_refuse_pools_and_slots_naming_shards():
                      shards=shard_sizes([50, 50]))
     with pytest.raises(ValueError, match=r"^shards cannot be honoured with rng='index'"):
         pystratum.lazy_plan(codes, ClassesPerBatch(2, 5), seed=1, shards=shard_sizes([50, 50]))
+
+
+@given(n_shards=st.integers(1, 300), window=st.integers(1, 20), n_rows=st.integers(0, 400),
+       seed=st.integers(0, 2**16), compact=st.booleans())
+def test_compiled_and_numpy_sorts_by_block_agree(n_shards, window, n_rows, seed, compact):
+    """The counting-sort kernel (numba, the fast extra) orders rows as numpy's path does."""
+    import pystratum.kernels._shards as kernels  # the dev extra installs numba: tested
+    from pystratum import kernels as kernel_gate
+    from pystratum.engine._shards import ShardBlocks
+
+    rng = np.random.default_rng(seed)
+    row_shards = rng.integers(0, n_shards, n_rows).astype(
+        np.uint8 if n_shards <= 256 else np.uint16)
+    blocks = ShardBlocks(row_shards, n_shards, window, rng.permutation(n_shards))
+    rows = rng.permutation(n_rows).astype(np.int32 if compact else np.int64)
+    expected = rows[stable_argsort_small(blocks.row_blocks(rows))] if blocks.n_blocks > 1 \
+        else rows
+    saved = dict(kernel_gate._LOADED), kernel_gate.MIN_ROWS
+    try:
+        kernel_gate._LOADED["shards"], kernel_gate.MIN_ROWS = kernels, 0
+        compiled = blocks.order(rows)
+        kernel_gate._LOADED["shards"] = False
+        plain = blocks.order(rows)
+    finally:
+        kernel_gate._LOADED.clear()
+        kernel_gate._LOADED.update(saved[0])
+        kernel_gate.MIN_ROWS = saved[1]
+    np.testing.assert_array_equal(compiled, expected)
+    np.testing.assert_array_equal(plain, expected)
+    assert compiled.dtype == rows.dtype

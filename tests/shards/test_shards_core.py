@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _reader_data import ArrayShards, shard_blocked_plans
+import pystratum
 from pystratum import parquet_strata, plan_batches, shard_sizes
 from pystratum.policies import MinPerStratum, Targets
 from pystratum.shards import (BatchServer, ParquetShards, ShardedBatches, run_batch_ids,
@@ -233,3 +234,48 @@ def test_the_engines_shard_order_with_targets_reads_each_shard_once_per_epoch_af
         if epoch:
             assert (served.server.cache.loads_per_shard - before).max() <= 1
     assert served.stats.kept_rows < 2 * labels.sum()  # the recycled rows, not the epoch
+
+
+class CountingLazyPlan:
+    """A lazy plan that records which batches were asked of it."""
+
+    def __init__(self, plan):
+        self.plan, self.asked = plan, []
+
+    def __len__(self):
+        return len(self.plan)
+
+    def batches_of(self, ids):
+        self.asked.extend(np.asarray(ids).tolist())
+        return self.plan.batches_of(ids)
+
+    def batch_weights(self, batch):
+        return self.plan.batch_weights(batch)
+
+    def materialise(self):
+        raise AssertionError("a run must not materialise the whole epoch")
+
+    @property
+    def row_weights(self):
+        return self.plan.row_weights
+
+
+@pytest.mark.parametrize("policy, sharded", [
+    (MinPerStratum(4), True),
+    # Lazy plans refuse shards= with pools; the weights still come with the run's batches.
+    (pystratum.Downsample({0: 0.5}, MinPerStratum(4)), False),
+])
+def test_a_lazy_plans_run_computes_only_its_own_batches(policy, sharded):
+    labels = spread_labels()
+    sizes = np.full(40, 150)
+    shards = {"shards": shard_sizes(sizes), "window": 2} if sharded else {}
+    lazy = pystratum.lazy_plan(labels, policy, seed=2, epoch=0, **shards)
+    whole = lazy.materialise()
+    counting = CountingLazyPlan(lazy)
+    served = ShardedBatches(ArrayShards(sizes), counting, num_replicas=2, rank=1,
+                            cache_shards=6)
+    run = served.run(num_workers=2, worker=0)
+    ids = run_batch_ids(len(whole), 2, 1, False, 2, 0)
+    got = [(rows.tolist(), run.weights(k).tolist()) for k, (rows, values) in enumerate(run)]
+    assert sorted(set(counting.asked)) == sorted(set(ids.tolist()))  # nothing else computed
+    assert got == [(whole[b].tolist(), whole.batch_weights(b).tolist()) for b in ids.tolist()]
