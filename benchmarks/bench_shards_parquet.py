@@ -315,7 +315,7 @@ def sequential_scan(path: Path, batch_size: int) -> dict:
 
 
 def import_streaming(peer_path):
-    """mosaicml-streaming from ``peer_path`` (appended, so this environment's numpy and torch win)."""
+    """mosaicml-streaming from ``peer_path`` (appended: this environment's numpy and torch win)."""
     if peer_path is not None and str(peer_path) not in sys.path:
         sys.path.append(str(peer_path))
     # Its package __init__ imports its vision datasets, which need torchvision; none is used here.
@@ -326,7 +326,7 @@ def import_streaming(peer_path):
 
 
 def write_mds_streams(root: Path, labels: np.ndarray, shard_rows: int, streaming) -> list:
-    """One MDS directory per stratum (rows in storage order), shards of about ``shard_rows`` rows."""
+    """One MDS directory per stratum (rows in storage order), about ``shard_rows`` rows a shard."""
     directories = []
     for stratum in (0, 1):
         directory = root / f"mds-n{labels.shape[0]}-g{shard_rows}-s{stratum}"
@@ -586,7 +586,8 @@ def render(meta: dict, load_rows: list, e2e: dict | None, peers: dict | None) ->
             f"for `shards=` and {RANDOM_CACHE} for the row-random plan; the last column is the "
             f"smallest LRU that loads each shard once.", ""]
     out += ["| data | policy | order | batches | shards per batch, mean / max | loads per epoch "
-            "(LRU size) | loads at LRU 64 | cache for one pass |", "|---|---|---|---|---|---|---|---|"]
+            "(LRU size) | loads at LRU 64 | cache for one pass |",
+            "|---|---|---|---|---|---|---|---|"]
     for r in load_rows:
         out.append(f"| {r['layout']} | `{r['policy']}` | {r['order']} | {r['batches']:,} | "
                    f"{r['per_batch'][0]:.1f} / {r['per_batch'][1]} | {fmt_loads(r['loads'])} "
@@ -655,9 +656,10 @@ def peer_rows(args, n_peer: int, shard_rows: int, root: Path) -> dict:
                      f"{n_shards:,} row groups)", record))
     try:
         mosaic = run_mosaic(args, labels, shard_rows, root)
+        both = sum(r["distinct"] for r in mosaic["per_rank"]) / n_peer
         for rank, record in enumerate(mosaic["per_rank"]):
             record.update({"served_share": f"{record['distinct'] / n_peer:.1%} (both ranks "
-                                           f"{sum(r['distinct'] for r in mosaic['per_rank']) / n_peer:.1%})",
+                                           f"{both:.1%})",
                            "shards": mosaic["shards"],
                            "reads": f"{record['loads_4'] / mosaic['shards']:.2f}x (LRU 4), "
                                     f"{record['loads_64'] / mosaic['shards']:.2f}x (LRU 64); "

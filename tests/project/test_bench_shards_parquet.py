@@ -1,4 +1,4 @@
-"""benchmarks/bench_shards_parquet.py: its LRU replay, its results section, and a tiny --quick run."""
+"""benchmarks/bench_shards_parquet.py: its LRU replay, its results section, a tiny --quick run."""
 
 import importlib.util
 import subprocess
