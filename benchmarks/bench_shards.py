@@ -2,7 +2,8 @@
 
 Writes ``docs/figures/shards_window.png`` and prints a table. Data: 2*10**5
 rows in 200 shards of 1,000 rows (shard_sizes), batches of about 256, an LRU
-cache of decoded shards simulated over the plan's batches in order. Two
+cache of decoded shards replayed over the plan's batches in order
+(``pystratum.shards.shard_load_profile``). Two
 layouts: strata spread over all shards (a 3% and a 97% stratum, rows
 shuffled), and the 3% stratum living in its own 6 shards. Also the
 sort's cost: the stable sort by block against ``permutation(N)`` at 10**7
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -24,42 +24,11 @@ import numpy as np
 import pystratum
 from pystratum import ClassesPerBatch, FixedSize, MinPerStratum, Targets, shard_sizes
 from pystratum.policies import MultiLabel
+from pystratum.shards import shard_load_profile
 
 ROWS, SHARDS = 200_000, 200
 WINDOWS = (1, 2, 4, 8, 16, 32, 64, 200)
 FIGURE = Path(__file__).resolve().parents[1] / "docs" / "figures" / "shards_window.png"
-
-
-def lru_loads(batches, row_shard, capacity):
-    """Shard loads of an LRU cache of ``capacity`` shards serving the batches in order."""
-    cache = OrderedDict()
-    loads = 0
-    for batch in batches:
-        for shard in np.unique(row_shard[batch]).tolist():
-            if shard in cache:
-                cache.move_to_end(shard)
-                continue
-            loads += 1
-            cache[shard] = True
-            if len(cache) > capacity:
-                cache.popitem(last=False)
-    return loads
-
-
-def once_capacity(batches, row_shard):
-    """The smallest LRU cache (in shards) that loads every shard once: 1 + the most distinct
-    other shards read between two consecutive reads of one shard (its stack distance)."""
-    cache = OrderedDict()
-    most = 0
-    for batch in batches:
-        for shard in np.unique(row_shard[batch]).tolist():
-            if shard in cache:
-                keys = list(reversed(cache))
-                most = max(most, keys.index(shard))
-                cache.move_to_end(shard)
-            else:
-                cache[shard] = True
-    return most + 1
 
 
 def layouts():
@@ -97,16 +66,16 @@ def measure():
                 plan = pystratum.plan_batches(data, policy, seed=1,
                                               shards=None if window is None else sizes,
                                               window=1 if window is None else window)
-                batches = plan.batches
-                touched = np.array([np.unique(row_shard[b]).shape[0] for b in batches])
+                # Rows a policy recycles count as reads here (no kept rows): the plan alone.
+                profile = shard_load_profile(plan, row_shard, kept_rows=False)
+                mean, most = profile.shards_per_batch
                 rows.append(dict(layout=layout, policy=name, window=window,
-                                 per_batch_mean=float(touched.mean()),
-                                 per_batch_max=int(touched.max()),
-                                 loads_64=lru_loads(batches, row_shard, 64) / SHARDS,
-                                 once=once_capacity(batches, row_shard),
-                                 loads_2w2=(lru_loads(batches, row_shard, 2 * window + 2) / SHARDS
+                                 per_batch_mean=mean, per_batch_max=most,
+                                 loads_64=profile.loads(64) / SHARDS,
+                                 once=profile.one_pass_cache,
+                                 loads_2w2=(profile.loads(2 * window + 2) / SHARDS
                                             if window else float("nan")),
-                                 loads_3w=(lru_loads(batches, row_shard, 3 * window) / SHARDS
+                                 loads_3w=(profile.loads(3 * window) / SHARDS
                                            if window else float("nan"))))
                 print(f"{layout:10s} {name:24s} W={str(window):5s} shards/batch "
                       f"{rows[-1]['per_batch_mean']:7.1f} (max {rows[-1]['per_batch_max']:4d})  "

@@ -21,7 +21,7 @@ between the markers ``<!-- bench_shards_parquet -->`` and ``<!-- /bench_shards_p
    (int16), ``id`` (int64, the row's position) and four float32 features.
 2. **Shard loads** (no I/O): each policy's epoch, row-random (today's plan)
    and with ``shards=shard_sizes(...)`` at W = 1, 4, 16, replayed through an
-   LRU cache of decoded shards (:func:`lru_profile`: every batch asks for the
+   LRU cache of decoded shards (``pystratum.shards.shard_load_profile``: every batch asks for the
    distinct shards of its rows). Loads per epoch are given as multiples of
    the shard count, at a cache of 2W + 2 shards (and 64 for the row-random
    plan); "cache for one pass" is the smallest LRU that loads every shard
@@ -62,6 +62,8 @@ import types
 from pathlib import Path
 
 import numpy as np
+
+from pystratum.shards import shard_load_profile
 
 HERE = Path(__file__).resolve().parent
 FOCUSED = HERE / "results_focused.md"
@@ -142,116 +144,6 @@ def write_dataset(path: Path, labels: np.ndarray, shard_rows: int) -> None:
 # --- shard loads: an LRU cache replayed over a plan's batches ------------------------------
 
 
-def _reuse_histogram(shards: np.ndarray, n_shards: int):
-    """(first accesses, hist): hist[d] = re-accesses with d distinct other shards since the last.
-
-    An LRU cache of C shards hits exactly the re-accesses with d < C
-    (Mattson's stack distance), so one pass gives the loads for every size.
-    The distinct shards in between are counted with a Fenwick tree over
-    time holding a 1 at each shard's latest access.
-    """
-    total = shards.shape[0]
-    tree = np.zeros(total + 1, dtype=np.int64)
-    last = np.full(n_shards, -1, dtype=np.int64)
-    hist = np.zeros(n_shards + 1, dtype=np.int64)
-    first = 0
-    for t in range(total):
-        shard = shards[t]
-        previous = last[shard]
-        if previous < 0:
-            first += 1
-        else:
-            # markers at times previous+1 .. t-1: prefix(t) - prefix(previous + 1)
-            between, i = 0, t
-            while i > 0:
-                between += tree[i]
-                i -= i & -i
-            i = previous + 1
-            while i > 0:
-                between -= tree[i]
-                i -= i & -i
-            hist[between] += 1
-            i = previous + 1
-            while i <= total:
-                tree[i] -= 1
-                i += i & -i
-        i = t + 1
-        while i <= total:
-            tree[i] += 1
-            i += i & -i
-        last[shard] = t
-    return first, hist
-
-
-def _first_serving(order: np.ndarray, n_rows: int) -> np.ndarray:
-    """True where ``order`` serves a row for the first time in the epoch."""
-    seen = np.zeros(n_rows, dtype=np.bool_)
-    first = np.empty(order.shape[0], dtype=np.bool_)
-    for i in range(order.shape[0]):
-        first[i] = not seen[order[i]]
-        seen[order[i]] = True
-    return first
-
-
-try:  # the `fast` extra; without it the same loops run in Python (slow past 10^6 rows)
-    import numba
-
-    _reuse_histogram = numba.njit(cache=False)(_reuse_histogram)
-    _first_serving = numba.njit(cache=False)(_first_serving)
-except ImportError:  # pragma: no cover
-    pass
-
-
-def batch_shard_accesses(order: np.ndarray, bounds: np.ndarray, shard_of_row: np.ndarray,
-                         n_shards: int, chunk_rows: int = 1 << 24):
-    """(batch, shard) of every distinct shard each batch reads, batch by batch, shards ascending.
-
-    A row served again in the same epoch (a stratum that ``Targets``
-    recycles) is not a read: the readers keep such strata's rows after
-    their first pass, so only a row's first serving asks for its shard.
-    """
-    first_serving = _first_serving(order, shard_of_row.shape[0])
-    batches, shards = [], []
-    n_batches = bounds.shape[0] - 1
-    first = 0
-    while first < n_batches:
-        last = int(np.searchsorted(bounds, bounds[first] + chunk_rows, side="right")) - 1
-        last = min(n_batches, max(last, first + 1))
-        span = slice(bounds[first], bounds[last])
-        batch = np.repeat(np.arange(first, last, dtype=np.int64),
-                          np.diff(bounds[first:last + 1]))[first_serving[span]]
-        rows = order[span][first_serving[span]]
-        keys = np.unique(batch * n_shards + shard_of_row[rows])
-        batches.append(keys // n_shards)
-        shards.append((keys % n_shards).astype(np.int32))
-        first = last
-    return np.concatenate(batches), np.concatenate(shards)
-
-
-def lru_profile(plan, shard_of_row: np.ndarray, n_shards: int) -> dict:
-    """How an LRU cache of decoded shards serves ``plan``'s batches in order.
-
-    ``loads(C)``: shard loads per epoch with a cache of C shards;
-    ``one_pass_cache``: the smallest C that loads every shard read at most
-    once; ``per_batch``: (mean, max) distinct shards a batch reads.
-    """
-    batch, shards = batch_shard_accesses(plan.order, plan.bounds, shard_of_row, n_shards)
-    first, hist = _reuse_histogram(shards, n_shards)
-    # loads(C) = first + re-accesses at distance >= C
-    tail = np.concatenate([np.cumsum(hist[::-1])[::-1], [0]])
-    reused = np.nonzero(hist)[0]
-    per_batch = np.bincount(batch, minlength=plan.num_batches)
-    return {"first": int(first), "tail": tail, "n_shards": n_shards,
-            "one_pass_cache": int(reused.max()) + 1 if reused.size else 1,
-            "per_batch": (float(per_batch.mean()), int(per_batch.max())),
-            "batches": plan.num_batches}
-
-
-def loads(profile: dict, capacity: int) -> int:
-    tail = profile["tail"]
-    return profile["first"] + int(tail[min(capacity, tail.shape[0] - 1)])
-
-
 def policies_for(layout: str):
     from pystratum.policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
                                     Targets)
@@ -282,15 +174,15 @@ def shard_load_rows(layout: str, labels: np.ndarray, shard_rows: int) -> list:
             start = time.perf_counter()
             plan = pystratum.plan_batches(labels, policy, seed=SEED, **extra)
             planned = time.perf_counter() - start
-            profile = lru_profile(plan, shard_of_row, n_shards)
+            profile = shard_load_profile(plan, shard_of_row)
             rows.append({"layout": layout, "policy": policy_name, "order": name,
-                         "capacity": capacity, "loads": loads(profile, capacity) / n_shards,
-                         "loads_64": loads(profile, RANDOM_CACHE) / n_shards,
-                         "one_pass_cache": profile["one_pass_cache"],
-                         "per_batch": profile["per_batch"], "batches": profile["batches"],
+                         "capacity": capacity, "loads": profile.loads(capacity) / n_shards,
+                         "loads_64": profile.loads(RANDOM_CACHE) / n_shards,
+                         "one_pass_cache": profile.one_pass_cache,
+                         "per_batch": profile.shards_per_batch, "batches": profile.num_batches,
                          "rows_served": int(plan.order.shape[0]), "plan_s": planned})
             log(f"{layout} {policy_name} {name}: {rows[-1]['loads']:.2f} x shards at LRU "
-                f"{capacity}, one-pass cache {profile['one_pass_cache']}, plan {planned:.1f} s")
+                f"{capacity}, one-pass cache {profile.one_pass_cache}, plan {planned:.1f} s")
             del plan
     return rows
 
@@ -385,7 +277,7 @@ def composition(minority_counts: np.ndarray, sizes: np.ndarray) -> dict:
 
 
 class _Plan:
-    """Just enough of a plan (order, bounds) for :func:`lru_profile`."""
+    """Just enough of a plan (order, bounds) for ``shard_load_profile``."""
 
     def __init__(self, order, batch_size):
         self.order = np.asarray(order, dtype=np.int64)
@@ -437,12 +329,12 @@ def run_mosaic(args, labels: np.ndarray, shard_rows: int, root: Path, ranks: int
         minority = (served[:n_batches * batch_per_rank, 0] == 1).reshape(n_batches, -1).sum(1)
         record = composition(minority, np.full(n_batches, batch_per_rank))
         global_shard = np.array([offsets[s] + shard_maps[s][p] for s, p in served.tolist()])
-        profile = lru_profile(_Plan(np.arange(global_shard.shape[0]), batch_per_rank),
-                              global_shard.astype(np.int32), int(offsets[-1]))
+        profile = shard_load_profile(_Plan(np.arange(global_shard.shape[0]), batch_per_rank),
+                                     global_shard.astype(np.int32))
         record.update({"served": int(served.shape[0]),
                        "distinct": int(np.unique(served[:, 0] * (1 << 40) + served[:, 1]).size),
-                       "loads_4": loads(profile, 4), "loads_64": loads(profile, RANDOM_CACHE),
-                       "per_batch": profile["per_batch"]})
+                       "loads_4": profile.loads(4), "loads_64": profile.loads(RANDOM_CACHE),
+                       "per_batch": profile.shards_per_batch})
         out["per_rank"].append(record)
     return out
 
@@ -647,10 +539,10 @@ def peer_rows(args, n_peer: int, shard_rows: int, root: Path) -> dict:
         minority = (labels[plan.order] == 1).astype(np.int64)
         counts = np.add.reduceat(minority, plan.bounds[:-1])
         record = composition(counts, np.diff(plan.bounds))
-        profile = lru_profile(plan, shard_of_row, n_shards)
+        profile = shard_load_profile(plan, shard_of_row)
         record.update({"served_share": f"{plan.order.shape[0] / n_peer:.1%}",
                        "shards": n_shards,
-                       "reads": f"{loads(profile, 2 * window + 2) / n_shards:.2f}x (LRU "
+                       "reads": f"{profile.loads(2 * window + 2) / n_shards:.2f}x (LRU "
                                 f"{2 * window + 2})"})
         rows.append((f"pystratum `FixedSize(256)`, `shards=`, W={window} (`spread` file, "
                      f"{n_shards:,} row groups)", record))

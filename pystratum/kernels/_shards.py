@@ -12,6 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from . import _stack_distance as stack_distance
 from ._tools import prefetch as _prefetch
 
 # Rows ahead whose shard entry is prefetched.
@@ -36,3 +37,8 @@ def sort_by_block(rows, row_shards, block, n_blocks, out):
         key = np.int64(keys[i])
         out[starts[key]] = rows[i]
         starts[key] += 1
+
+
+
+first_servings = numba.njit(nogil=True, cache=True)(stack_distance.first_servings)
+reuse_histogram = numba.njit(nogil=True, cache=True)(stack_distance.reuse_histogram)

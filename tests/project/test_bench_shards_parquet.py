@@ -1,66 +1,17 @@
-"""benchmarks/bench_shards_parquet.py: its LRU replay, its results section, a tiny --quick run."""
+"""benchmarks/bench_shards_parquet.py: its results section and a tiny --quick run (its LRU replay is
+pystratum.shards.shard_load_profile, tested in tests/shards/test_load_profile.py)."""
 
 import importlib.util
 import subprocess
 import sys
-from collections import OrderedDict
 from pathlib import Path
 
-import numpy as np
-
-import pystratum
-from pystratum.policies import MinPerStratum
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "bench_shards_parquet.py"
 spec = importlib.util.spec_from_file_location("bench_shards_parquet", SCRIPT)
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
-
-
-def direct_lru_loads(plan, shard_of_row, capacity):
-    """Shard loads of an LRU cache of ``capacity`` shards, batch by batch (the slow way)."""
-    cache, loads, served = OrderedDict(), 0, set()
-    for b in range(plan.num_batches):
-        rows = [r for r in plan.order[plan.bounds[b]:plan.bounds[b + 1]].tolist()
-                if r not in served]
-        served.update(rows)
-        for shard in np.unique(shard_of_row[rows]).tolist():
-            if shard in cache:
-                cache.move_to_end(shard)
-                continue
-            loads += 1
-            cache[shard] = True
-            if len(cache) > capacity:
-                cache.popitem(last=False)
-    return loads
-
-
-def test_lru_profile_counts_what_an_lru_cache_loads_at_every_size():
-    labels = bench.make_labels("spread", 6000)
-    shard_of_row = (np.arange(6000) // 100).astype(np.int32)
-    plans = [pystratum.plan_batches(labels, MinPerStratum(8), seed=3),
-             pystratum.plan_batches(labels, MinPerStratum(8), seed=3,
-                                    shards=pystratum.shard_sizes(np.full(60, 100)), window=2)]
-    for plan in plans:
-        profile = bench.lru_profile(plan, shard_of_row, 60)
-        for capacity in (1, 2, 4, 6, 10, 30, 59, 60, 100):
-            assert bench.loads(profile, capacity) == direct_lru_loads(plan, shard_of_row, capacity)
-        # the cache for one pass is the smallest that loads each shard once
-        need = profile["one_pass_cache"]
-        assert bench.loads(profile, need) == 60
-        assert need == 1 or bench.loads(profile, need - 1) > 60
-
-
-def test_a_row_served_again_reads_no_shard():
-    class Plan:  # rows 0..3 in shard 0, 4..7 in shard 1; rows 0 and 1 served again
-        order = np.array([0, 4, 1, 5, 0, 1, 2, 3])
-        bounds = np.array([0, 2, 4, 6, 8])
-        num_batches = 4
-
-    profile = bench.lru_profile(Plan, np.array([0, 0, 0, 0, 1, 1, 1, 1], dtype=np.int32), 2)
-    # with a cache of one shard: 0, 1, 0, 1 for the first two batches, nothing for the third
-    assert bench.loads(profile, 1) == 5 and bench.loads(profile, 2) == 2
 
 
 def test_write_section_replaces_its_own_part_only(tmp_path):

@@ -1,0 +1,87 @@
+"""What a plan costs a reader: shard loads per epoch for every LRU cache size, in one pass.
+
+A reader with an LRU cache of ``C`` decoded shards (:class:`~pystratum.shards.ShardCache`)
+loads a shard whenever a batch asks for one it does not hold. An LRU cache of ``C`` hits
+exactly the re-accesses whose *stack distance* (distinct other shards asked for since the
+shard's last access) is below ``C`` (Mattson et al., 1970), so one pass over a plan's
+accesses gives the loads for every cache size at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kernels as kernel_gate
+from ..kernels import _stack_distance as plain_loops
+
+__all__ = ["ShardLoadProfile", "shard_load_profile"]
+
+
+@dataclass(frozen=True)
+class ShardLoadProfile:
+    """Shard loads of one epoch's batches, read in order through an LRU cache.
+
+    ``first_reads``: distinct shards the epoch reads (a cache of any size loads each once);
+    ``one_pass_cache``: the smallest cache (in shards) that loads every shard at most once;
+    ``shards_per_batch``: (mean, max) distinct shards a batch reads.
+    """
+
+    first_reads: int
+    one_pass_cache: int
+    shards_per_batch: tuple
+    num_batches: int
+    _far: np.ndarray  # _far[c]: re-accesses at stack distance >= c
+
+    def loads(self, cache_shards: int) -> int:
+        """Shard loads per epoch with an LRU cache of ``cache_shards`` shards (at least 1)."""
+        if isinstance(cache_shards, bool) or not isinstance(cache_shards, (int, np.integer)) \
+                or cache_shards < 1:
+            raise ValueError(f"cache_shards must be a whole number >= 1, got "
+                             f"cache_shards={cache_shards!r}. Pass the number of decoded shards "
+                             f"the cache holds.")
+        return self.first_reads + int(self._far[min(int(cache_shards), self._far.shape[0] - 1)])
+
+
+def shard_load_profile(plan, shard_of_row, *, kept_rows: bool = True) -> ShardLoadProfile:
+    """The :class:`ShardLoadProfile` of ``plan``'s batches (a ``BatchPlan``: ``order``, ``bounds``).
+
+    ``shard_of_row``: the shard index (``0..H-1``) of every row. ``kept_rows=True`` counts a
+    row served again in the same epoch (a stratum a policy recycles) as no read, as
+    :class:`~pystratum.shards.BatchServer` keeps such rows after their first read.
+    Guarantee: ``loads(C)`` equals what an LRU cache of ``C`` shards loads serving the batches
+    in order, each batch's shards asked for in ascending order (the tests replay the cache).
+    """
+    order = np.asarray(plan.order, dtype=np.int64)
+    bounds = np.asarray(plan.bounds, dtype=np.int64)
+    shard_of_row = np.asarray(shard_of_row)
+    if shard_of_row.ndim != 1 or not np.issubdtype(shard_of_row.dtype, np.integer):
+        raise TypeError(f"shard_of_row must be a 1-D integer array (a shard index per row), got "
+                        f"an array of dtype {shard_of_row.dtype} and shape {shard_of_row.shape}.")
+    if order.size and (order.max() >= shard_of_row.shape[0] or order.min() < 0):
+        raise ValueError(f"shard_of_row must hold a shard for every row the plan serves, got "
+                         f"{shard_of_row.shape[0]} entries for rows up to {int(order.max())}.")
+    if shard_of_row.size and shard_of_row.min() < 0:
+        raise ValueError("shard_of_row must hold shard indices >= 0, got "
+                         f"{int(shard_of_row.min())}.")
+    n_shards = int(shard_of_row.max()) + 1 if shard_of_row.size else 1
+    kernels = kernel_gate.compiled_for("shards", order.shape[0])
+    if kept_rows:
+        first = (kernels or plain_loops).first_servings(order, shard_of_row.shape[0])
+    else:
+        first = np.ones(order.shape[0], dtype=bool)
+    batch = np.repeat(np.arange(bounds.shape[0] - 1, dtype=np.int64), np.diff(bounds))[first]
+    keys = np.unique(batch * n_shards + shard_of_row[order[first]])
+    batch_of, shards = keys // n_shards, keys % n_shards
+    first_reads, hist = (kernels or plain_loops).reuse_histogram(shards, n_shards)
+    far = np.concatenate([np.cumsum(hist[::-1])[::-1], [0]])
+    reused = np.flatnonzero(hist)
+    per_batch = np.bincount(batch_of, minlength=bounds.shape[0] - 1)
+    return ShardLoadProfile(
+        first_reads=int(first_reads),
+        one_pass_cache=int(reused.max()) + 1 if reused.size else 1,
+        shards_per_batch=(float(per_batch.mean()) if per_batch.size else 0.0,
+                          int(per_batch.max()) if per_batch.size else 0),
+        num_batches=int(bounds.shape[0] - 1), _far=far)
+
