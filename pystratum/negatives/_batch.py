@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._libm import libm_exp
+
 
 @dataclass(frozen=True, repr=False)
 class NegativeBatch:
@@ -81,7 +83,8 @@ class _BatchRows:
         weight = np.empty(n + m)
         log_q[:n] = 0.0
         weight[:n] = 1.0
-        # Same arithmetic as R (log w_i - log free, weight exp(-log_q) / k), so
+        # Same arithmetic as R (log w_i - log free, weight exp(-log_q) / k, the C library's exp
+        # and log: ._libm), so
         # the values agree bit for bit; per-user terms are computed once per
         # user (at construction) and copied to the k rows of each positive.
         if self.pair_with == "user":
@@ -91,13 +94,13 @@ class _BatchRows:
                 _fill_columns(weight[n:], terms.imag, k)
             else:
                 log_q[n:] += self._log_weights[neg_items]
-                weight[n:] = np.exp(-log_q[n:]) / k
+                weight[n:] = libm_exp(-log_q[n:]) / k
         elif self._weights is None:
             log_q[n:] = -self._log_free
             weight[n:] = math.exp(self._log_free) / k
         else:
             np.subtract(self._log_weights[neg_items], self._log_free, out=log_q[n:])
-            weight[n:] = np.exp(-log_q[n:]) / k
+            weight[n:] = libm_exp(-log_q[n:]) / k
         positive = np.empty(n + m, dtype=np.int64)
         positive[:n] = chosen if self._kept is None else self._kept[chosen]
         positive[n:] = -1

@@ -39,6 +39,8 @@ import math
 
 import numpy as np
 
+from ._libm import libm_exp, libm_log
+
 from ..base._validation import _show
 
 # Expected number of negatives per epoch that may fail every rejection round:
@@ -77,8 +79,7 @@ def _item_weights(item_weights, num_items):
 
 
 def _log_weights(weights):
-    with np.errstate(divide="ignore"):
-        return np.log(weights)
+    return libm_log(weights)
 
 
 class _Proposal:
@@ -119,9 +120,8 @@ class _Proposal:
             # side by side (real, imag) so a batch reads both in one gather; the
             # same arithmetic per element as computing them per row.
             terms = np.empty(free.shape[0], dtype=np.complex128)
-            with np.errstate(divide="ignore"):
-                terms.real = np.log(free)
-            terms.imag = np.exp(terms.real) / k
+            terms.real = libm_log(free)
+            terms.imag = libm_exp(terms.real) / k
             self._user_terms = terms
             self._log_free = terms.real  # a view
         else:
