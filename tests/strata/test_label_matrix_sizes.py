@@ -41,7 +41,8 @@ def test_every_sparse_format_is_sized_first(fmt):
 def test_a_sparse_tensor_is_sized_before_it_is_made_dense():
     n = 20_000
     index = torch.arange(n).repeat(2, 1)
-    tensor = torch.sparse_coo_tensor(index, torch.ones(n, dtype=torch.int8), (n, n))
+    tensor = torch.sparse_coo_tensor(index, torch.ones(n, dtype=torch.int8), (n, n),
+                                     check_invariants=True)
     with pytest.raises(ValueError, match=r"^labels makes a label matrix .* from a sparse "
                                          r"tensor listing 20,000 labels"):
         pystratum.label_matrix(tensor)

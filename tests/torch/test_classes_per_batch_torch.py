@@ -13,7 +13,6 @@ from pystratum.serving._sharding import rank_batch_indices
 from pystratum.policies import ClassesPerBatch, Policy
 from pystratum.torch import StratifiedBatchSampler
 
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 
 SIZES = [9, 4, 13, 7, 22, 5, 16, 11, 8, 30]
 LABELS = np.random.default_rng(7).permutation(np.repeat(np.arange(len(SIZES)), SIZES))

@@ -161,8 +161,6 @@ def test_a_copy_continues_from_the_same_row():
     assert list(clone) == list(iterator)
 
 
-# torchdata's StatefulDataLoader calls torch.set_vital, which torch deprecates: not ours.
-@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_stateful_dataloader_resumes_mid_epoch(num_workers):
     def loader():

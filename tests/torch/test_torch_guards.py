@@ -11,7 +11,6 @@ from pystratum.torch import StratifiedBatchSampler
 
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 
 
 @pytest.fixture(scope="module")

@@ -85,8 +85,6 @@ def test_resume_mid_epoch_computes_only_the_rest(labels, monkeypatch):
     assert head + rest == [b.tolist() for b in lazy_plan(labels, 3, seed=5, epoch=4)]
 
 
-# torchdata's StatefulDataLoader calls torch.set_vital, which torch deprecates: not ours.
-@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 def test_stateful_dataloader_resumes_exactly(labels):
     dataset = TensorDataset(torch.arange(N_ROWS), torch.as_tensor(labels))
 

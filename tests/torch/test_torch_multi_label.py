@@ -79,8 +79,6 @@ def test_a_datasets_2d_targets_are_read_as_the_label_matrix(matrix):
         StratifiedBatchSampler(matrix, policy, seed=2, dataset=TensorDataset(torch.arange(10)))
 
 
-# torchdata's StatefulDataLoader calls torch.set_vital, which torch deprecates: not ours.
-@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 def test_a_resume_mid_epoch_continues_the_same_batches(matrix):
     dataset = TensorDataset(torch.arange(N_ROWS), torch.as_tensor(matrix))
     policy = MultiLabel(batch_size=50)

@@ -14,7 +14,6 @@ from pystratum.torch import StratifiedBatchSampler
 
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 
 N_ROWS = 1000
 N_POSITIVE = 60

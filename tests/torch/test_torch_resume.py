@@ -14,7 +14,6 @@ from pystratum.torch import StratifiedBatchSampler
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 # torchdata 0.11 calls a torch function that torch 2.13 deprecates; not ours to fix.
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 
 N_ROWS = 1000
 M = 3  # 30 positives -> 10 batches per epoch

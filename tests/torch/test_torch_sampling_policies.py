@@ -13,7 +13,6 @@ from pystratum.serving._sharding import rank_batch_indices
 from pystratum.policies import Downsample, FixedSize, Targets
 from pystratum.torch import StratifiedBatchSampler, WeightedDataset
 
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 
 LABELS = np.array([0] * 200 + [1] * 13 + [2] * 37)
 np.random.default_rng(3).shuffle(LABELS)

@@ -13,7 +13,6 @@ from pystratum import plan_batches, shard_sizes
 from pystratum.policies import FixedSize, MinPerStratum, MultiLabel, Targets
 from pystratum.torch import StratifiedBatchSampler, StratifiedSampler
 
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 
 N_ROWS = 1200
 SIZES = [100] * 12

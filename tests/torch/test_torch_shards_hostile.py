@@ -25,7 +25,6 @@ from pystratum import (FixedSize, MinPerStratum, StratumTooSmallWarning, Targets
                        shard_sizes)
 from pystratum.torch import StratifiedBatchSampler, StratifiedSampler
 
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 
 OUTCOMES = Counter()
 CODES = np.arange(60) % 3

@@ -16,7 +16,6 @@ from pystratum.tree.torch import TreeBatchSampler
 
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 
 CONFIG = {"epoch_length": 250, "root": {"children": [
     {"column": "active", "value": 1, "weight": 0.3, "mode": "shuffle"},
