@@ -30,6 +30,10 @@ class ShardReader(Protocol):
     ``shard`` (0-based), exactly ``shard_sizes[shard]`` of them, in storage
     order. ``fingerprint()`` (optional) returns a JSON-able description of
     the stored data that changes when the data does; resume states record it.
+    ``check_unchanged()`` (optional) raises ValueError when the stored data
+    changed since the reader was built; it runs once at the start of every
+    epoch and resume (in each worker), before any row is served, so ``load``
+    need not check the data itself.
     """
 
     shard_sizes: Any

@@ -53,6 +53,13 @@ class BatchServer:
     def stats(self):
         return self.cache.stats
 
+    def check_unchanged(self) -> None:
+        """The reader's ``check_unchanged()`` (if it has one): raises when the stored data changed
+        since the reader was built. Call it before serving a new epoch or a resume."""
+        check = getattr(self.reader, "check_unchanged", None)
+        if callable(check):
+            check()
+
     def keep_recycled(self, batches) -> None:
         """Keep aside exactly the rows that ``batches`` (a run, e.g. an epoch) serve more than once.
 
