@@ -533,6 +533,37 @@ def loader_rows_per_s(path: Path, plan, cache_shards: int, workers: int,
     return {"rows": rows, "batches": batches, "seconds": seconds, "rows_per_s": rows / seconds}
 
 
+def loader_ceiling(path: Path, batch_rows: int, num_batches: int, workers: int) -> dict:
+    """Rows/s of the same ``DataLoader`` serving one pre-made table of ``batch_rows`` rows per
+    batch (no reading, no gather): the most any reader can reach through it here."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+    from pystratum.shards.torch import table_tensors
+
+    head = pq.ParquetFile(path).read_row_group(0).slice(0, batch_rows)
+    # its own buffers: a pickled slice would carry the whole row group's
+    template = pa.Table.from_arrays([pa.array(column.to_numpy()) for column in head.columns],
+                                    schema=head.schema)
+
+    class Repeat(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            k, w = (1, 0) if info is None else (info.num_workers, info.id)
+            count = num_batches * (w + 1) // k - num_batches * w // k
+            return (template for _ in range(count))
+
+    start = time.perf_counter()
+    rows = batches = 0
+    for table in DataLoader(Repeat(), batch_size=None, num_workers=workers,
+                            multiprocessing_context="fork"):
+        rows += table_tensors(table)["label"].shape[0]
+        batches += 1
+    seconds = time.perf_counter() - start
+    return {"rows": rows, "batches": batches, "seconds": seconds, "rows_per_s": rows / seconds}
+
+
 def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
                random_batches: int) -> dict:
     import pystratum
@@ -554,6 +585,12 @@ def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
                      f"{2 * window + 2} shards per worker, `DataLoader({workers} workers)`, "
                      f"whole epoch ({record['batches']:,} batches)", record))
         del plan
+    batch_rows = n // record["batches"]
+    log(f"end to end: the DataLoader alone, {record['batches']:,} pre-made tables")
+    ceiling = loader_ceiling(path, batch_rows, record["batches"], workers)
+    runs.append((f"`DataLoader({workers} workers)` alone: one pre-made {batch_rows}-row table "
+                 f"per batch, no reading and no gather (the ceiling for any reader through it "
+                 f"on this machine)", ceiling))
     plan = pystratum.plan_batches(labels, MinPerStratum(8), seed=SEED)
     log(f"end to end: row-random, {random_batches} batches")
     record = loader_rows_per_s(path, plan, 10, workers, max_batches=random_batches)
@@ -562,8 +599,15 @@ def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
                  f"shards per worker): **timed on its first {record['batches']} batches and "
                  f"extrapolated** to the epoch's {plan.num_batches:,} batches: "
                  f"~{epoch_s / 3600:,.1f} h", record))
+    # The scan again at the end: on a shared machine one scan can be several times slower
+    # than another; the ratios are to the faster one, so a busy moment cannot flatter them.
+    log("end to end: sequential scan again")
+    again = sequential_scan(path, 256)
+    runs.append(("the same sequential scan again, after the runs above", again))
+    scan = max(scan, again, key=lambda record: record["rows_per_s"])
     return {"scan": scan, "runs": runs, "note": (
-        f"Wall clock (the other jobs' load counts: the figures are ratios within this run). "
+        f"Wall clock (the other jobs' load counts: the figures are ratios within this run, "
+        f"to the faster of the two scans). "
         f"{n:,} rows, all six columns decoded, each batch sent by its worker as one Arrow "
         f"table and turned into tensors (`table_tensors`) in the main process; the "
         f"`DataLoader` has {workers} worker processes on {os.cpu_count()} cores, each "
