@@ -3,13 +3,14 @@
 Run from the repository root (PYTHONPATH at the root):
 
     python benchmarks/bench_shards_parquet.py [--rows 1e8] [--quick] [--out FILE]
-        [--peer-path DIR] [--peer-rows 1e6] [--cache-dir DIR]
+        [--peer-path DIR] [--peer-rows 1e6] [--cache-dir DIR] [--skip loads e2e peers]
 
 ``--quick`` is 10^6 rows (10^5 for the peers). The section is printed and
 written into ``--out`` (default benchmarks/results_focused.md; with the
 default, also into the focused part at the end of benchmarks/results.md),
 between the markers ``<!-- bench_shards_parquet -->`` and ``<!-- /bench_shards_parquet -->``
-(replaced, or appended when absent).
+(replaced, or appended when absent). ``--skip loads peers`` runs the end-to-end
+part alone and replaces only its part of the section (with its own run line).
 
 1. **Data.** Three Parquet files, one row group per shard (``--shard-rows``,
    default ``rows / 1000``), written row group by row group (the table is
@@ -406,19 +407,52 @@ def loader_rows_per_s(path: Path, plan, cache_shards: int, workers: int,
     from pystratum.shards.torch import ShardBatchDataset, table_tensors
 
     start = time.perf_counter()
-    dataset = ShardBatchDataset(ParquetShards(str(path)), plan, cache_shards=cache_shards,
-                                transform=table_tensors)
+    # Tables cross from the workers (one pickled payload each) and become tensors here:
+    # tensors made in a worker would cross through shared memory, one per column and batch.
+    dataset = ShardBatchDataset(ParquetShards(str(path)), plan, cache_shards=cache_shards)
     # fork: the workers share the plan's arrays instead of each unpickling a copy
     loader = DataLoader(dataset, batch_size=None, num_workers=workers,
                         multiprocessing_context="fork")
     rows = batches = 0
-    for batch in loader:
+    for table in loader:
+        batch = table_tensors(table)
         rows += batch["label"].shape[0]
         batches += 1
         if max_batches is not None and batches >= max_batches:
             break
     seconds = time.perf_counter() - start
     del loader
+    return {"rows": rows, "batches": batches, "seconds": seconds, "rows_per_s": rows / seconds}
+
+
+def loader_ceiling(path: Path, batch_rows: int, num_batches: int, workers: int) -> dict:
+    """Rows/s of the same ``DataLoader`` serving one pre-made table of ``batch_rows`` rows per
+    batch (no reading, no gather): the most any reader can reach through it here."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+    from pystratum.shards.torch import table_tensors
+
+    head = pq.ParquetFile(path).read_row_group(0).slice(0, batch_rows)
+    # its own buffers: a pickled slice would carry the whole row group's
+    template = pa.Table.from_arrays([pa.array(column.to_numpy()) for column in head.columns],
+                                    schema=head.schema)
+
+    class Repeat(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()
+            k, w = (1, 0) if info is None else (info.num_workers, info.id)
+            count = num_batches * (w + 1) // k - num_batches * w // k
+            return (template for _ in range(count))
+
+    start = time.perf_counter()
+    rows = batches = 0
+    for table in DataLoader(Repeat(), batch_size=None, num_workers=workers,
+                            multiprocessing_context="fork"):
+        rows += table_tensors(table)["label"].shape[0]
+        batches += 1
+    seconds = time.perf_counter() - start
     return {"rows": rows, "batches": batches, "seconds": seconds, "rows_per_s": rows / seconds}
 
 
@@ -443,6 +477,12 @@ def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
                      f"{2 * window + 2} shards per worker, `DataLoader({workers} workers)`, "
                      f"whole epoch ({record['batches']:,} batches)", record))
         del plan
+    batch_rows = n // record["batches"]
+    log(f"end to end: the DataLoader alone, {record['batches']:,} pre-made tables")
+    ceiling = loader_ceiling(path, batch_rows, record["batches"], workers)
+    runs.append((f"`DataLoader({workers} workers)` alone: one pre-made {batch_rows}-row table "
+                 f"per batch, no reading and no gather (the ceiling for any reader through it "
+                 f"on this machine)", ceiling))
     plan = pystratum.plan_batches(labels, MinPerStratum(8), seed=SEED)
     log(f"end to end: row-random, {random_batches} batches")
     record = loader_rows_per_s(path, plan, 10, workers, max_batches=random_batches)
@@ -451,9 +491,17 @@ def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
                  f"shards per worker): **timed on its first {record['batches']} batches and "
                  f"extrapolated** to the epoch's {plan.num_batches:,} batches: "
                  f"~{epoch_s / 3600:,.1f} h", record))
+    # The scan again at the end: on a shared machine one scan can be several times slower
+    # than another; the ratios are to the faster one, so a busy moment cannot flatter them.
+    log("end to end: sequential scan again")
+    again = sequential_scan(path, 256)
+    runs.append(("the same sequential scan again, after the runs above", again))
+    scan = max(scan, again, key=lambda record: record["rows_per_s"])
     return {"scan": scan, "runs": runs, "note": (
-        f"Wall clock (the other jobs' load counts: the figures are ratios within this run). "
-        f"{n:,} rows, all six columns decoded and handed over as tensors; the "
+        f"Wall clock (the other jobs' load counts: the figures are ratios within this run, "
+        f"to the faster of the two scans). "
+        f"{n:,} rows, all six columns decoded, each batch sent by its worker as one Arrow "
+        f"table and turned into tensors (`table_tensors`) in the main process; the "
         f"`DataLoader` has {workers} worker processes on {os.cpu_count()} cores, each "
         f"serving one contiguous run of the epoch's batches.")}
 
@@ -494,7 +542,7 @@ def render(meta: dict, load_rows: list, e2e: dict | None, peers: dict | None) ->
 
 
 def e2e_lines(e2e: dict) -> list:
-    lines = ["### End to end: rows/s on the `spread` file", ""]
+    lines = [E2E_HEADING, ""]
     lines += [e2e.get("note", ""), "", "| reader | rows | seconds | rows/s | x the scan |",
               "|---|---|---|---|---|"]
     scan = e2e["scan"]["rows_per_s"]
@@ -595,6 +643,45 @@ def write_section(path: Path, section: str, heading_shift: int = 0) -> None:
     path.write_text(text)
 
 
+E2E_HEADING = "### End to end: rows/s on the `spread` file"
+
+
+def e2e_alone(meta: dict, e2e: dict) -> str:
+    """The end-to-end part on its own (``--skip loads peers``), with its own run line."""
+    lines = e2e_lines(e2e)
+    lines[1:1] = ["", f"Run of this part alone: `{meta['command']}` ({meta['date']}; "
+                      f"{meta['load']} at the start, {meta['load_end']} at the end, on "
+                      f"{meta['cores']} cores shared with other jobs); the tables above come "
+                      f"from the run named at the top of this section."]
+    return "\n".join(lines)
+
+
+def write_part(path: Path, part: str, heading_shift: int = 0) -> None:
+    """Replaces the end-to-end part inside the section of ``path`` (up to the next heading
+    of its level or the section's end), keeping the rest of the section; appends the whole
+    section when there is none."""
+    if heading_shift:
+        part = "\n".join("#" * heading_shift + line if line.startswith("#") else line
+                         for line in part.splitlines())
+    text = path.read_text() if path.exists() else ""
+    if START not in text or END not in text:
+        write_section(path, f"{START}\n\n{part.rstrip()}\n\n{END}\n", heading_shift=0)
+        return
+    head, rest = text.split(START, 1)
+    body, tail = rest.split(END, 1)
+    heading = "#" * heading_shift + E2E_HEADING
+    level = heading.split(" ", 1)[0] + " "
+    if heading in body:
+        before, after = body.split(heading, 1)
+        stop = [i for i, line in enumerate(after.splitlines(keepends=True))
+                if line.startswith(level)]
+        after = "".join(after.splitlines(keepends=True)[stop[0]:]) if stop else "\n"
+        body = before + part.rstrip("\n") + "\n\n" + after.lstrip("\n")
+    else:
+        body = body.rstrip("\n") + "\n\n" + part.rstrip("\n") + "\n\n"
+    path.write_text(head + START + body + END + tail)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=None, help="default 1e8 (1e6 with --quick)")
@@ -654,7 +741,8 @@ def main(argv=None) -> None:
             write_section(REPORT, section, heading_shift=1)
         return section
 
-    write(False)
+    if not {"loads", "peers"} <= set(args.skip):
+        write(False)
     if "peers" not in args.skip:
         n_peer = int(args.peer_rows) if args.peer_rows else (10**5 if args.quick else 10**6)
         log(f"peers at {n_peer:,} rows")
@@ -664,6 +752,16 @@ def main(argv=None) -> None:
         path = dataset_path(args.cache_dir, "spread", n, shard_rows)
         e2e = end_to_end(path, make_labels("spread", n), shard_rows, args.workers,
                          args.random_batches)
+    if {"loads", "peers"} <= set(args.skip):
+        # the end-to-end part alone: it replaces its own part, the other tables stay
+        meta["load_end"] = load_average()
+        part = e2e_alone(meta, e2e) if e2e else ""
+        if part:
+            write_part(args.out, part)
+            if args.out.resolve() == FOCUSED.resolve():
+                write_part(REPORT, part, heading_shift=1)
+        print(part)
+        return
     print(write(True))
 
 

@@ -68,6 +68,7 @@ class ShardCache:
                 f"reader.load({shard}) must return shard_sizes[{shard}]={expected} rows, got "
                 f"{got}: the reader's sizes and its data disagree (data changed since the sizes "
                 f"were read?). Re-create the reader from the data as it is now.")
+        rows = self._ops.prepare(rows)
         while len(self._shards) >= self.capacity:
             evicted, _ = self._shards.popitem(last=False)
             del self._bytes[evicted]

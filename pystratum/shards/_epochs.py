@@ -208,6 +208,9 @@ class EpochRun:
         batches, self._weights = plan.take(ids)
         if batches:  # refuse a plan from other data before anything is read
             owner.server.locator.locate(np.concatenate(batches), "plans' batches")
+        # The data as the reader found it, checked once per run (each epoch, each resume, each
+        # worker) before any row, cached or kept rows included, is served: not on every load.
+        owner.server.check_unchanged()
         self._batches = batches
         self._ids = ids
         if owner.keep_recycled:

@@ -8,7 +8,6 @@ them (the list's order, else sorted by path), so row ``i`` here is row
 from __future__ import annotations
 
 import hashlib
-import json
 
 import numpy as np
 
@@ -32,10 +31,17 @@ def _groups_text(groups) -> str:
     return "row groups of " + ", ".join(parts) + " rows"
 
 
-def _metadata_digest(metadata) -> str:
-    """A digest of a file's footer: row groups, their sizes and statistics, schema, writer."""
-    text = json.dumps(metadata.to_dict(), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def _footer_digest(stream, path) -> str:
+    """A digest of a file's footer bytes (row groups, their sizes, offsets and statistics,
+    schema, writer), read from its last bytes: a few reads, no decoding, so cheap enough to
+    repeat every epoch even for thousands of row groups."""
+    size = stream.size()
+    tail = stream.read_at(8, size - 8) if size >= 12 else b""
+    length = int.from_bytes(tail[:4], "little") if len(tail) == 8 else -1
+    if tail[4:] != b"PAR1" or not 0 < length <= size - 12:
+        raise ValueError(f"the Parquet file {path!r} has no plain Parquet footer (truncated, "
+                         f"encrypted or not Parquet): the reader cannot check it for changes.")
+    return hashlib.sha256(stream.read_at(length, size - 8 - length)).hexdigest()[:16]
 
 
 class ParquetShards:
@@ -50,9 +56,14 @@ class ParquetShards:
               on object storage with many files).
 
     ``load(h)`` returns a ``pyarrow.Table``. The footers read at construction
-    are the reader's :meth:`fingerprint`; a file whose footer has changed
-    when it is opened again (rewritten, appended to) is refused with a
-    ValueError naming the file, so rows are never served from other data.
+    are the reader's :meth:`fingerprint`. :meth:`check_unchanged` reads every
+    footer again and refuses a file whose footer has changed since
+    (rewritten, appended to) with a ValueError naming the file;
+    :class:`~pystratum.shards.ShardedBatches` calls it before it serves the
+    first row of every epoch and of every resume, in every worker, so rows
+    are never served from other data across epochs. Within an epoch,
+    ``load`` trusts the footers checked last (it decodes row groups at the
+    offsets they give, without parsing them again).
     """
 
     def __init__(self, source, columns=None, *, filesystem=None, shard_by: str = "row_group",
@@ -79,12 +90,15 @@ class ParquetShards:
                                 f"columns={show(columns)}.")
         self.columns = columns
         self._files = []  # per file: (rows per row group, footer digest)
-        for path in self._progress(self.paths, progress):
-            with self._open(path) as parquet:
-                metadata = parquet.metadata
+        self._footers = {}  # per file: its parsed footer as last checked (this process only)
+        for f, path in enumerate(self._progress(self.paths, progress)):
+            with self._filesystem.open_input_file(path) as stream:
+                digest = _footer_digest(stream, path)
+                metadata = self._parse(stream)
             self._check_columns(path, metadata)
             groups = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
-            self._files.append((groups, _metadata_digest(metadata)))
+            self._files.append((groups, digest))
+            self._footers[f] = metadata
         if self.shard_by == "file":
             sizes = [sum(groups) for groups, _ in self._files]
             self._where = [(f, None) for f in range(len(self._files))]
@@ -108,11 +122,35 @@ class ParquetShards:
                 from None
         return tqdm(paths, desc="Parquet footers", unit="file")
 
-    def _open(self, path):
-        """The file's ParquetFile; the caller closes it (``with``), so no handle is left open."""
+    def __getstate__(self):
+        # Parsed footers stay in the process that checked them: a DataLoader worker checks
+        # (and parses) the footers itself, at the start of its run.
+        state = self.__dict__.copy()
+        state["_footers"] = {}
+        return state
+
+    @staticmethod
+    def _parse(stream):
         import pyarrow.parquet as pq
 
-        return pq.ParquetFile(self._filesystem.open_input_file(path))
+        return pq.ParquetFile(stream).metadata
+
+    def check_unchanged(self) -> None:
+        """Read every file's footer again; a ValueError names the first file whose footer changed
+        since the reader was built (its row groups then and now). Cost: a few small reads per
+        file, no decoding (footers are parsed again only when they changed, to explain)."""
+        for f, path in enumerate(self.paths):
+            with self._filesystem.open_input_file(path) as stream:
+                if _footer_digest(stream, path) != self._files[f][1]:
+                    now = self._parse(stream)
+                    groups = [now.row_group(g).num_rows for g in range(now.num_row_groups)]
+                    raise ValueError(
+                        f"the Parquet file {path!r} changed since the reader read its footer "
+                        f"({_groups_text(self._files[f][0])} then, {_groups_text(groups)} now, "
+                        f"or other metadata): the plan's rows would not be the data's. "
+                        f"Re-create the reader and the plan from the data as it is now.")
+                if f not in self._footers:
+                    self._footers[f] = self._parse(stream)
 
     def _check_columns(self, path, metadata) -> None:
         if self.columns is None:
@@ -124,26 +162,20 @@ class ParquetShards:
                              f"{names!r}.")
 
     def load(self, shard: int):
-        """Shard ``shard`` decoded: one row group (or file), the chosen columns only."""
-        f, group = self._where[shard]
-        path = self.paths[f]
-        with self._open(path) as parquet:
-            return self._read(parquet, f, group)
+        """Shard ``shard`` decoded: one row group (or file), the chosen columns only.
 
-    def _read(self, parquet, f: int, group):
-        path = self.paths[f]
-        if _metadata_digest(parquet.metadata) != self._files[f][1]:
-            now = [parquet.metadata.row_group(g).num_rows
-                   for g in range(parquet.metadata.num_row_groups)]
-            raise ValueError(
-                f"the Parquet file {path!r} changed since the reader read its footer "
-                f"({_groups_text(self._files[f][0])} then, {_groups_text(now)} now, or other "
-                f"metadata): the plan's "
-                f"rows would not be the data's. Re-create the reader and the plan from the data "
-                f"as it is now.")
-        if group is None:
-            return parquet.read(columns=self.columns)
-        return parquet.read_row_group(group, columns=self.columns)
+        Read at the offsets of the footer last checked (:meth:`check_unchanged`,
+        or at construction): the footer is not parsed again on every load."""
+        import pyarrow.parquet as pq
+
+        f, group = self._where[shard]
+        if f not in self._footers:
+            self.check_unchanged()  # a copy of the reader in a new process: check first
+        with self._filesystem.open_input_file(self.paths[f]) as stream:
+            parquet = pq.ParquetFile(stream, metadata=self._footers[f])
+            if group is None:
+                return parquet.read(columns=self.columns)
+            return parquet.read_row_group(group, columns=self.columns)
 
     def fingerprint(self) -> dict:
         """The files, their row groups' rows and footer digests, the columns and shard rule."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..base._validation import show
 
-__all__ = ["RowLocator", "RowOps", "ShardReader", "check_shard_sizes"]
+__all__ = ["NumericColumns", "RowLocator", "RowOps", "ShardReader", "check_shard_sizes"]
 
 
 @runtime_checkable
@@ -30,6 +30,10 @@ class ShardReader(Protocol):
     ``shard`` (0-based), exactly ``shard_sizes[shard]`` of them, in storage
     order. ``fingerprint()`` (optional) returns a JSON-able description of
     the stored data that changes when the data does; resume states record it.
+    ``check_unchanged()`` (optional) raises ValueError when the stored data
+    changed since the reader was built; it runs once at the start of every
+    epoch and resume (in each worker), before any row is served, so ``load``
+    need not check the data itself.
     """
 
     shard_sizes: Any
@@ -59,6 +63,49 @@ def check_shard_sizes(sizes, name: str = "shard_sizes") -> np.ndarray:
         raise ValueError(f"{name} must hold at least one row in total, got {name}={show(sizes)}: "
                          f"every shard is empty.")
     return array
+
+
+class NumericColumns:
+    """A decoded Arrow table of fixed-width numeric columns without nulls, held as one numpy
+    array per column, so that gathering rows is a numpy take per column (no pyarrow call and
+    no Python object per row). :meth:`RowOps.finish` turns it back into a ``pyarrow.Table``."""
+
+    __slots__ = ("schema", "arrays")
+
+    def __init__(self, schema, arrays: list):
+        self.schema = schema
+        self.arrays = arrays
+
+    @classmethod
+    def of(cls, table):
+        """``table`` as columns, or None when a column is not fixed-width numeric or has nulls."""
+        import pyarrow as pa
+
+        if not isinstance(table, pa.Table):
+            return None
+        arrays = []
+        for column in table.columns:
+            kind = column.type
+            if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)) or column.null_count:
+                return None
+            arrays.append(column.to_numpy())  # zero-copy for one chunk
+        return cls(table.schema, arrays)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.arrays[0].shape[0]) if self.arrays else 0
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(array.nbytes for array in self.arrays))
+
+    def take(self, offsets) -> "NumericColumns":
+        return NumericColumns(self.schema, [array[offsets] for array in self.arrays])
+
+    def table(self):
+        import pyarrow as pa
+
+        return pa.Table.from_arrays(self.arrays, schema=self.schema)
 
 
 class RowLocator:
@@ -108,7 +155,44 @@ class RowOps:
             f"{type(rows).__name__}: give the reader take(rows, offsets), concat(parts) and "
             f"nbytes(rows) methods for other types.")
 
+    def prepare(self, rows):
+        """Decoded rows as the cache keeps them: numeric Arrow tables as :class:`NumericColumns`
+        (unless the reader takes rows itself), anything else as it is."""
+        if getattr(self._reader, "take", None) is None:
+            columns = NumericColumns.of(rows)
+            if columns is not None:
+                return columns
+        return rows
+
+    @staticmethod
+    def finish(rows):
+        """Served rows as the reader decodes them (a ``pyarrow.Table`` for numeric columns)."""
+        return rows.table() if isinstance(rows, NumericColumns) else rows
+
+    def scatter(self, parts: list, places: list, n: int):
+        """One batch of ``n`` rows from ``parts``: row ``i`` of ``parts[j]`` goes to place
+        ``places[j][i]``. Numeric columns and numpy arrays are written in place, one array per
+        column; other rows are concatenated and reordered with :meth:`take`."""
+        first = parts[0]
+        if isinstance(first, NumericColumns) and all(isinstance(p, NumericColumns) for p in parts):
+            columns = []
+            for c, array in enumerate(first.arrays):
+                out = np.empty(n, dtype=array.dtype)
+                for part, place in zip(parts, places):
+                    out[place] = part.arrays[c]
+                columns.append(out)
+            return NumericColumns(first.schema, columns)
+        if getattr(self._reader, "take", None) is None and isinstance(first, np.ndarray) and \
+                all(isinstance(p, np.ndarray) and p.dtype == first.dtype for p in parts):
+            out = np.empty((n,) + first.shape[1:], dtype=first.dtype)
+            for part, place in zip(parts, places):
+                out[place] = part
+            return out
+        return self.take(self.concat(parts), np.argsort(np.concatenate(places), kind="stable"))
+
     def take(self, rows, offsets: np.ndarray):
+        if isinstance(rows, NumericColumns):
+            return rows.take(offsets)
         own = getattr(self._reader, "take", None)
         if own is not None:
             return own(rows, offsets)
@@ -125,6 +209,11 @@ class RowOps:
         if own is not None:
             return own(parts)
         first = parts[0]
+        if isinstance(first, NumericColumns) and all(isinstance(p, NumericColumns) for p in parts):
+            return NumericColumns(first.schema, [np.concatenate([p.arrays[c] for p in parts])
+                                                 for c in range(len(first.arrays))])
+        parts = [self.finish(part) for part in parts]
+        first = parts[0]
         if hasattr(first, "num_rows"):
             import pyarrow as pa
 
@@ -136,6 +225,8 @@ class RowOps:
         return [row for part in parts for row in part]
 
     def nbytes(self, rows) -> int:
+        if isinstance(rows, NumericColumns):
+            return rows.nbytes
         own = getattr(self._reader, "nbytes", None)
         if own is not None:
             return int(own(rows))

@@ -53,6 +53,13 @@ class BatchServer:
     def stats(self):
         return self.cache.stats
 
+    def check_unchanged(self) -> None:
+        """The reader's ``check_unchanged()`` (if it has one): raises when the stored data changed
+        since the reader was built. Call it before serving a new epoch or a resume."""
+        check = getattr(self.reader, "check_unchanged", None)
+        if callable(check):
+            check()
+
     def keep_recycled(self, batches) -> None:
         """Keep aside exactly the rows that ``batches`` (a run, e.g. an epoch) serve more than once.
 
@@ -92,15 +99,15 @@ class BatchServer:
             raise ValueError(f"batch must be a non-empty 1-D list of row positions, got shape "
                              f"{rows.shape}.")
         shard, offset = self.locator.locate(rows)
+        if shard[0] == shard[-1] and np.all(shard == shard[0]):  # one shard: one take
+            return self.ops.finish(self._take(int(shard[0]), offset))
         order = np.argsort(shard, kind="stable")
         cuts = np.flatnonzero(np.diff(shard[order])) + 1
-        parts = []
-        for group in np.split(order, cuts):
-            parts.append(self._take(int(shard[group[0]]), offset[group]))
-        served = self.ops.concat(parts)
-        if np.any(order != np.arange(order.shape[0])):
-            served = self.ops.take(served, np.argsort(order))
-        return served
+        groups = np.split(order, cuts)
+        parts = [self._take(int(shard[group[0]]), offset[group]) for group in groups]
+        # Each part's rows written straight to their places in the batch (one array per column),
+        # instead of concatenating the parts and reordering the result.
+        return self.ops.finish(self.ops.scatter(parts, groups, rows.shape[0]))
 
     def _take(self, h: int, offsets: np.ndarray):
         kept = self._kept_offsets.get(h)

@@ -22,7 +22,13 @@ __all__ = ["ShardBatchDataset", "table_tensors"]
 
 
 def table_tensors(table) -> dict:
-    """A pyarrow table's columns as tensors (``{name: tensor}``); a ``transform`` for numeric data."""
+    """A pyarrow table's columns as tensors (``{name: tensor}``), for numeric data.
+
+    Cheapest in the training loop, on the table a worker sent: the table
+    crosses from the worker as one pickled payload, whereas tensors made in
+    the worker (as a ``transform``) each travel through shared memory, a
+    file descriptor per column per batch, which costs more than the whole
+    batch's gather at a few hundred rows (``benchmarks/bench_shards_parquet.py``)."""
     tensors = {}
     for name, column in zip(table.column_names, table.columns):
         array = column.to_numpy(zero_copy_only=False)
@@ -44,8 +50,9 @@ class ShardBatchDataset(IterableDataset):
     cache_shards: decoded shards each loader worker keeps (LRU); ``2 * window
                   + 2`` reads each shard once for a shard-aware plan whose
                   strata are spread over the shards (docs/SHARDS.md).
-    transform:    applied to each served batch in the worker (e.g.
-                  :func:`table_tensors`); ``with_rows=True`` yields ``(rows,
+    transform:    applied to each served batch in the worker (default: none,
+                  the ``pyarrow.Table`` is sent, cheap to pickle; call
+                  :func:`table_tensors` on it in the loop); ``with_rows=True`` yields ``(rows,
                   batch)``, ``rows`` the int64 tensor of row positions;
                   ``with_weights=True`` adds the plan's importance weights of
                   the rows (float64 tensor, ones without weights) last:

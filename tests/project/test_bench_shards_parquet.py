@@ -27,6 +27,24 @@ def test_write_section_replaces_its_own_part_only(tmp_path):
     assert "### Shards" in path.read_text()
 
 
+def test_write_part_replaces_the_end_to_end_part_only(tmp_path):
+    path = tmp_path / "results.md"
+    section = (f"{bench.START}\n\n## Shards\n\nloads table\n\n{bench.E2E_HEADING}\n\nold e2e"
+               f"\n\n### Peers\n\npeer table\n\n{bench.END}\n")
+    path.write_text("# Results\n\n" + section + "\nafter\n")
+    bench.write_part(path, f"{bench.E2E_HEADING}\n\nnew e2e\n")
+    text = path.read_text()
+    assert "old e2e" not in text and "new e2e" in text
+    assert text.index("loads table") < text.index("new e2e") < text.index("### Peers")
+    assert "peer table" in text and text.endswith(f"{bench.END}\n\nafter\n")
+    # shifted headings (results.md) and a section whose end-to-end part is last
+    path.write_text(f"{bench.START}\n\n### Shards\n\n#{bench.E2E_HEADING}\n\nold\n\n"
+                    f"{bench.END}\n")
+    bench.write_part(path, f"{bench.E2E_HEADING}\n\nnew\n", heading_shift=1)
+    text = path.read_text()
+    assert "old" not in text and f"#{bench.E2E_HEADING}\n\nnew\n\n{bench.END}" in text
+
+
 def test_quick_run_on_a_tiny_size_writes_the_whole_section(tmp_path):
     out = tmp_path / "focused.md"
     out.write_text("# Focused\n")

@@ -146,6 +146,49 @@ def test_a_parquet_file_changed_between_epochs_is_refused_naming_it(tmp_path):
         list(served.run())
 
 
+def reverse_values(part):
+    """Rewrites a file with the same row groups (same row counts) but other rows."""
+    table = pq.read_table(part)
+    pq.write_table(table.set_column(0, "row", pa.array(table.column("row").to_numpy()[::-1])),
+                   part, row_group_size=50)
+
+
+def test_a_changed_file_is_refused_in_the_next_epoch_even_when_every_shard_is_cached(tmp_path):
+    # Same row counts, so no load's row count check can notice; every shard stays in the cache,
+    # so the next epoch would read nothing: only the check at the start of the epoch refuses.
+    labels = labels_for(600)
+    write_shards(tmp_path / "d", labels, group_rows=50)
+    reader = ParquetShards(tmp_path / "d", ["row"])
+    served = ShardedBatches(reader, lambda e: plan_batches(labels, 3, seed=1, epoch=e),
+                            cache_shards=reader.shard_sizes.shape[0])
+    assert sum(1 for _ in served.run()) > 0
+    reverse_values(tmp_path / "d" / "part-1.parquet")
+    served.set_epoch(1)
+    run = served.run()
+    with pytest.raises(ValueError, match=r"the Parquet file '.*part-1.parquet' changed since "
+                                         r"the reader read its footer"):
+        next(run)
+    assert run.batches_yielded == 0
+
+
+def test_a_file_changed_after_a_resume_was_accepted_is_refused_before_any_row(tmp_path):
+    labels = labels_for(600)
+    write_shards(tmp_path / "d", labels, group_rows=50)
+    served = resumable(tmp_path, labels)
+    run = served.run()
+    for _ in range(3):
+        next(run)
+    state = served.state_dict()
+    again = resumable(tmp_path, labels)
+    again.load_state_dict(copy.deepcopy(state))  # the data as saved: accepted
+    reverse_values(tmp_path / "d" / "part-1.parquet")  # ...and changed before the run starts
+    resumed = again.run()
+    with pytest.raises(ValueError, match=r"the Parquet file '.*part-1.parquet' changed since "
+                                         r"the reader read its footer"):
+        next(resumed)
+    assert again.stats.loads == 0 and resumed.batches_yielded == 3
+
+
 def resumable(tmp_path, labels):
     reader = ParquetShards(tmp_path / "d", ["row"])
     return ShardedBatches(reader, lambda e: plan_batches(labels, Targets("balanced", 16), seed=4,
