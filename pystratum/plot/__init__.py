@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..strata._encode import encode_strata
-from ..strata._labels import label_text
+from ..strata._labels import shown_label
 
 __all__ = ["batch_counts", "plot_counts", "plot_distribution", "plot_appearances", "Panel",
            "draw_panel", "composition_figure", "INSTALL_PLOT", "AGGREGATE_FROM"]
@@ -82,12 +82,12 @@ def batch_counts(strata, batches) -> tuple:
 def _lump(counts: np.ndarray, labels, max_strata: int):
     """The ``max_strata - 1`` largest strata (by total rows) and one "other" column."""
     if counts.shape[1] <= max_strata:
-        return counts, [label_text(label) for label in labels], None
+        return counts, [shown_label(label) for label in labels], None
     keep = np.argsort(-counts.sum(axis=0), kind="stable")[: max_strata - 1]
     keep = np.sort(keep)  # the legend keeps the strata's own order
     rest = np.setdiff1d(np.arange(counts.shape[1]), keep)
     lumped = np.column_stack([counts[:, keep], counts[:, rest].sum(axis=1)])
-    names = [label_text(labels[k]) for k in keep] + [f"other ({rest.size} strata)"]
+    names = [shown_label(labels[k]) for k in keep] + [f"other ({rest.size} strata)"]
     return lumped, names, rest.size
 
 
@@ -146,20 +146,23 @@ def plot_counts(counts, labels, *, ax=None, title=None, max_strata: int = DEFAUL
     width = 1.0 if n_batches > 60 else 0.85
     palette = matplotlib.colormaps["tab10"]
     bottom = np.zeros(n_batches)
+    handles = []
     for k, name in enumerate(names):
         colour = _OTHER_COLOUR if (n_other and k == len(names) - 1) else palette(k % 10)
-        ax.bar(x, drawn[:, k], bottom=bottom, width=width, color=colour, label=name,
-               linewidth=0)
+        handles.append(ax.bar(x, drawn[:, k], bottom=bottom, width=width, color=colour,
+                              label=name, linewidth=0))
         bottom += drawn[:, k]
+    names = list(names)
     heading = title or ""
     if headline is None and mark_missing and n_batches:
         missing = (counts == 0).any(axis=1) if counts.shape[1] else np.zeros(n_batches, bool)
         if missing.any():
             # A marker above the bar: visible even where the missing band
             # would only have been a sliver, and in no stratum's colour.
-            ax.plot(x[missing], bottom[missing] + 0.04 * max(bottom.max(), 1), "v",
-                    color=_MISSING_COLOUR, markersize=5, linestyle="none",
-                    label=_MISSING_NAME)
+            handles += ax.plot(x[missing], bottom[missing] + 0.04 * max(bottom.max(), 1), "v",
+                               color=_MISSING_COLOUR, markersize=5, linestyle="none",
+                               label=_MISSING_NAME)
+            names.append(_MISSING_NAME)
         headline = _missing_headline(counts)
     if headline:
         heading = f"{heading}: {headline}" if heading else headline
@@ -170,10 +173,10 @@ def plot_counts(counts, labels, *, ax=None, title=None, max_strata: int = DEFAUL
     ax.set_xlabel("batch (0-based)")
     ax.set_ylabel(value_name)
     if legend:
-        handles, names = ax.get_legend_handles_labels()
+        # Our own handles, not ax.get_legend_handles_labels(): matplotlib drops every label
+        # that starts with "_", so a stratum named "_x" would vanish from the legend.
         # Strata first, in their order; the missing-stratum marker last.
-        order = sorted(range(len(names)), key=lambda k: names[k] == _MISSING_NAME)
-        ax.legend([handles[k] for k in order], [names[k] for k in order], loc="upper left",
+        ax.legend(handles, names, loc="upper left",
                   bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
                   title="label" if value_name == "positives" else "stratum", title_fontsize=8)
     return ax
@@ -263,7 +266,7 @@ def plot_appearances(appearances, labels=None, *, ax=None, title=None, headline=
     else:
         ax.set_ylim(0, max(ranked.max(initial=0), 1) * 1.12)
     if labels is not None and ranked.size:
-        named = ", ".join(f"{label_text(labels[k])} ({int(appearances[k])})"
+        named = ", ".join(f"{shown_label(labels[k])} ({int(appearances[k])})"
                           for k in order[:3].tolist())
         ax.text(0.99, 0.95, f"most frequent: {named}", transform=ax.transAxes, ha="right",
                 va="top", fontsize=8)
