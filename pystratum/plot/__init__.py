@@ -98,6 +98,26 @@ def _new_axes(figsize=(9, 3.2)):
     return Figure(figsize=figsize, layout="constrained").subplots()
 
 
+def _axes_or_new(ax):
+    """``ax`` if it is a matplotlib Axes, a new one for None; anything else is refused here
+    rather than failing deep inside matplotlib."""
+    if ax is None:
+        return _new_axes()
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be None or a matplotlib Axes, got ax={ax!r} of type "
+                        f"{type(ax).__name__}: pass fig.subplots() or leave ax out for a new "
+                        f"figure.")
+    return ax
+
+
+def _check_max_strata(max_strata) -> int:
+    if not isinstance(max_strata, int) or max_strata < 2:
+        raise ValueError(f"max_strata must be an integer >= 2, got max_strata={max_strata!r}.")
+    return max_strata
+
+
 def _check_view(view) -> str:
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(map(repr, VIEWS))}, got "
@@ -128,16 +148,14 @@ def plot_counts(counts, labels, *, ax=None, title=None, max_strata: int = DEFAUL
     if counts.ndim != 2 or counts.shape[1] != len(labels):
         raise ValueError(f"counts must be a (num_batches, n_strata) table with one column per "
                          f"label, got shape {counts.shape} for {len(labels)} labels.")
-    if not isinstance(max_strata, int) or max_strata < 2:
-        raise ValueError(f"max_strata must be an integer >= 2, got max_strata={max_strata!r}.")
+    _check_max_strata(max_strata)
     if _check_view(view) == "distribution" or (view == "auto" and
                                                counts.shape[0] > AGGREGATE_FROM):
         return plot_distribution(counts, labels, ax=ax, title=title, max_strata=max_strata,
                                  headline=headline if headline is not None
                                  else (_missing_headline(counts) if mark_missing else None),
                                  value_name=value_name, floor=floor)
-    if ax is None:
-        ax = _new_axes()
+    ax = _axes_or_new(ax)
     import matplotlib
 
     drawn, names, n_other = _lump(counts, labels, max_strata)
@@ -204,8 +222,7 @@ def plot_distribution(counts, labels, *, ax=None, title=None,
     if counts.ndim != 2 or counts.shape[1] != len(labels):
         raise ValueError(f"counts must be a (num_batches, n_strata) table with one column per "
                          f"label, got shape {counts.shape} for {len(labels)} labels.")
-    if ax is None:
-        ax = _new_axes()
+    ax = _axes_or_new(ax)
     import matplotlib
 
     drawn, names, n_other = _lump(counts, labels, max_strata)
@@ -248,8 +265,7 @@ def plot_appearances(appearances, labels=None, *, ax=None, title=None, headline=
     """
     _matplotlib()
     appearances = np.asarray(appearances, dtype=np.int64)
-    if ax is None:
-        ax = _new_axes()
+    ax = _axes_or_new(ax)
     ranked = np.sort(appearances)[::-1]
     order = np.argsort(-appearances, kind="stable")
     ax.step(np.arange(1, ranked.shape[0] + 1), ranked, where="mid", color="#4c72b0")
@@ -299,6 +315,10 @@ def draw_panel(panel, ax, *, max_strata: int = DEFAULT_MAX_STRATA, view: str = "
         title, counts, labels = panel
         panel = Panel(title=title, counts=counts, labels=labels)
     if panel.appearances is not None:
+        # A classes panel draws no bands and has one view, but a wrong argument is still
+        # wrong: refused as for the other families, not ignored.
+        _check_max_strata(max_strata)
+        _check_view(view)
         return plot_appearances(panel.appearances, panel.labels, ax=ax, title=panel.title,
                                 headline=panel.headline)
     return plot_counts(panel.counts, panel.labels, ax=ax, title=panel.title,

@@ -264,3 +264,15 @@ def test_r_counts_empty_batches_as_python_does(r_session):
                         ro.ListVector({str(b): ro.IntVector([r + 1 for r in rows])
                                        for b, rows in enumerate(batches)}))[0]
     assert headline == python == "3 of 4 batches miss a stratum"
+
+
+@pytest.mark.parametrize("family", ["min", "classes", "downsample"])
+def test_plot_arguments_are_checked_in_every_family(family):
+    plan = _plan(["a", "b", "c"], family, [6, 6, 6])
+    with pytest.raises(TypeError, match=r"^ax must be None or a matplotlib Axes, got ax=5"):
+        plan.plot(ax=5)
+    # A classes plan draws one view of no bands, yet a wrong value is refused, not ignored.
+    with pytest.raises(ValueError, match=r"^max_strata must be an integer >= 2"):
+        plan.plot(max_strata=0)
+    with pytest.raises(ValueError, match=r"^view must be one of"):
+        plan.plot(view="x")
