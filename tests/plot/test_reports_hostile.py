@@ -122,15 +122,19 @@ def test_an_empty_or_multi_line_label_stays_visible_in_the_table():
 
 
 @settings(max_examples=40)
-@given(names=st.lists(odd_text.filter(lambda t: t.strip() == t and t.isprintable() and t),
-                      min_size=1, max_size=4, unique=True),
+@given(names=st.lists(odd_text, min_size=1, max_size=4, unique=True),
        rate=st.sampled_from([0.0, 0.2, 0.6]))
 def test_label_reports_of_odd_label_names(names, rate):
     values = (np.random.default_rng(len(names)).random((40, len(names))) < rate).astype(int)
     frame = pd.DataFrame(values, columns=names)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        plan = plan_batches(frame, MultiLabel(batch_size=8), seed=1)
+        try:
+            plan = plan_batches(frame, MultiLabel(batch_size=8), seed=1)
+        except (TypeError, ValueError) as error:
+            assert str(error).startswith("strata"), error
+            event("plan refused")
+            return
     summary = plan.summary()
     assert summary.family == "labels"
     assert [row[0] for row in summary.rows] == names
