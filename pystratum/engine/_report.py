@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base._validation import check_int
-from ..strata._labels import label_text
+from ..strata._labels import label_text, shown_label
 
 __all__ = ["report_family", "report_of", "PlanSummary", "StratumReport", "ClassesReport",
            "LabelReport"]
@@ -86,7 +86,7 @@ def _text_table(header, rows) -> str:
 
 def _count_table(plan, counts, totals, max_rows) -> str:
     """Batches x columns of ``counts`` with a ``total`` column, batches from 0."""
-    header = ["batch"] + [label_text(label) for label in plan.strata] + ["total"]
+    header = ["batch"] + [shown_label(label) for label in plan.strata] + ["total"]
     rows = []
     for b in _shown_batches(plan.num_batches, _check_max_rows(max_rows)):
         if b is None:
@@ -318,7 +318,7 @@ class ClassesReport:
             if b is None:
                 rows.append(["...", ""])
             else:
-                rows.append([str(b), ", ".join(label_text(plan.strata[s])
+                rows.append([str(b), ", ".join(shown_label(plan.strata[s])
                                                 for s in plan.batch_strata[b].tolist())])
         header = ["batch", f"classes ({plan.policy.per_class} rows each)"]
         widths = [max(len(r[0]) for r in [header] + rows)]

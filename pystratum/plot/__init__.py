@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..strata._encode import encode_strata
-from ..strata._labels import label_text
+from ..strata._labels import shown_label
 
 __all__ = ["batch_counts", "plot_counts", "plot_distribution", "plot_appearances", "Panel",
            "draw_panel", "composition_figure", "INSTALL_PLOT", "AGGREGATE_FROM"]
@@ -82,12 +82,12 @@ def batch_counts(strata, batches) -> tuple:
 def _lump(counts: np.ndarray, labels, max_strata: int):
     """The ``max_strata - 1`` largest strata (by total rows) and one "other" column."""
     if counts.shape[1] <= max_strata:
-        return counts, [label_text(label) for label in labels], None
+        return counts, [shown_label(label) for label in labels], None
     keep = np.argsort(-counts.sum(axis=0), kind="stable")[: max_strata - 1]
     keep = np.sort(keep)  # the legend keeps the strata's own order
     rest = np.setdiff1d(np.arange(counts.shape[1]), keep)
     lumped = np.column_stack([counts[:, keep], counts[:, rest].sum(axis=1)])
-    names = [label_text(labels[k]) for k in keep] + [f"other ({rest.size} strata)"]
+    names = [shown_label(labels[k]) for k in keep] + [f"other ({rest.size} strata)"]
     return lumped, names, rest.size
 
 
@@ -96,6 +96,26 @@ def _new_axes(figsize=(9, 3.2)):
     from matplotlib.figure import Figure
 
     return Figure(figsize=figsize, layout="constrained").subplots()
+
+
+def _axes_or_new(ax):
+    """``ax`` if it is a matplotlib Axes, a new one for None; anything else is refused here
+    rather than failing deep inside matplotlib."""
+    if ax is None:
+        return _new_axes()
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be None or a matplotlib Axes, got ax={ax!r} of type "
+                        f"{type(ax).__name__}: pass fig.subplots() or leave ax out for a new "
+                        f"figure.")
+    return ax
+
+
+def _check_max_strata(max_strata) -> int:
+    if not isinstance(max_strata, int) or max_strata < 2:
+        raise ValueError(f"max_strata must be an integer >= 2, got max_strata={max_strata!r}.")
+    return max_strata
 
 
 def _check_view(view) -> str:
@@ -128,16 +148,14 @@ def plot_counts(counts, labels, *, ax=None, title=None, max_strata: int = DEFAUL
     if counts.ndim != 2 or counts.shape[1] != len(labels):
         raise ValueError(f"counts must be a (num_batches, n_strata) table with one column per "
                          f"label, got shape {counts.shape} for {len(labels)} labels.")
-    if not isinstance(max_strata, int) or max_strata < 2:
-        raise ValueError(f"max_strata must be an integer >= 2, got max_strata={max_strata!r}.")
+    _check_max_strata(max_strata)
     if _check_view(view) == "distribution" or (view == "auto" and
                                                counts.shape[0] > AGGREGATE_FROM):
         return plot_distribution(counts, labels, ax=ax, title=title, max_strata=max_strata,
                                  headline=headline if headline is not None
                                  else (_missing_headline(counts) if mark_missing else None),
                                  value_name=value_name, floor=floor)
-    if ax is None:
-        ax = _new_axes()
+    ax = _axes_or_new(ax)
     import matplotlib
 
     drawn, names, n_other = _lump(counts, labels, max_strata)
@@ -146,20 +164,23 @@ def plot_counts(counts, labels, *, ax=None, title=None, max_strata: int = DEFAUL
     width = 1.0 if n_batches > 60 else 0.85
     palette = matplotlib.colormaps["tab10"]
     bottom = np.zeros(n_batches)
+    handles = []
     for k, name in enumerate(names):
         colour = _OTHER_COLOUR if (n_other and k == len(names) - 1) else palette(k % 10)
-        ax.bar(x, drawn[:, k], bottom=bottom, width=width, color=colour, label=name,
-               linewidth=0)
+        handles.append(ax.bar(x, drawn[:, k], bottom=bottom, width=width, color=colour,
+                              label=name, linewidth=0))
         bottom += drawn[:, k]
+    names = list(names)
     heading = title or ""
     if headline is None and mark_missing and n_batches:
         missing = (counts == 0).any(axis=1) if counts.shape[1] else np.zeros(n_batches, bool)
         if missing.any():
             # A marker above the bar: visible even where the missing band
             # would only have been a sliver, and in no stratum's colour.
-            ax.plot(x[missing], bottom[missing] + 0.04 * max(bottom.max(), 1), "v",
-                    color=_MISSING_COLOUR, markersize=5, linestyle="none",
-                    label=_MISSING_NAME)
+            handles += ax.plot(x[missing], bottom[missing] + 0.04 * max(bottom.max(), 1), "v",
+                               color=_MISSING_COLOUR, markersize=5, linestyle="none",
+                               label=_MISSING_NAME)
+            names.append(_MISSING_NAME)
         headline = _missing_headline(counts)
     if headline:
         heading = f"{heading}: {headline}" if heading else headline
@@ -170,10 +191,10 @@ def plot_counts(counts, labels, *, ax=None, title=None, max_strata: int = DEFAUL
     ax.set_xlabel("batch (0-based)")
     ax.set_ylabel(value_name)
     if legend:
-        handles, names = ax.get_legend_handles_labels()
+        # Our own handles, not ax.get_legend_handles_labels(): matplotlib drops every label
+        # that starts with "_", so a stratum named "_x" would vanish from the legend.
         # Strata first, in their order; the missing-stratum marker last.
-        order = sorted(range(len(names)), key=lambda k: names[k] == _MISSING_NAME)
-        ax.legend([handles[k] for k in order], [names[k] for k in order], loc="upper left",
+        ax.legend(handles, names, loc="upper left",
                   bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
                   title="label" if value_name == "positives" else "stratum", title_fontsize=8)
     return ax
@@ -201,8 +222,7 @@ def plot_distribution(counts, labels, *, ax=None, title=None,
     if counts.ndim != 2 or counts.shape[1] != len(labels):
         raise ValueError(f"counts must be a (num_batches, n_strata) table with one column per "
                          f"label, got shape {counts.shape} for {len(labels)} labels.")
-    if ax is None:
-        ax = _new_axes()
+    ax = _axes_or_new(ax)
     import matplotlib
 
     drawn, names, n_other = _lump(counts, labels, max_strata)
@@ -245,8 +265,7 @@ def plot_appearances(appearances, labels=None, *, ax=None, title=None, headline=
     """
     _matplotlib()
     appearances = np.asarray(appearances, dtype=np.int64)
-    if ax is None:
-        ax = _new_axes()
+    ax = _axes_or_new(ax)
     ranked = np.sort(appearances)[::-1]
     order = np.argsort(-appearances, kind="stable")
     ax.step(np.arange(1, ranked.shape[0] + 1), ranked, where="mid", color="#4c72b0")
@@ -263,7 +282,7 @@ def plot_appearances(appearances, labels=None, *, ax=None, title=None, headline=
     else:
         ax.set_ylim(0, max(ranked.max(initial=0), 1) * 1.12)
     if labels is not None and ranked.size:
-        named = ", ".join(f"{label_text(labels[k])} ({int(appearances[k])})"
+        named = ", ".join(f"{shown_label(labels[k])} ({int(appearances[k])})"
                           for k in order[:3].tolist())
         ax.text(0.99, 0.95, f"most frequent: {named}", transform=ax.transAxes, ha="right",
                 va="top", fontsize=8)
@@ -296,6 +315,10 @@ def draw_panel(panel, ax, *, max_strata: int = DEFAULT_MAX_STRATA, view: str = "
         title, counts, labels = panel
         panel = Panel(title=title, counts=counts, labels=labels)
     if panel.appearances is not None:
+        # A classes panel draws no bands and has one view, but a wrong argument is still
+        # wrong: refused as for the other families, not ignored.
+        _check_max_strata(max_strata)
+        _check_view(view)
         return plot_appearances(panel.appearances, panel.labels, ax=ax, title=panel.title,
                                 headline=panel.headline)
     return plot_counts(panel.counts, panel.labels, ax=ax, title=panel.title,

@@ -39,10 +39,12 @@ def data_fingerprint(reader, sizes: np.ndarray) -> dict:
 
 def _describe_change(saved: dict, now: dict, reader) -> str | None:
     """None when the data is the same, else what changed, in words."""
-    if json.dumps(saved, sort_keys=True) == json.dumps(now, sort_keys=True):
+    # default=repr: a forged record holding non-JSON values still compares (and differs).
+    if json.dumps(saved, sort_keys=True, default=repr) == json.dumps(now, sort_keys=True,
+                                                                     default=repr):
         return None
     explain = getattr(reader, "describe_change", None)
-    if callable(explain) and "reader" in saved and "reader" in now:
+    if callable(explain) and isinstance(saved.get("reader"), dict) and "reader" in now:
         text = explain(saved["reader"], now["reader"])
         if text:
             return text
@@ -109,6 +111,9 @@ class ShardedBatches:
 
     def run(self, num_workers: int = 1, worker: int = 0) -> "EpochRun":
         """The run of batches worker ``worker`` of ``num_workers`` serves this epoch (an iterator)."""
+        num_workers = check_int(num_workers, "num_workers", minimum=1)
+        worker = check_int(worker, "worker", minimum=0, maximum=num_workers - 1,
+                           fix="Workers are numbered 0 .. num_workers - 1.")
         pending, self._pending = self._pending, None
         if pending is not None:
             self.epoch = pending[0]
@@ -160,9 +165,17 @@ class ShardedBatches:
             workers = check_int(workers, "state_dict['num_workers']", minimum=1)
         for key, mine in (("num_replicas", self.num_replicas), ("drop_last", self.drop_last)):
             value = state_dict[key]
-            if not isinstance(value, (numbers.Integral, bool)) or value != mine:
+            # The saved type must be the setting's own: True is not 1 replica, 0 not False.
+            is_flag = isinstance(value, (bool, np.bool_))
+            right_type = is_flag if key == "drop_last" else \
+                (isinstance(value, numbers.Integral) and not is_flag)
+            if not right_type or value != mine:
                 raise ValueError(f"state_dict['{key}'] must be {mine!r} (this reader's), got "
                                  f"{show(value)}: resume with the settings it was saved with.")
+        if not isinstance(state_dict["data"], dict):
+            raise TypeError(f"state_dict['data'] must be the dict state_dict() records of the "
+                            f"data, got {show(state_dict['data'])} of type "
+                            f"{type(state_dict['data']).__name__}; {_FIX}.")
         change = _describe_change(state_dict["data"], self.fingerprint, self.server.reader)
         if change is not None:
             raise ValueError(f"state_dict['data'] does not match the data as it is now: {change}. "

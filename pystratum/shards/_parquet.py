@@ -8,6 +8,7 @@ them (the list's order, else sorted by path), so row ``i`` here is row
 from __future__ import annotations
 
 import hashlib
+import json
 
 import numpy as np
 
@@ -42,6 +43,19 @@ def _footer_digest(stream, path) -> str:
         raise ValueError(f"the Parquet file {path!r} has no plain Parquet footer (truncated, "
                          f"encrypted or not Parquet): the reader cannot check it for changes.")
     return hashlib.sha256(stream.read_at(length, size - 8 - length)).hexdigest()[:16]
+
+
+def _file_records(fingerprint: dict):
+    """``{path: (row group sizes, digest)}`` of a :meth:`ParquetShards.fingerprint` record, or
+    None when the record is not one it writes (a forged or corrupted resume state)."""
+    files = fingerprint.get("files", [])
+    if not isinstance(files, list) or not all(
+            isinstance(entry, (list, tuple)) and len(entry) == 3 and isinstance(entry[0], str)
+            and isinstance(entry[1], (list, tuple))
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in entry[1])
+            for entry in files):
+        return None
+    return {path: (groups, digest) for path, groups, digest in files}
 
 
 class ParquetShards:
@@ -84,18 +98,31 @@ class ParquetShards:
         self._filesystem = dataset.filesystem
         self.paths = [fragment.path for fragment in fragments]
         if columns is not None:
-            columns = [columns] if isinstance(columns, str) else list(columns)
+            given = columns
+            columns = [columns] if isinstance(columns, str) else \
+                list(columns) if isinstance(columns, (list, tuple)) else None
             if not columns or not all(isinstance(c, str) for c in columns):
                 raise TypeError(f"columns must be None, a column name or a list of them, got "
-                                f"columns={show(columns)}.")
+                                f"columns={show(given)}.")
+            twice = sorted({c for c in columns if columns.count(c) > 1})
+            if twice:
+                raise ValueError(f"columns names {twice!r} more than once, got columns="
+                                 f"{show(given)}; a table holds each column once: name each "
+                                 f"column once.")
         self.columns = columns
         self._files = []  # per file: (rows per row group, footer digest)
         self._footers = {}  # per file: its parsed footer as last checked (this process only)
+        first_schema = None
         for f, path in enumerate(self._progress(self.paths, progress)):
             with self._filesystem.open_input_file(path) as stream:
                 digest = _footer_digest(stream, path)
                 metadata = self._parse(stream)
             self._check_columns(path, metadata)
+            schema = self._served_schema(metadata)
+            if first_schema is None:
+                first_schema = schema
+            else:
+                self._check_same_schema(first_schema, schema, path)
             groups = [metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)]
             self._files.append((groups, digest))
             self._footers[f] = metadata
@@ -161,6 +188,39 @@ class ParquetShards:
             raise ValueError(f"columns {missing!r} not found in {path!r}; its columns are "
                              f"{names!r}.")
 
+    def _served_schema(self, metadata):
+        """The Arrow schema of the rows this reader serves from a file (its chosen columns)."""
+        schema = metadata.schema.to_arrow_schema().remove_metadata()
+        if self.columns is None:
+            return schema
+        import pyarrow as pa
+
+        return pa.schema([schema.field(c) for c in self.columns])
+
+    def _check_same_schema(self, first, schema, path) -> None:
+        """Every file serves the same columns and types, or batches mixing files could not be
+        concatenated and batches from different files would differ in type."""
+        if schema.equals(first):
+            return
+        differences = [f"{name!r}: {first.field(name).type} vs {schema.field(name).type}"
+                       for name in first.names
+                       if name in schema.names and not first.field(name).type.equals(
+                           schema.field(name).type)]
+        only_first = [n for n in first.names if n not in schema.names]
+        only_here = [n for n in schema.names if n not in first.names]
+        if only_first:
+            differences.append(f"missing {only_first!r}")
+        if only_here:
+            differences.append(f"extra {only_here!r}")
+        shared = [n for n in first.names if n in schema.names and first.field(n).type.equals(
+            schema.field(n).type)]
+        raise ValueError(
+            f"source must hold Parquet files of one schema (over the columns read), but "
+            f"{path!r} differs from {self.paths[0]!r}: "
+            f"{'; '.join(differences) or 'column order'}. Pass columns= a list of the columns "
+            f"every file holds with the same type (here {shared!r}), or rewrite the files with "
+            f"one schema.")
+
     def load(self, shard: int):
         """Shard ``shard`` decoded: one row group (or file), the chosen columns only.
 
@@ -186,14 +246,20 @@ class ParquetShards:
     @staticmethod
     def describe_change(saved: dict, now: dict) -> str | None:
         """What changed between two :meth:`fingerprint` records, in words (None: nothing)."""
-        if saved == now:
+        # Compared as JSON text: a forged record's numpy values must not compare elementwise.
+        def text(value):
+            return json.dumps(value, sort_keys=True, default=repr)
+
+        if text(saved) == text(now):
             return None
         notes = []
         for key in ("shard_by", "columns"):
-            if saved.get(key) != now.get(key):
+            if text(saved.get(key)) != text(now.get(key)):
                 notes.append(f"{key} {saved.get(key)!r} -> {now.get(key)!r}")
-        old = {path: (groups, digest) for path, groups, digest in saved.get("files", [])}
-        new = {path: (groups, digest) for path, groups, digest in now.get("files", [])}
+        old, new = _file_records(saved), _file_records(now)
+        if old is None or new is None:
+            return "; ".join(notes + ["the saved 'files' record is not one fingerprint() writes "
+                                      "([path, row group sizes, digest] per file)"])
         gone = [p for p in old if p not in new]
         added = [p for p in new if p not in old]
         if gone:
@@ -208,7 +274,6 @@ class ParquetShards:
                 else:
                     notes.append(f"{path!r}: same row counts, other metadata (footer digest "
                                  f"{old[path][1]} -> {new[path][1]})")
-        if not notes and [p for p, *_ in saved.get("files", [])] != \
-                [p for p, *_ in now.get("files", [])]:
+        if not notes and list(old) != list(new):
             notes.append("the files' order changed")
         return "; ".join(notes) or "the files' records differ"

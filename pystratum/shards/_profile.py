@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels as kernel_gate
+from ..base._validation import check_bool, show
 from ..kernels import _stack_distance as plain_loops
 
 __all__ = ["ShardLoadProfile", "shard_load_profile"]
@@ -44,8 +45,28 @@ class ShardLoadProfile:
         return self.first_reads + int(self._far[min(int(cache_shards), self._far.shape[0] - 1)])
 
 
+def _order_and_bounds(plan) -> tuple:
+    """``plan``'s rows in serving order and its batch bounds: a ``BatchPlan`` (``order``,
+    ``bounds``) or a sequence of batches (lists of row positions), as ``ShardedBatches`` takes."""
+    if hasattr(plan, "order") and hasattr(plan, "bounds"):
+        return np.asarray(plan.order, dtype=np.int64), np.asarray(plan.bounds, dtype=np.int64)
+    try:
+        batches = [np.asarray(batch) for batch in plan]
+    except TypeError:
+        raise TypeError(f"plan must be a BatchPlan or a list of batches (lists of row "
+                        f"positions), got {show(plan)} of type {type(plan).__name__}.") from None
+    for b, batch in enumerate(batches):
+        if batch.ndim != 1 or (batch.size and batch.dtype.kind not in "iu"):
+            raise TypeError(f"plan must be a BatchPlan or a list of batches (1-D lists of integer "
+                            f"row positions), got batch {b} of shape {batch.shape} and dtype "
+                            f"{batch.dtype}.")
+    sizes = [batch.shape[0] for batch in batches]
+    order = np.concatenate(batches).astype(np.int64) if batches else np.zeros(0, np.int64)
+    return order, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+
+
 def shard_load_profile(plan, shard_of_row, *, kept_rows: bool = True) -> ShardLoadProfile:
-    """The :class:`ShardLoadProfile` of ``plan``'s batches (a ``BatchPlan``: ``order``, ``bounds``).
+    """The :class:`ShardLoadProfile` of ``plan``'s batches (a ``BatchPlan`` or a list of batches).
 
     ``shard_of_row``: the shard index (``0..H-1``) of every row. ``kept_rows=True`` counts a
     row served again in the same epoch (a stratum a policy recycles) as no read, as
@@ -53,18 +74,29 @@ def shard_load_profile(plan, shard_of_row, *, kept_rows: bool = True) -> ShardLo
     Guarantee: ``loads(C)`` equals what an LRU cache of ``C`` shards loads serving the batches
     in order, each batch's shards asked for in ascending order (the tests replay the cache).
     """
-    order = np.asarray(plan.order, dtype=np.int64)
-    bounds = np.asarray(plan.bounds, dtype=np.int64)
+    kept_rows = check_bool(kept_rows, "kept_rows")
+    order, bounds = _order_and_bounds(plan)
     shard_of_row = np.asarray(shard_of_row)
     if shard_of_row.ndim != 1 or not np.issubdtype(shard_of_row.dtype, np.integer):
         raise TypeError(f"shard_of_row must be a 1-D integer array (a shard index per row), got "
                         f"an array of dtype {shard_of_row.dtype} and shape {shard_of_row.shape}.")
-    if order.size and (order.max() >= shard_of_row.shape[0] or order.min() < 0):
+    if shard_of_row.dtype.kind == "u" and shard_of_row.size and \
+            int(shard_of_row.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"shard_of_row must hold shard indices below 2**63, got "
+                         f"{int(shard_of_row.max())}.")
+    if order.size and order.min() < 0:
+        raise ValueError(f"plan must hold row positions >= 0, got row {int(order.min())}: "
+                         f"pass the plan's 0-based row positions.")
+    if order.size and order.max() >= shard_of_row.shape[0]:
         raise ValueError(f"shard_of_row must hold a shard for every row the plan serves, got "
                          f"{shard_of_row.shape[0]} entries for rows up to {int(order.max())}.")
     if shard_of_row.size and shard_of_row.min() < 0:
         raise ValueError("shard_of_row must hold shard indices >= 0, got "
                          f"{int(shard_of_row.min())}.")
+    # Shards renumbered 0..H-1 in their own order: loads do not depend on the ids, and sparse
+    # or huge ids (file hashes, 10**17) then cost neither memory nor overflowing keys.
+    shard_of_row = np.unique(shard_of_row.astype(np.int64), return_inverse=True)[1] \
+        .reshape(-1).astype(np.int64)
     n_shards = int(shard_of_row.max()) + 1 if shard_of_row.size else 1
     kernels = kernel_gate.compiled_for("shards", order.shape[0])
     if kept_rows:

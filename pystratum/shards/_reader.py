@@ -49,16 +49,26 @@ def check_shard_sizes(sizes, name: str = "shard_sizes") -> np.ndarray:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of rows per shard, got "
                          f"{name}={show(sizes)} of shape {array.shape}.")
     if array.dtype.kind not in "iu":
-        if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+        # Whole floats below 2**63 only: larger ones would wrap when cast to int64.
+        if array.dtype.kind == "f" and np.all(np.isfinite(array)) and \
+                np.all(array == np.round(array)) and np.all(np.abs(array) < 2.0**63):
             array = array.astype(np.int64)
         else:
             raise TypeError(f"{name} must hold integers (rows per shard), got {name}={show(sizes)} "
                             f"of dtype {array.dtype}.")
+    limit = np.iinfo(np.int64).max
+    if array.dtype.kind == "u" and int(array.max()) > limit:
+        raise ValueError(f"{name} must hold fewer than 2**63 rows per shard, got "
+                         f"{int(array.max())}.")
     array = array.astype(np.int64)
     if np.any(array < 0):
         first = int(np.flatnonzero(array < 0)[0])
         raise ValueError(f"{name} must be >= 0 everywhere, got {name}[{first}]={int(array[first])}; "
                          f"a shard holds zero or more rows.")
+    # Row positions are int64: a total past 2**63 - 1 would wrap to negative row counts.
+    if int(array.max()) > limit // array.shape[0] and sum(array.tolist()) > limit:
+        raise ValueError(f"{name} must sum to fewer than 2**63 rows (row positions are 64-bit), "
+                         f"got {name}={show(sizes)} summing to {sum(array.tolist())}.")
     if int(array.sum()) == 0:
         raise ValueError(f"{name} must hold at least one row in total, got {name}={show(sizes)}: "
                          f"every shard is empty.")

@@ -2,6 +2,8 @@
 
 * :func:`label_text`: what people read (tables, figures, the command line):
   ``str`` of the label, a multi-column label's parts joined by ``"/"``.
+* :func:`shown_label`: ``label_text`` in a text table or a legend, quoted where
+  it would not read as itself (empty, line breaks, edge spaces, ``", "``).
 * :func:`label_key`: what a policy's parameters name a stratum by (JSON keys
   are strings), the same text in R: integers and integral floats print as
   integers (``1`` and ``1.0`` are ``"1"``), booleans as ``"TRUE"`` /
@@ -14,7 +16,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["label_key", "label_text"]
+__all__ = ["label_key", "label_text", "shown_label"]
 
 
 def label_text(label) -> str:
@@ -22,6 +24,17 @@ def label_text(label) -> str:
     if isinstance(label, tuple):
         return "/".join(str(part) for part in label)
     return str(label)
+
+
+def shown_label(label) -> str:
+    """:func:`label_text` as a table cell or legend entry shows it: quoted (``repr``) when the
+    plain text would not read as one label: empty (an invisible column), holding line breaks,
+    tabs or other unprintable characters (a broken table), spaces at an end, or ``", "`` (the
+    separator of a classes list). Other labels are their plain text."""
+    text = label_text(label)
+    if text == "" or not text.isprintable() or text != text.strip() or ", " in text:
+        return repr(text)
+    return text
 
 
 def label_key(label) -> str:
