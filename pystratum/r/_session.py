@@ -9,6 +9,7 @@ package's converter.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 
 __all__ = ["INSTALL_R", "INSTALL_R_PACKAGE", "INSTALL_RPY2", "R_PACKAGE", "Session",
@@ -44,6 +45,12 @@ class Session:
                 f"pystratum.r needs rpy2 (the Python-R bridge), which is not installed. "
                 f"Install it with: {INSTALL_RPY2}"
             ) from error
+        # Starting R, rpy2 puts R's library folders in front of LD_LIBRARY_PATH
+        # (/usr/lib/R/lib:/usr/lib/x86_64-linux-gnu:...). R is loaded by then, so it
+        # needs none of it, but every child process would inherit it: a Python started
+        # from this one would load the system's libpython instead of its own and fail
+        # on its first compiled module (`import ssl`: undefined symbol). Restored below.
+        library_path = os.environ.get("LD_LIBRARY_PATH")
         try:
             import rpy2.rinterface as ri
             import rpy2.robjects as ro
@@ -60,6 +67,8 @@ class Session:
                 f"Install R with: {INSTALL_R} (Debian/Ubuntu), then reinstall rpy2 so it "
                 f"finds that R: pip install --force-reinstall 'stratabatch[r]'.{hint}"
             ) from error
+        finally:
+            _restore_environment("LD_LIBRARY_PATH", library_path)
         self.ri = ri
         self.ro = ro
         self.localconverter = localconverter
@@ -118,6 +127,14 @@ class Session:
                 self._namespace = self.ro.baseenv["asNamespace"](R_PACKAGE)
         with self.calling():
             return self._namespace[name]
+
+
+def _restore_environment(name: str, value) -> None:
+    """Set ``name`` back to ``value`` (None: unset) for this process and its children."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 _SESSION = None

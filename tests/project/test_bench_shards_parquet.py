@@ -48,10 +48,11 @@ def test_write_part_replaces_the_end_to_end_part_only(tmp_path):
 def test_quick_run_on_a_tiny_size_writes_the_whole_section(tmp_path):
     out = tmp_path / "focused.md"
     out.write_text("# Focused\n")
-    subprocess.run([sys.executable, str(SCRIPT), "--quick", "--rows", "20000", "--peer-rows",
-                    "5000", "--workers", "1", "--random-batches", "2", "--cache-dir",
-                    str(tmp_path / "cache"), "--out", str(out)],
-                   check=True, cwd=ROOT, capture_output=True, timeout=900)
+    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--rows", "20000",
+                           "--peer-rows", "5000", "--workers", "1", "--random-batches", "2",
+                           "--cache-dir", str(tmp_path / "cache"), "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
     text = out.read_text()
     assert text.startswith("# Focused\n") and bench.START in text and bench.END in text
     for layout, policy in [("spread", "MinPerStratum(8)"), ("own", "Targets"),

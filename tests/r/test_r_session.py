@@ -71,3 +71,23 @@ def test_missing_r_package_names_the_install_command(r_session, monkeypatch):
     with pytest.raises(RuntimeError, match=r"bash \.ci/dev setup") as raised:
         pr.stratified_batches([1, 2], 1)
     assert ".libPaths()" in str(raised.value)
+
+
+def test_starting_r_leaves_child_processes_a_working_python():
+    # rpy2 prepends R's library folders (/usr/lib/x86_64-linux-gnu among them) to
+    # LD_LIBRARY_PATH when it starts R; a Python started afterwards then loaded the
+    # system's libpython and failed on `import ssl` (undefined symbol _PyModule_Add).
+    script = (
+        "import os, subprocess, sys\n"
+        "before = os.environ.get('LD_LIBRARY_PATH')\n"
+        "import pystratum.r as pr\n"
+        "pr.stratified_batches([0, 1] * 4, 1, seed=1, rng='R')\n"
+        "assert os.environ.get('LD_LIBRARY_PATH') == before, os.environ.get('LD_LIBRARY_PATH')\n"
+        "child = subprocess.run([sys.executable, '-c', 'import ssl'], capture_output=True,\n"
+        "                       text=True)\n"
+        "assert child.returncode == 0, child.stderr\n"
+        "print('ok')\n")
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
