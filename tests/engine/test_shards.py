@@ -3,7 +3,6 @@ drawn sequence equal to a plain reading of the specification, hostile arguments 
 
 from __future__ import annotations
 
-from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import pystratum
 from pystratum import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum, RStream, Targets,
                        plan_batches, shard_sizes)
 from pystratum.engine._assemble import stratum_draws
+from pystratum.shards import shard_load_profile
 from pystratum.engine._assemble_slots import assemble_slots, partial_shuffles, slot_draws
 from pystratum.engine._plan import advance_stream, epoch_draw_sizes
 from pystratum.engine._shards import stable_argsort_small
@@ -493,22 +493,6 @@ def test_uniform_classes_are_refused_naming_shards():
 
 # --- the bounds (docs/SHARDS.md, "What W trades") ----------------------------------------
 
-def lru_loads(batches, row_shard, capacity):
-    """Shard loads of an LRU cache of ``capacity`` shards serving the batches in order."""
-    cache = OrderedDict()
-    loads = 0
-    for batch in batches:
-        for shard in np.unique(row_shard[batch]).tolist():
-            if shard in cache:
-                cache.move_to_end(shard)
-                continue
-            loads += 1
-            cache[shard] = True
-            if len(cache) > capacity:
-                cache.popitem(last=False)
-    return loads
-
-
 def epoch_blocks(shards, window, seed, rng="numpy"):
     """The block of every row in epoch 0 (the spec's first draw), as an array."""
     H = n_shards_of(shards)
@@ -630,10 +614,11 @@ def span_of(batches, row_block):
 
 
 def lru_loads_and_reads(batches, row_shard, capacity):
-    read = set()
-    for rows in batches:
-        read.update(np.unique(row_shard[rows]).tolist())
-    return lru_loads(batches, row_shard, capacity), len(read)
+    """Loads of an LRU cache of ``capacity`` shards serving the batches in order (every row a
+    read: no kept rows), and the distinct shards read (tests/shards/test_load_profile.py checks
+    the profile against a replayed cache)."""
+    profile = shard_load_profile(batches, row_shard, kept_rows=False)
+    return profile.loads(capacity), profile.first_reads
 
 
 @settings(max_examples=40)
