@@ -13,6 +13,7 @@ type's module, and torch is asked for only when a tensor is passed.
 
 from __future__ import annotations
 
+import itertools
 import numbers
 from collections.abc import Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -489,31 +490,14 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
     rows = label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
     if not rows:
         raise ValueError(f"{name} has 0 rows; pass one set of labels per data row.")
-    sets = []
-    for row, entry in enumerate(rows):
-        if entry is None or isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable):
-            hint = (f"['{entry}'] for one label" if isinstance(entry, str) else
-                    "an empty set() for a row without labels" if entry is None else
-                    f"[{show(entry)}] for one label")
-            raise TypeError(
-                f"{name} must hold one iterable of labels per row, got {show(entry)} at row "
-                f"{row} (0-based). Pass {hint}."
-            )
-        try:
-            sets.append(frozenset(entry))
-        except TypeError:
-            raise TypeError(
-                f"{name} holds an unhashable label at row {row} (0-based): {show(entry)}; "
-                f"labels must be hashable (str, int, ...)."
-            ) from None
-    for row, entry in enumerate(sets):
-        for label in entry:
-            if label is None or type(label).__name__ == "NAType" or (
-                    isinstance(label, (float, np.floating)) and label != label):
-                raise ValueError(
-                    f"{name} has a missing label ({value_text(label)}) at row {row} (0-based). "
-                    f"Leave it out of the row's set (an empty set is a row without labels)."
-                )
+    sets = _frozensets(rows)
+    if sets is None:
+        sets = _frozensets_checked(rows, name)
+    distinct = _distinct_cells(rows)
+    if any(label is None or kind.__name__ == "NAType" or (
+            issubclass(kind, (float, np.floating)) and label != label)
+           for kind, label in distinct):
+        _raise_first_missing(sets, name)
     if labels is None:
         found = set().union(*sets)
         if not found:
@@ -543,20 +527,23 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
     # Labels equal in Python but read differently (0 and False, 1 and True) would be
     # merged by the sets and named apart: refuse them, as two labels with one text.
     written = {}
-    for row, entry in enumerate(rows):
-        for label in entry:
-            text = label_key(label)
-            other = written.setdefault(label, text)
-            if other != text:
-                raise ValueError(
-                    f"{name} holds labels that are equal in Python but read '{other}' and "
-                    f"'{text}' (e.g. 0 and False); use one spelling for each label."
-                )
+    for _, label in distinct:
+        text = label_key(label)
+        other = written.setdefault(label, text)
+        if other != text:
+            raise ValueError(
+                f"{name} holds labels that are equal in Python but read '{other}' and "
+                f"'{text}' (e.g. 0 and False); use one spelling for each label."
+            )
     index = {label: position for position, label in enumerate(columns)}
-    check_label_cells(len(sets), len(columns), sum(len(entry) for entry in sets), name,
-                      "label sets")
+    lengths = np.fromiter(map(len, sets), dtype=np.int64, count=len(sets))
+    check_label_cells(len(sets), len(columns), int(lengths.sum()), name, "label sets")
     out = np.zeros((len(sets), len(columns)), dtype=bool)
-    for row, entry in enumerate(sets):
+    positions = list(map(index.get, itertools.chain.from_iterable(sets)))
+    if None not in positions:  # every label known: all cells at once
+        out[np.repeat(np.arange(len(sets)), lengths), np.asarray(positions, dtype=np.int64)] = True
+        return LabelMatrix(out, tuple(texts))
+    for row, entry in enumerate(sets):  # the first row with an unknown label
         positions = [index.get(label) for label in entry]
         if None in positions:
             # The first unknown by text: a set has no order of its own (R says the same one).
@@ -566,5 +553,68 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
                 f"{name} has the label '{unknown}' at row {row} (0-based), which labels does "
                 f"not list. Add it to labels, or drop it from the row."
             )
-        out[row, positions] = True
-    return LabelMatrix(out, tuple(texts))
+    raise AssertionError("an unknown label was found, but in no row")
+
+
+# Rows of these types become frozensets in one C-speed pass.
+_PLAIN_ROW_TYPES = frozenset({list, tuple, set, frozenset})
+# Equal values of one of these types always have one text (label_key); tuples (0,) and
+# (False,), or Decimals 1.0 and 1.00, do not.
+_PLAIN_LABEL_TYPES = frozenset({str, int, bool, float})
+
+
+def _frozensets(rows):
+    """Each row as a frozenset in one C-speed pass when every row is a plain list, tuple or
+    set of hashable labels; else None (then the checked loop names the offending row)."""
+    if not set(map(type, rows)) <= _PLAIN_ROW_TYPES:
+        return None
+    try:
+        return list(map(frozenset, rows))
+    except TypeError:
+        return None
+
+
+def _frozensets_checked(rows, name):
+    sets = []
+    for row, entry in enumerate(rows):
+        if entry is None or isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable):
+            hint = (f"['{entry}'] for one label" if isinstance(entry, str) else
+                    "an empty set() for a row without labels" if entry is None else
+                    f"[{show(entry)}] for one label")
+            raise TypeError(
+                f"{name} must hold one iterable of labels per row, got {show(entry)} at row "
+                f"{row} (0-based). Pass {hint}."
+            )
+        try:
+            sets.append(frozenset(entry))
+        except TypeError:
+            raise TypeError(
+                f"{name} holds an unhashable label at row {row} (0-based): {show(entry)}; "
+                f"labels must be hashable (str, int, ...)."
+            ) from None
+    return sets
+
+
+def _distinct_cells(rows):
+    """``(type, label)`` of the rows' cells, in order of first appearance, each distinct pair
+    once when all are of plain types (there a label's text follows from its type and value,
+    so the checks find on these what they find on every cell), else every cell."""
+    cells = list(itertools.chain.from_iterable(rows))
+    try:
+        distinct = list(dict.fromkeys(zip(map(type, cells), cells)))
+    except TypeError:  # a label whose == raises (pandas.NA): every cell
+        distinct = None
+    if distinct is None or not all(kind in _PLAIN_LABEL_TYPES for kind, _ in distinct):
+        return [(type(label), label) for label in cells]
+    return distinct
+
+
+def _raise_first_missing(sets, name):
+    for row, entry in enumerate(sets):
+        for label in entry:
+            if label is None or type(label).__name__ == "NAType" or (
+                    isinstance(label, (float, np.floating)) and label != label):
+                raise ValueError(
+                    f"{name} has a missing label ({value_text(label)}) at row {row} (0-based). "
+                    f"Leave it out of the row's set (an empty set is a row without labels)."
+                )
