@@ -490,14 +490,35 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
     rows = label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
     if not rows:
         raise ValueError(f"{name} has 0 rows; pass one set of labels per data row.")
-    sets = _frozensets(rows)
-    if sets is None:
-        sets = _frozensets_checked(rows, name)
-    distinct = _distinct_cells(rows)
-    if any(label is None or kind.__name__ == "NAType" or (
-            issubclass(kind, (float, np.floating)) and label != label)
-           for kind, label in distinct):
-        _raise_first_missing(sets, name)
+    matrix = _matrix_of_plain_sets(rows, labels, name)
+    if matrix is not None:
+        return matrix
+    # Anything else, and every refusal: one row at a time, naming the row.
+    sets = []
+    for row, entry in enumerate(rows):
+        if entry is None or isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable):
+            hint = (f"['{entry}'] for one label" if isinstance(entry, str) else
+                    "an empty set() for a row without labels" if entry is None else
+                    f"[{show(entry)}] for one label")
+            raise TypeError(
+                f"{name} must hold one iterable of labels per row, got {show(entry)} at row "
+                f"{row} (0-based). Pass {hint}."
+            )
+        try:
+            sets.append(frozenset(entry))
+        except TypeError:
+            raise TypeError(
+                f"{name} holds an unhashable label at row {row} (0-based): {show(entry)}; "
+                f"labels must be hashable (str, int, ...)."
+            ) from None
+    for row, entry in enumerate(sets):
+        for label in entry:
+            if label is None or type(label).__name__ == "NAType" or (
+                    isinstance(label, (float, np.floating)) and label != label):
+                raise ValueError(
+                    f"{name} has a missing label ({value_text(label)}) at row {row} (0-based). "
+                    f"Leave it out of the row's set (an empty set is a row without labels)."
+                )
     if labels is None:
         found = set().union(*sets)
         if not found:
@@ -527,23 +548,20 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
     # Labels equal in Python but read differently (0 and False, 1 and True) would be
     # merged by the sets and named apart: refuse them, as two labels with one text.
     written = {}
-    for _, label in distinct:
-        text = label_key(label)
-        other = written.setdefault(label, text)
-        if other != text:
-            raise ValueError(
-                f"{name} holds labels that are equal in Python but read '{other}' and "
-                f"'{text}' (e.g. 0 and False); use one spelling for each label."
-            )
+    for row, entry in enumerate(rows):
+        for label in entry:
+            text = label_key(label)
+            other = written.setdefault(label, text)
+            if other != text:
+                raise ValueError(
+                    f"{name} holds labels that are equal in Python but read '{other}' and "
+                    f"'{text}' (e.g. 0 and False); use one spelling for each label."
+                )
     index = {label: position for position, label in enumerate(columns)}
-    lengths = np.fromiter(map(len, sets), dtype=np.int64, count=len(sets))
-    check_label_cells(len(sets), len(columns), int(lengths.sum()), name, "label sets")
+    check_label_cells(len(sets), len(columns), sum(len(entry) for entry in sets), name,
+                      "label sets")
     out = np.zeros((len(sets), len(columns)), dtype=bool)
-    positions = list(map(index.get, itertools.chain.from_iterable(sets)))
-    if None not in positions:  # every label known: all cells at once
-        out[np.repeat(np.arange(len(sets)), lengths), np.asarray(positions, dtype=np.int64)] = True
-        return LabelMatrix(out, tuple(texts))
-    for row, entry in enumerate(sets):  # the first row with an unknown label
+    for row, entry in enumerate(sets):
         positions = [index.get(label) for label in entry]
         if None in positions:
             # The first unknown by text: a set has no order of its own (R says the same one).
@@ -553,68 +571,59 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
                 f"{name} has the label '{unknown}' at row {row} (0-based), which labels does "
                 f"not list. Add it to labels, or drop it from the row."
             )
-    raise AssertionError("an unknown label was found, but in no row")
+        out[row, positions] = True
+    return LabelMatrix(out, tuple(texts))
 
 
-# Rows of these types become frozensets in one C-speed pass.
+# Rows of these types are read in one C-speed pass by _matrix_of_plain_sets.
 _PLAIN_ROW_TYPES = frozenset({list, tuple, set, frozenset})
-# Equal values of one of these types always have one text (label_key); tuples (0,) and
+# Equal labels of one of these types always have one text (label_key); tuples (0,) and
 # (False,), or Decimals 1.0 and 1.00, do not.
 _PLAIN_LABEL_TYPES = frozenset({str, int, bool, float})
 
 
-def _frozensets(rows):
-    """Each row as a frozenset in one C-speed pass when every row is a plain list, tuple or
-    set of hashable labels; else None (then the checked loop names the offending row)."""
+def _matrix_of_plain_sets(rows, labels, name):
+    """The label matrix of rows that are plain lists, tuples or sets of str, int, bool or
+    float labels, with no per-row Python step (a frozenset a row costs a microsecond and
+    the garbage collector's passes); None when anything would be refused or is not plain,
+    so that the row-by-row path gives the matrix or names the row."""
     if not set(map(type, rows)) <= _PLAIN_ROW_TYPES:
         return None
-    try:
-        return list(map(frozenset, rows))
-    except TypeError:
-        return None
-
-
-def _frozensets_checked(rows, name):
-    sets = []
-    for row, entry in enumerate(rows):
-        if entry is None or isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable):
-            hint = (f"['{entry}'] for one label" if isinstance(entry, str) else
-                    "an empty set() for a row without labels" if entry is None else
-                    f"[{show(entry)}] for one label")
-            raise TypeError(
-                f"{name} must hold one iterable of labels per row, got {show(entry)} at row "
-                f"{row} (0-based). Pass {hint}."
-            )
-        try:
-            sets.append(frozenset(entry))
-        except TypeError:
-            raise TypeError(
-                f"{name} holds an unhashable label at row {row} (0-based): {show(entry)}; "
-                f"labels must be hashable (str, int, ...)."
-            ) from None
-    return sets
-
-
-def _distinct_cells(rows):
-    """``(type, label)`` of the rows' cells, in order of first appearance, each distinct pair
-    once when all are of plain types (there a label's text follows from its type and value,
-    so the checks find on these what they find on every cell), else every cell."""
     cells = list(itertools.chain.from_iterable(rows))
     try:
-        distinct = list(dict.fromkeys(zip(map(type, cells), cells)))
-    except TypeError:  # a label whose == raises (pandas.NA): every cell
-        distinct = None
-    if distinct is None or not all(kind in _PLAIN_LABEL_TYPES for kind, _ in distinct):
-        return [(type(label), label) for label in cells]
-    return distinct
-
-
-def _raise_first_missing(sets, name):
-    for row, entry in enumerate(sets):
-        for label in entry:
-            if label is None or type(label).__name__ == "NAType" or (
-                    isinstance(label, (float, np.floating)) and label != label):
-                raise ValueError(
-                    f"{name} has a missing label ({value_text(label)}) at row {row} (0-based). "
-                    f"Leave it out of the row's set (an empty set is a row without labels)."
-                )
+        # The first cell of each label: the one a row's frozenset and their union keep.
+        found = dict.fromkeys(cells)
+        distinct = dict.fromkeys(zip(map(type, cells), cells))
+    except TypeError:  # unhashable
+        return None
+    if not all(kind in _PLAIN_LABEL_TYPES for kind, _ in distinct) or \
+            any(kind is float and label != label for kind, label in distinct):  # NaN: missing
+        return None
+    if labels is None:
+        columns = sorted(found, key=label_key)
+    elif isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+        return None
+    else:
+        columns = list(labels)
+    texts = [label_key(label) for label in columns]
+    if not columns or len(set(texts)) < len(texts):
+        return None
+    # Equal labels written apart (0 and False): a distinct (type, label) pair stands for all
+    # its cells, as equal labels of one plain type have one text.
+    written = {}
+    for _, label in distinct:
+        if written.setdefault(label, label_key(label)) != label_key(label):
+            return None
+    index = {label: position for position, label in enumerate(columns)}
+    positions = list(map(index.get, cells))
+    if None in positions:  # a label not in labels=
+        return None
+    positions = np.asarray(positions, dtype=np.int64)
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    row_of_cell = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    if len(rows) * len(columns) > LABEL_CELLS_MAX:  # the size check counts distinct cells
+        listed = np.unique(row_of_cell * len(columns) + positions).shape[0]
+        check_label_cells(len(rows), len(columns), int(listed), name, "label sets")
+    out = np.zeros((len(rows), len(columns)), dtype=bool)
+    out[row_of_cell, positions] = True
+    return LabelMatrix(out, tuple(texts))
