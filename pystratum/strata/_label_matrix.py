@@ -590,10 +590,13 @@ def _matrix_of_plain_sets(rows, labels, name):
     if not set(map(type, rows)) <= _PLAIN_ROW_TYPES:
         return None
     cells = list(itertools.chain.from_iterable(rows))
+    kinds = set(map(type, cells))
     try:
         # The first cell of each label: the one a row's frozenset and their union keep.
         found = dict.fromkeys(cells)
-        distinct = dict.fromkeys(zip(map(type, cells), cells))
+        # Each distinct (type, label) pair; with one type, the distinct labels are those.
+        distinct = dict.fromkeys(zip(map(type, cells), cells)) if len(kinds) > 1 else \
+            [(kind, label) for kind in kinds for label in found]
     except TypeError:  # unhashable
         return None
     if not all(kind in _PLAIN_LABEL_TYPES for kind, _ in distinct) or \
@@ -615,10 +618,10 @@ def _matrix_of_plain_sets(rows, labels, name):
         if written.setdefault(label, label_key(label)) != label_key(label):
             return None
     index = {label: position for position, label in enumerate(columns)}
-    positions = list(map(index.get, cells))
-    if None in positions:  # a label not in labels=
+    try:
+        positions = np.fromiter(map(index.get, cells), dtype=np.int64, count=len(cells))
+    except TypeError:  # None: a label not in labels=
         return None
-    positions = np.asarray(positions, dtype=np.int64)
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     row_of_cell = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
     if len(rows) * len(columns) > LABEL_CELLS_MAX:  # the size check counts distinct cells
