@@ -14,7 +14,9 @@ No pandas import here: pandas objects are recognised by duck typing, and
 Text labels at scale (numpy strings, Python strings, pyarrow and
 pyarrow-backed pandas columns) are hashed by pyarrow's ``dictionary_encode``
 where pyarrow is installed (the ``arrow`` extra): the same codes and labels as
-the general paths (sorting or a Python dict), at integer speed.
+the general paths (sorting or a Python dict), at integer speed; object arrays of
+Python ``str`` by ``pandas.factorize`` instead when the caller has loaded pandas
+(faster on Python objects, and hashing by Python's own ``==``).
 """
 
 from __future__ import annotations
