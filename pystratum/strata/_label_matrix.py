@@ -604,10 +604,10 @@ def _matrix_of_plain_sets(rows, labels, name):
         return None
     if labels is None:
         columns = sorted(found, key=label_key)
-    elif isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
-        return None
-    else:
+    elif isinstance(labels, (list, tuple)):  # not an iterator the row-by-row path reads again
         columns = list(labels)
+    else:
+        return None
     texts = [label_key(label) for label in columns]
     if not columns or len(set(texts)) < len(texts):
         return None

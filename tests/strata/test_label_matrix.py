@@ -373,3 +373,10 @@ def test_label_sets_past_the_cell_limit_are_refused_as_row_by_row(monkeypatch):
     with pytest.raises(ValueError, match="listing 5 labels") as raised:
         pystratum.label_matrix_from_sets(label_sets)
     assert str(raised.value) == str(expected.value)
+
+
+def test_labels_given_as_an_iterator_are_read_once():
+    with pytest.raises(ValueError, match=r"the label 'q' at row 1 \(0-based\)"):
+        pystratum.label_matrix_from_sets([["b"], ["q"]], labels=iter(["b"]))
+    assert pystratum.label_matrix_from_sets([["b"], []], labels=iter(["b"])).matrix.tolist() == \
+        [[True], [False]]
