@@ -17,6 +17,11 @@ process, each minus a fresh process that only starts Python
 column of the same file (wall clock, best of --repeats). Last, a fresh
 process's import and first three calls (CPU s) on int labels.
 
+Label lists: ``label_matrix_from_sets`` on --label-rows Python lists of
+label sets (20 labels, each in 15% of rows), then a ``MultiLabel(256)``
+plan of the matrix, against the same plan given the 0/1 matrix itself
+(CPU s, best of --repeats; the matrices are checked equal).
+
 Run: .venv/bin/python benchmarks/bench_inputs.py --rows 1e7 --csv-rows 2e6
 """
 
@@ -77,6 +82,29 @@ def bench_forms(rows: int, repeats: int) -> None:
             if name != "two columns (ints, strings)" else True
         print(f"  {name:40s} {seconds:6.2f} s   {seconds / base:.2f}x"
               f"{'' if same else '   DIFFERENT BATCHES'}")
+
+
+def bench_label_sets(rows: int, repeats: int) -> None:
+    from pystratum.policies import MultiLabel
+
+    rng = np.random.default_rng(2)
+    names = [f"tag{k:02d}" for k in range(20)]
+    matrix = rng.random((rows, len(names))) < 0.15
+    label_sets = [[names[k] for k in np.flatnonzero(row)] for row in matrix]
+    policy = MultiLabel(256)
+    pystratum.plan_batches(matrix, policy, seed=1)  # warm-up
+    base = best(lambda: pystratum.plan_batches(matrix, policy, seed=1), repeats)
+    built = best(lambda: pystratum.label_matrix_from_sets(label_sets), repeats)
+    result = pystratum.label_matrix_from_sets(label_sets)
+    same = np.array_equal(result.matrix, matrix) and result.labels == tuple(names)
+    whole = best(lambda: pystratum.plan_batches(pystratum.label_matrix_from_sets(label_sets),
+                                                policy, seed=1), repeats)
+    print(f"\nlabel lists, {rows:,} rows x {len(names)} labels, MultiLabel(256) "
+          f"(CPU s, best of {repeats})")
+    print(f"  plan of the 0/1 matrix                   {base:6.2f} s   1.00x")
+    print(f"  label_matrix_from_sets alone             {built:6.2f} s"
+          f"{'' if same else '   DIFFERENT MATRIX'}")
+    print(f"  label_matrix_from_sets, then the plan    {whole:6.2f} s   {whole / base:.2f}x")
 
 
 def write_csv(path: Path, rows: int) -> None:
@@ -176,10 +204,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=1e7)
     parser.add_argument("--csv-rows", type=float, default=2e6)
+    parser.add_argument("--label-rows", type=float, default=1e6)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"cpus={os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
     bench_forms(int(args.rows), args.repeats)
+    bench_label_sets(int(args.label_rows), args.repeats)
     bench_cli(int(args.csv_rows), args.repeats)
     bench_first_calls([int(args.csv_rows), 5 * 10**6])
 

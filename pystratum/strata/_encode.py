@@ -14,7 +14,9 @@ No pandas import here: pandas objects are recognised by duck typing, and
 Text labels at scale (numpy strings, Python strings, pyarrow and
 pyarrow-backed pandas columns) are hashed by pyarrow's ``dictionary_encode``
 where pyarrow is installed (the ``arrow`` extra): the same codes and labels as
-the general paths (sorting or a Python dict), at integer speed.
+the general paths (sorting or a Python dict), at integer speed; object arrays of
+Python ``str`` by ``pandas.factorize`` instead when the caller has loaded pandas
+(faster on Python objects, and hashing by Python's own ``==``).
 """
 
 from __future__ import annotations
@@ -603,11 +605,39 @@ def _encode_fixed_width_text(values):
 
 def _encode_text_objects(values):
     """Python strings (an object array of ``str`` only): the codes and labels of
-    :func:`_encode_objects`, hashed in pyarrow. None (the general path decides) when small,
-    without pyarrow, or when any value is not a ``str`` (pyarrow then infers another type,
-    or fails: bytes, numbers, None, NaN, unencodable surrogates)."""
+    :func:`_encode_objects`, hashed in C. None (the general path decides) when small, without
+    pandas or pyarrow, or when any distinct value is not exactly a ``str`` (bytes, numbers,
+    None, NaN, str subclasses, unencodable surrogates).
+
+    pandas' ``factorize`` serves when the caller has loaded pandas (it hashes the objects with
+    Python's own hash and ``==``, so b"a" and "a" stay apart); pyarrow otherwise. Either way
+    each label is the first row holding it, the object the general path's dict keeps."""
     if values.shape[0] < _HASH_MIN_ROWS:
         return None
+    factorized = _factorize_objects(values)
+    if factorized is None:
+        return None
+    indices, distinct = factorized
+    if not all(type(label) is str for label in distinct):
+        return None
+    order = sorted(range(len(distinct)), key=distinct.__getitem__)
+    rank = np.empty(len(distinct), dtype=smallest_code_dtype(len(distinct)))
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(distinct))
+    return rank[indices], [distinct[k] for k in order]
+
+
+def _factorize_objects(values):
+    """``(indices, distinct)``: a code per row and the first row's object of each code, or
+    None (missing values, no hashing library, values pyarrow cannot read as text)."""
+    pandas = _loaded_pandas()
+    if pandas is not None:
+        try:
+            indices, distinct = pandas.factorize(values)
+        except (TypeError, ValueError):  # unhashable values: the general path names the row
+            return None
+        if indices.shape[0] and int(indices.min()) < 0:  # pandas' missing values
+            return None
+        return indices, list(distinct)
     modules = _arrow_modules()
     if modules is None:
         return None
@@ -616,15 +646,19 @@ def _encode_text_objects(values):
         cells = pa.array(values)
     except (pa.ArrowException, TypeError, ValueError, UnicodeError, OverflowError):
         return None
+    # Inferred, not typed: a typed conversion would read bytes as text, merging b"a" and "a".
     if cells.null_count or not (pa.types.is_string(cells.type) or
                                 pa.types.is_large_string(cells.type)):
         return None
     encoded = pc.dictionary_encode(cells)
-    distinct = encoded.dictionary.to_pylist()
-    order = sorted(range(len(distinct)), key=distinct.__getitem__)
-    rank = np.empty(len(distinct), dtype=smallest_code_dtype(len(distinct)))
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(distinct))
-    return rank[arrow_integers(encoded.indices)], [distinct[k] for k in order]
+    indices = arrow_integers(encoded.indices)
+    first_rows = first_rows_of_codes(indices, len(encoded.dictionary))
+    return indices, values[first_rows].tolist()
+
+
+def _loaded_pandas():
+    """pandas if the caller has imported it (importing it here would cost more than it saves)."""
+    return sys.modules.get("pandas")
 
 
 def _categorical_parts(column):

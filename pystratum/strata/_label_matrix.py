@@ -13,6 +13,7 @@ type's module, and torch is asked for only when a tensor is passed.
 
 from __future__ import annotations
 
+import itertools
 import numbers
 from collections.abc import Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -489,6 +490,10 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
     rows = label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
     if not rows:
         raise ValueError(f"{name} has 0 rows; pass one set of labels per data row.")
+    matrix = _matrix_of_plain_sets(rows, labels, name)
+    if matrix is not None:
+        return matrix
+    # Anything else, and every refusal: one row at a time, naming the row.
     sets = []
     for row, entry in enumerate(rows):
         if entry is None or isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable):
@@ -567,4 +572,61 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
                 f"not list. Add it to labels, or drop it from the row."
             )
         out[row, positions] = True
+    return LabelMatrix(out, tuple(texts))
+
+
+# Rows of these types are read in one C-speed pass by _matrix_of_plain_sets.
+_PLAIN_ROW_TYPES = frozenset({list, tuple, set, frozenset})
+# Equal labels of one of these types always have one text (label_key); tuples (0,) and
+# (False,), or Decimals 1.0 and 1.00, do not.
+_PLAIN_LABEL_TYPES = frozenset({str, int, bool, float})
+
+
+def _matrix_of_plain_sets(rows, labels, name):
+    """The label matrix of rows that are plain lists, tuples or sets of str, int, bool or
+    float labels, with no per-row Python step (a frozenset a row costs a microsecond and
+    the garbage collector's passes); None when anything would be refused or is not plain,
+    so that the row-by-row path gives the matrix or names the row."""
+    if not set(map(type, rows)) <= _PLAIN_ROW_TYPES:
+        return None
+    cells = list(itertools.chain.from_iterable(rows))
+    kinds = set(map(type, cells))
+    try:
+        # The first cell of each label: the one a row's frozenset and their union keep.
+        found = dict.fromkeys(cells)
+        # Each distinct (type, label) pair; with one type, the distinct labels are those.
+        distinct = dict.fromkeys(zip(map(type, cells), cells)) if len(kinds) > 1 else \
+            [(kind, label) for kind in kinds for label in found]
+    except TypeError:  # unhashable
+        return None
+    if not all(kind in _PLAIN_LABEL_TYPES for kind, _ in distinct) or \
+            any(kind is float and label != label for kind, label in distinct):  # NaN: missing
+        return None
+    if labels is None:
+        columns = sorted(found, key=label_key)
+    elif isinstance(labels, (list, tuple)):  # not an iterator the row-by-row path reads again
+        columns = list(labels)
+    else:
+        return None
+    texts = [label_key(label) for label in columns]
+    if not columns or len(set(texts)) < len(texts):
+        return None
+    # Equal labels written apart (0 and False): a distinct (type, label) pair stands for all
+    # its cells, as equal labels of one plain type have one text.
+    written = {}
+    for _, label in distinct:
+        if written.setdefault(label, label_key(label)) != label_key(label):
+            return None
+    index = {label: position for position, label in enumerate(columns)}
+    try:
+        positions = np.fromiter(map(index.get, cells), dtype=np.int64, count=len(cells))
+    except TypeError:  # None: a label not in labels=
+        return None
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    row_of_cell = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    if len(rows) * len(columns) > LABEL_CELLS_MAX:  # the size check counts distinct cells
+        listed = np.unique(row_of_cell * len(columns) + positions).shape[0]
+        check_label_cells(len(rows), len(columns), int(listed), name, "label sets")
+    out = np.zeros((len(rows), len(columns)), dtype=bool)
+    out[row_of_cell, positions] = True
     return LabelMatrix(out, tuple(texts))

@@ -23,19 +23,25 @@ from pystratum.strata import _encode
 from pystratum.strata._encode import encode_strata
 
 
-def encoded_both_ways(strata, monkeypatch):
-    """(hashed paths, general paths) encodings of ``strata``."""
+def encoded_both_ways(strata, monkeypatch, hasher="pandas"):
+    """(hashed paths, general paths) encodings of ``strata``; Python strings are hashed by
+    pandas (loaded here) or, with ``hasher="pyarrow"``, as without pandas."""
     with monkeypatch.context() as patch:
         patch.setattr(_encode, "_HASH_MIN_ROWS", 1)
+        if hasher == "pyarrow":
+            patch.setattr(_encode, "_loaded_pandas", lambda: None)
         fast = encode_strata(strata)
     with monkeypatch.context() as patch:
         patch.setattr(_encode, "_arrow_modules", lambda: None)
+        patch.setattr(_encode, "_loaded_pandas", lambda: None)
         general = encode_strata(strata)
     return fast, general
 
 
 def assert_same(fast, general):
     assert fast.labels == general.labels
+    # The same objects' types too: a str subclass kept by the general path stays one.
+    assert [type(label) for label in fast.labels] == [type(label) for label in general.labels]
     assert fast.codes.dtype == general.codes.dtype
     assert np.array_equal(fast.codes, general.codes)
     assert np.array_equal(fast.sizes, general.sizes)
@@ -90,26 +96,68 @@ def as_form(values, form):
             "group": np.arange(len(values)) % 3, "more": as_form(values, "object")}
 
 
-@given(values=text_column(), form=st.sampled_from(FORMS))
-def test_hashed_paths_equal_the_general_paths(values, form):
+HASHERS = ["pandas", "pyarrow"]
+
+
+@given(values=text_column(), form=st.sampled_from(FORMS), hasher=st.sampled_from(HASHERS))
+def test_hashed_paths_equal_the_general_paths(values, form, hasher):
     with pytest.MonkeyPatch.context() as monkeypatch:
-        assert_same(*encoded_both_ways(as_form(values, form), monkeypatch))
+        assert_same(*encoded_both_ways(as_form(values, form), monkeypatch, hasher))
 
 
-@given(values=st.lists(st.one_of(TEXT, st.integers(-3, 3), st.binary(max_size=2),
-                                 st.just(1.0), st.booleans()), min_size=1, max_size=30))
-def test_objects_that_are_not_all_str_take_the_general_path(values):
-    # b"a" and "a", 1 and 1.0 and True: Python's equality decides, as without pyarrow.
-    array = np.empty(len(values), dtype=object)
-    array[:] = values
+class Text(str):
+    """A str subclass: equal to its str, but a label of its own type where it comes first."""
+
+
+@given(values=st.lists(st.one_of(TEXT, TEXT.map(Text), st.integers(-3, 3), st.binary(max_size=2),
+                                 st.just(1.0), st.booleans(), st.none(), st.just(float("nan"))),
+                       min_size=1, max_size=30),
+       as_list=st.booleans(), hasher=st.sampled_from(HASHERS))
+def test_objects_of_any_mix_equal_the_general_path(values, as_list, hasher):
+    # b"a" and "a", 1 and 1.0 and True, None, NaN, str subclasses: Python's equality decides,
+    # and the labels are the objects the general path keeps.
+    if as_list:
+        strata = list(values)
+    else:
+        strata = np.empty(len(values), dtype=object)
+        strata[:] = values
     with pytest.MonkeyPatch.context() as monkeypatch:
         try:
-            fast, general = encoded_both_ways(array, monkeypatch)
-        except (TypeError, ValueError) as error:  # refused (e.g. unhashable): both alike
-            with pytest.raises(type(error)):
-                encode_strata(array)
+            fast, general = encoded_both_ways(strata, monkeypatch, hasher)
+        except (TypeError, ValueError) as error:  # refused (missing values): both alike
+            with monkeypatch.context() as patch:
+                patch.setattr(_encode, "_arrow_modules", lambda: None)
+                patch.setattr(_encode, "_loaded_pandas", lambda: None)
+                with pytest.raises(type(error), match="missing value"):
+                    encode_strata(strata)
+            with monkeypatch.context() as patch:
+                patch.setattr(_encode, "_HASH_MIN_ROWS", 1)
+                with pytest.raises(type(error), match="missing value"):
+                    encode_strata(strata)
             return
     assert_same(fast, general)
+
+
+@pytest.mark.parametrize("hasher", HASHERS)
+@pytest.mark.parametrize("as_list", [False, True])
+def test_bytes_and_str_of_the_same_text_are_two_strata(hasher, as_list, monkeypatch):
+    values = ["a", b"a", "b", b"b"] * 20_000  # above the hashing threshold: the fast path
+    strata = values if as_list else np.array(values, dtype=object)
+    if hasher == "pyarrow":
+        monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
+    encoded = encode_strata(strata)
+    assert sorted(map(repr, encoded.labels)) == ["'a'", "'b'", "b'a'", "b'b'"]
+    assert encoded.sizes.tolist() == [20_000] * 4
+
+
+@pytest.mark.parametrize("hasher", HASHERS)
+def test_a_str_subclass_coming_first_labels_its_stratum(hasher, monkeypatch):
+    strata = np.array([Text("a")] + ["a", "b"] * 20_000, dtype=object)
+    if hasher == "pyarrow":
+        monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
+    encoded = encode_strata(strata)
+    assert [type(label) for label in encoded.labels] == [Text, str]
+    assert encoded.sizes.tolist() == [20_001, 20_000]
 
 
 @pytest.mark.parametrize("form", ["pyarrow", "pandas string[pyarrow]", "object"])

@@ -317,3 +317,66 @@ def test_label_sets_refused(rows, error, words):
 def test_label_sets_container_refused(value):
     with pytest.raises(TypeError, match="^label_sets must be a list with one set of labels"):
         pystratum.label_matrix_from_sets(value)
+
+
+# Cells that slip: equal in Python but written apart (0, False, 0.0, -0.0), one text from two
+# types (1, 1.0, "1"), missing ones, tuples (equal, written apart: (0,) and (False,)).
+MIXED_LABELS = st.one_of(LABELS, st.sampled_from([0.0, -0.0, 1.0, 2.5, float("nan"), None, "1",
+                                                  "0", (0,), (False,), "FALSE"]))
+
+
+def rows_one_at_a_time(label_sets, labels=None):
+    """label_matrix_from_sets with its one-pass path for plain rows switched off."""
+    from pystratum.strata import _label_matrix
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_label_matrix, "_matrix_of_plain_sets", lambda *args: None)
+        return pystratum.label_matrix_from_sets(label_sets, labels)
+
+
+@settings(max_examples=200)
+@given(rows=st.lists(st.tuples(st.lists(MIXED_LABELS, max_size=4),
+                               st.sampled_from([list, tuple, set, frozenset])),
+                     min_size=1, max_size=8),
+       given_labels=st.one_of(st.none(), st.lists(MIXED_LABELS, max_size=6)))
+def test_label_sets_in_one_pass_equal_the_row_by_row_path(rows, given_labels):
+    label_sets = []
+    for cells, kind in rows:
+        try:
+            label_sets.append(kind(cells))
+        except TypeError:
+            label_sets.append(list(cells))
+    try:
+        expected = rows_one_at_a_time(label_sets, given_labels)
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error)) as raised:
+            pystratum.label_matrix_from_sets(label_sets, given_labels)
+        assert str(raised.value) == str(error)
+        return
+    result = pystratum.label_matrix_from_sets(label_sets, given_labels)
+    assert result.labels == expected.labels
+    assert result.matrix.dtype == expected.matrix.dtype
+    assert np.array_equal(result.matrix, expected.matrix)
+
+
+def test_label_sets_past_the_cell_limit_are_refused_as_row_by_row(monkeypatch):
+    from pystratum.strata import _label_matrix
+
+    monkeypatch.setattr(_label_matrix, "LABEL_CELLS_MAX", 8)
+    # 3 rows x 4 labels = 12 cells; "a" twice in a row lists it once: 5 listed, limit 80.
+    label_sets = [["a", "a", "b"], ["c"], ["d", "a"]]
+    assert np.array_equal(pystratum.label_matrix_from_sets(label_sets).matrix,
+                          rows_one_at_a_time(label_sets).matrix)
+    monkeypatch.setattr(_label_matrix, "LABEL_GROWTH_MAX", 2)  # limit 10 < 12 cells
+    with pytest.raises(ValueError) as expected:
+        rows_one_at_a_time(label_sets)
+    with pytest.raises(ValueError, match="listing 5 labels") as raised:
+        pystratum.label_matrix_from_sets(label_sets)
+    assert str(raised.value) == str(expected.value)
+
+
+def test_labels_given_as_an_iterator_are_read_once():
+    with pytest.raises(ValueError, match=r"the label 'q' at row 1 \(0-based\)"):
+        pystratum.label_matrix_from_sets([["b"], ["q"]], labels=iter(["b"]))
+    assert pystratum.label_matrix_from_sets([["b"], []], labels=iter(["b"])).matrix.tolist() == \
+        [[True], [False]]
