@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from ..base._validation import check_bool, check_choice, show
+from ..base._validation import check_bool, check_choice, check_int, show
 from ..strata._parquet import _open_dataset, _ordered_fragments
 
 __all__ = ["ParquetShards"]
@@ -228,6 +228,9 @@ class ParquetShards:
         or at construction): the footer is not parsed again on every load."""
         import pyarrow.parquet as pq
 
+        # A negative index would silently read a shard from the end: refused like any other.
+        shard = check_int(shard, "shard", minimum=0, maximum=len(self._where) - 1,
+                          fix=f"Pass a shard index in 0..{len(self._where) - 1}.")
         f, group = self._where[shard]
         if f not in self._footers:
             self.check_unchanged()  # a copy of the reader in a new process: check first

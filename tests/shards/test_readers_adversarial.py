@@ -418,3 +418,18 @@ def test_load_profile_of_huge_shard_ids_needs_no_memory_for_the_gaps():
     profile = shard_load_profile([[0, 4, 8], [12, 16, 20], [1, 23]], shard_of_row)
     assert profile.first_reads == 6 and profile.loads(1) == 8
 
+
+
+@pytest.mark.parametrize("shard, error, match", [
+    (-1, ValueError, r"^shard must be an integer >= 0, got shard=-1\. Pass a shard index in 0\.\.2"),
+    (3, ValueError, r"^shard must be an integer 0 <= shard <= 2, got shard=3"),
+    (1.0, TypeError, r"^shard must be an integer, got shard=1\.0"),
+    (True, TypeError, r"^shard must be an integer"),
+])
+def test_a_shard_index_outside_the_reader_is_refused_naming_it(tmp_path, shard, error, match):
+    # load(-1) used to read the last shard: a silent wrong answer to a direct caller.
+    pq.write_table(pa.table({"x": np.arange(9)}), tmp_path / "a.parquet", row_group_size=3)
+    reader = ParquetShards(str(tmp_path / "a.parquet"))
+    assert reader.load(np.int64(2)).column("x").to_pylist() == [6, 7, 8]
+    with pytest.raises(error, match=match):
+        reader.load(shard)
