@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import re
 import subprocess
+import functools
 import sys
 import tracemalloc
-import warnings
 from collections import Counter
 
 import numpy as np
@@ -37,10 +37,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pystratum import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
-                       StratumTooSmallWarning, Targets, lazy_plan, plan_batches, shard_sizes,
-                       stratified_batches)
+from pystratum import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum, Targets,
+                       lazy_plan, plan_batches, shard_sizes, stratified_batches)
 from pystratum.policies import MultiLabel
+from _outcomes import counted_call
 
 from test_shards import ref_index_plan  # docs/SHARDS.md's lazy definition by plain loops
 
@@ -68,17 +68,7 @@ def assert_actionable(error, name):
     assert any(word in message.lower() for word in FIX_WORDS), f"no fix in: {message}"
 
 
-def call(face, function, *args, **kwargs):
-    """("ok", result) or ("error", TypeError/ValueError), counted; anything else escapes."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StratumTooSmallWarning)
-        try:
-            result = function(*args, **kwargs)
-        except (TypeError, ValueError) as error:
-            OUTCOMES[face, type(error).__name__] += 1
-            return "error", error
-    OUTCOMES[face, "accepted"] += 1
-    return "ok", result
+call = functools.partial(counted_call, OUTCOMES)  # ("ok", result) or ("error", error), counted
 
 
 # --- the oracle: which rows share a shard, from the documented contract ---------------------

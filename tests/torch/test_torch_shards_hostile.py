@@ -10,6 +10,7 @@ argument or the state key. ``-s`` prints the inputs tried and their outcomes.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 import warnings
 from collections import Counter
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 from pystratum import (FixedSize, MinPerStratum, StratumTooSmallWarning, Targets, plan_batches,
                        shard_sizes)
 from pystratum.torch import StratifiedBatchSampler, StratifiedSampler
+from _outcomes import counted_call
 
 
 OUTCOMES = Counter()
@@ -39,16 +41,7 @@ def report_outcomes():
         print(f"  {face:24s} {outcome:12s} {count}")
 
 
-def call(face, function, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StratumTooSmallWarning)
-        try:
-            result = function(*args, **kwargs)
-        except (TypeError, ValueError) as error:
-            OUTCOMES[face, type(error).__name__] += 1
-            return "error", error
-    OUTCOMES[face, "accepted"] += 1
-    return "ok", result
+call = functools.partial(counted_call, OUTCOMES)  # ("ok", result) or ("error", error), counted
 
 
 def as_lists(batches):
