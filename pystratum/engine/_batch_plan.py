@@ -208,6 +208,12 @@ class BatchPlan:
         R package numbers from 1). ``max_rows``: at most this many batch rows
         (an int >= 1), the first and last ones around a ``...`` row; None shows
         every batch.
+
+        Past ``WIDE_FROM`` (20) strata or labels the text no longer has a column
+        each: one line per stratum (label) with its least, median and most in a
+        batch and its total, the 10 least served first, then "... and N more
+        strata"; :attr:`counts` keeps every count. ``print(plan.summary())`` is
+        compact past the same number (its ``rows`` keep every record).
         """
         return self.report().table(max_rows)
 

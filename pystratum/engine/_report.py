@@ -25,7 +25,14 @@ from ..base._validation import check_int
 from ..strata._labels import label_text, shown_label
 
 __all__ = ["report_family", "report_of", "PlanSummary", "StratumReport", "ClassesReport",
-           "LabelReport"]
+           "LabelReport", "WIDE_FROM", "STRATA_SHOWN"]
+
+# Past WIDE_FROM strata (labels) a printed table or summary no longer gives each its
+# own column (line): it shows the STRATA_SHOWN least served (fewest rows in a batch
+# first), then "... and N more strata". The data keep every count (plan.counts,
+# PlanSummary.rows). R's print methods follow the same rule with the same words.
+WIDE_FROM = 20
+STRATA_SHOWN = 10
 
 
 def report_family(policy) -> str:
@@ -42,25 +49,40 @@ def report_of(plan):
     return _REPORTS[report_family(plan.policy)](plan)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PlanSummary:
     """A plan's summary: the family, the headline (the promise and how the plan keeps
     it) and one record per stratum, class or label.
 
-    ``columns`` names the fields of each record in ``rows``; ``str()`` prints
-    both as a table under the headline.
+    ``columns`` names the fields of each record in ``rows`` (every record, however
+    many); ``str()`` and ``repr()`` print both as a table under the headline, compact
+    past ``WIDE_FROM`` strata or labels (the least served first, then "... and N more
+    strata"), so a summary shown at a prompt stays short.
     """
 
     family: str
     headline: str
     columns: tuple
     rows: tuple
+    #: The records' plural noun ("strata", "labels") when there is one record per stratum
+    #: or label (then ``str()`` is compact past ``WIDE_FROM`` of them); None: never compact.
+    noun: str | None = None
 
     def __str__(self) -> str:
-        cells = [list(self.columns)] + [[str(v) for v in row] for row in self.rows]
-        widths = [max(len(r[k]) for r in cells) for k in range(len(self.columns))]
-        lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
-        return "\n".join([self.headline] + lines)
+        rows, lines = self.rows, [self.headline]
+        compact = self.noun is not None and len(rows) > WIDE_FROM
+        if compact:
+            least = [row[self.columns.index("min_per_batch")] for row in rows]
+            order = np.lexsort((np.arange(len(rows)), least))[:STRATA_SHOWN]
+            rows = [rows[k] for k in order]
+            lines.append(f"{len(self.rows):,} {self.noun}, more than {WIDE_FROM} to show: "
+                         f"the least served first")
+        lines.append(_text_table(list(self.columns), [[str(v) for v in row] for row in rows]))
+        if compact:
+            lines.append(_more_line(len(self.rows) - len(rows), self.noun))
+        return "\n".join(lines)
+
+    __repr__ = __str__
 
 
 def _shown_batches(n: int, max_rows):
@@ -82,6 +104,33 @@ def _text_table(header, rows) -> str:
     widths = [max(len(r[k]) for r in [header] + rows) for k in range(len(header))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths))
                      for row in [header] + rows)
+
+
+def _more_line(n: int, noun: str) -> str:
+    return f"... and {n:,} more {noun}"
+
+
+def _median_text(value) -> str:
+    """A median of counts as text: a whole number, or one ending in .5 (R prints it alike)."""
+    return str(int(value)) if value == int(value) else f"{value:.1f}"
+
+
+def _wide_table(plan, counts, noun, value_name) -> str:
+    """Past ``WIDE_FROM`` columns: one line per stratum (label), its count in a batch
+    (least, median, most) and its total, the ``STRATA_SHOWN`` least served first (fewest
+    in a batch; ties in stratum order), then how many more there are."""
+    singular = "stratum" if noun == "strata" else "label"
+    least, most = counts.min(axis=0), counts.max(axis=0)
+    median, totals = np.median(counts, axis=0), counts.sum(axis=0)
+    shown = np.lexsort((np.arange(counts.shape[1]), least))[:STRATA_SHOWN]
+    rows = [[shown_label(plan.strata[k]), str(int(least[k])), _median_text(median[k]),
+             str(int(most[k])), str(int(totals[k]))] for k in shown.tolist()]
+    return "\n".join([
+        f"{counts.shape[1]:,} {noun} over {counts.shape[0]:,} batches, more than {WIDE_FROM} "
+        f"to show as columns: {value_name} of each {singular} in a batch, the least served "
+        f"first",
+        _text_table([singular, "min", "median", "max", value_name], rows),
+        _more_line(counts.shape[1] - len(rows), noun)])
 
 
 def _count_table(plan, counts, totals, max_rows) -> str:
@@ -137,6 +186,7 @@ class StratumReport:
 
     family = "strata"
     value_name = "rows"
+    noun = "strata"
 
     def __init__(self, plan):
         self.plan = plan
@@ -168,7 +218,13 @@ class StratumReport:
         return self.counts.sum(axis=1)
 
     def table(self, max_rows=10) -> str:
-        return _count_table(self.plan, self.counts, self.totals(), max_rows)
+        """The batches x strata table; past ``WIDE_FROM`` strata the compact form
+        (:func:`_wide_table`: ``max_rows`` then does not apply, there are no batch rows)."""
+        max_rows = _check_max_rows(max_rows)
+        counts = self.counts
+        if counts.shape[1] > WIDE_FROM and counts.shape[0] > 0:
+            return _wide_table(self.plan, counts, self.noun, self.value_name)
+        return _count_table(self.plan, counts, self.totals(), max_rows)
 
     def records(self):
         """``(header, rows)``: the table for CSV, every batch (numbered from 0)."""
@@ -187,7 +243,8 @@ class StratumReport:
                      in zip(self.plan.strata, counts.sum(axis=0), counts.min(axis=0),
                             counts.max(axis=0)))
         return PlanSummary(self.family, self.headline(),
-                           ("stratum", "rows", "min_per_batch", "max_per_batch"), rows)
+                           ("stratum", "rows", "min_per_batch", "max_per_batch"), rows,
+                           noun=self.noun)
 
     def panel(self, title=None):
         """What :func:`pystratum.plot.draw_panel` draws for this plan."""
@@ -221,6 +278,7 @@ class LabelReport(StratumReport):
 
     family = "labels"
     value_name = "positives"
+    noun = "labels"
 
     def promise(self):
         params = self.plan.policy.params()
@@ -272,7 +330,8 @@ class LabelReport(StratumReport):
     def summary(self) -> PlanSummary:
         base = super().summary()
         return PlanSummary(self.family, base.headline,
-                           ("label", "positives", "min_per_batch", "max_per_batch"), base.rows)
+                           ("label", "positives", "min_per_batch", "max_per_batch"), base.rows,
+                           noun=self.noun)
 
 
 # --- slot policies ----------------------------------------------------------------------

@@ -20,6 +20,12 @@
 #' summed into "other"); past 300 batches the spread of each column's
 #' per-batch counts; for classes, how often each class appears.
 #'
+#' Past 20 strata (labels), `print()` of a table or of its summary no longer
+#' gives each stratum its own column (line): it shows the 10 least served
+#' (fewest in a batch first) with their least, median and most count in a batch,
+#' then "... and N more strata"; the table and `summary()$records` keep every
+#' count, and the Python package prints the same lines.
+#'
 #' Batches are numbered from 1, as R lists are (the Python package numbers
 #' them from 0).
 #'
@@ -244,11 +250,93 @@ summary.pystratum_count_table = function(object, ...) {
     class = "summary.pystratum_count_table")
 }
 
+#' @describeIn batch_count_table Prints the headline and the records; past 20
+#'   strata (labels), the 10 least served (fewest in a batch first), then
+#'   "... and N more strata" (`$records` keeps every record).
 #' @export
 print.summary.pystratum_count_table = function(x, ...) {
   cat(x$headline, "\n", sep = "")
-  print(x$records, row.names = FALSE)
+  records = x$records
+  noun = switch(names(records)[[1L]], stratum = "strata", label = "labels", NULL)
+  if (is.null(noun) || nrow(records) <= wide_from) {
+    print(records, row.names = FALSE)
+    return(invisible(x))
+  }
+  shown = utils::head(order(records$min_per_batch), strata_shown)
+  cells = vapply(records[shown, , drop = FALSE], function(column) {
+    if (is.numeric(column)) sprintf("%.0f", column) else as.character(column)
+  }, character(length(shown)))
+  cat(sprintf("%s %s, more than %d to show: the least served first", big_number(nrow(records)),
+              noun, wide_from),
+      text_table(rbind(names(records), matrix(cells, nrow = length(shown)))),
+      more_line(nrow(records) - length(shown), noun), sep = "\n")
   invisible(x)
+}
+
+# Past wide_from strata (labels) a printed table or summary no longer gives each its
+# own column (line): the strata_shown least served (fewest in a batch first, ties in
+# stratum order), then "... and N more strata"; the object keeps every count.
+# Python: pystratum.engine._report.WIDE_FROM and STRATA_SHOWN, with the same words.
+wide_from = 20L
+strata_shown = 10L
+
+big_number = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+
+more_line = function(n, noun) sprintf("... and %s more %s", big_number(n), noun)
+
+# The lines of a character matrix (first row the header), cells right-aligned in
+# columns two spaces apart, as Python's _text_table() lays them out.
+text_table = function(cells) {
+  widths = apply(cells, 2L, function(column) max(nchar(column)))
+  padded = vapply(seq_len(ncol(cells)), function(k) {
+    paste0(strrep(" ", widths[[k]] - nchar(cells[, k])), cells[, k])
+  }, character(nrow(cells)))
+  apply(matrix(padded, nrow = nrow(cells)), 1L, paste, collapse = "  ")
+}
+
+# The compact form of a wide count table: per stratum (label), its count in a batch
+# (least, median, most) and total, the least served first (Python: _wide_table()).
+wide_table_lines = function(x) {
+  counts = unclass(x)
+  attributes(counts) = list(dim = dim(counts), dimnames = dimnames(counts))
+  labels = inherits(x, "pystratum_label_table")
+  noun = if (labels) "labels" else "strata"
+  singular = if (labels) "label" else "stratum"
+  value_name = if (labels) "positives" else "rows"
+  least = apply(counts, 2L, min)
+  median = apply(counts, 2L, stats::median)
+  shown = utils::head(order(least), strata_shown)
+  cells = cbind(colnames(counts)[shown], sprintf("%.0f", least[shown]),
+                ifelse(median[shown] == floor(median[shown]), sprintf("%.0f", median[shown]),
+                       sprintf("%.1f", median[shown])),
+                sprintf("%.0f", apply(counts[, shown, drop = FALSE], 2L, max)),
+                sprintf("%.0f", colSums(counts[, shown, drop = FALSE])))
+  c(sprintf(paste0("%s %s over %s batches, more than %d to show as columns: %s of each %s ",
+                   "in a batch, the least served first"), big_number(ncol(counts)), noun,
+            big_number(nrow(counts)), wide_from, value_name, singular),
+    text_table(rbind(c(singular, "min", "median", "max", value_name), cells)),
+    more_line(ncol(counts) - length(shown), noun))
+}
+
+is_wide_table = function(x) length(dim(x)) == 2L && ncol(x) > wide_from && nrow(x) > 0L
+
+#' @describeIn batch_count_table Prints the table; past 20 strata (labels), one
+#'   line per stratum (label) instead of a column each: its least, median and
+#'   most in a batch and its total, the 10 least served first, then "... and N
+#'   more strata" (the table itself keeps every count).
+#' @export
+print.pystratum_count_table = function(x, ...) {
+  if (!is_wide_table(x)) return(NextMethod())
+  cat(wide_table_lines(x), sep = "\n")
+  invisible(x)
+}
+
+#' @describeIn batch_count_table The printed lines of a wide table (past 20
+#'   strata or labels, see `print()`); otherwise the usual character matrix.
+#' @export
+format.pystratum_count_table = function(x, ...) {
+  if (!is_wide_table(x)) return(NextMethod())
+  wide_table_lines(x)
 }
 
 #' @describeIn batch_count_table ClassesPerBatch: the headline and how many

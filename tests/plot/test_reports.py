@@ -186,3 +186,100 @@ def test_plain_panels_use_the_plans_view():
     lone = pk.report().plain_panel(labels, [[0, 8, 9], [1, 2, 16, 17]], "plain")
     assert lone.appearances.tolist() == [2, 1, 1, 0, 0, 0]
     assert lone.headline == "1 of 2 batches hold a class with a single row"
+
+
+# --- reports at many strata (issue 32, item 4): compact text past 20 columns ---------------
+
+def wide_strata(n_strata=10_000, seed=4):
+    """``n_strata`` strata of 3 to 8 rows each, sizes shuffled (the least served strata are
+    not the first ones)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(3, 9, size=n_strata)
+    return np.array([f"s{k}" for k in np.repeat(np.arange(n_strata), sizes)])
+
+
+def expected_wide_lines(plan, noun, value_name):
+    """The compact table computed here from ``plan.counts``: the 10 least served strata
+    (fewest rows in a batch, ties in stratum order) with their least, median, most, total."""
+    counts = plan.counts
+    least = counts.min(axis=0)
+    order = sorted(range(counts.shape[1]), key=lambda k: (least[k], k))[:10]
+    lines = []
+    for k in order:
+        median = float(np.median(counts[:, k]))
+        median_text = str(int(median)) if median.is_integer() else f"{median:.1f}"
+        lines.append([str(plan.strata[k]), str(int(least[k])), median_text,
+                      str(int(counts[:, k].max())), str(int(counts[:, k].sum()))])
+    return lines
+
+
+@pytest.mark.parametrize("policy", [MinPerStratum(1), FixedSize(30_000)])
+def test_counts_table_past_20_strata_shows_the_least_served_strata_then_how_many_more(policy):
+    plan = plan_batches(wide_strata(), policy, seed=5)
+    assert plan.counts.shape[1] == 10_000  # the data keep every count
+    lines = plan.counts_table().splitlines()
+    assert lines[0] == (f"10,000 strata over {plan.num_batches:,} batches, more than 20 to "
+                        f"show as columns: rows of each stratum in a batch, the least served "
+                        f"first")
+    assert lines[1].split() == ["stratum", "min", "median", "max", "rows"]
+    assert [line.split() for line in lines[2:12]] == expected_wide_lines(plan, "strata", "rows")
+    assert lines[12:] == ["... and 9,990 more strata"]
+    assert max(len(line) for line in lines) < 140
+    assert plan.counts_table(max_rows=None) == plan.counts_table()
+
+
+def test_summary_past_20_strata_prints_the_least_served_records_and_keeps_every_record():
+    plan = plan_batches(wide_strata(), MinPerStratum(1), seed=5)
+    summary = plan.summary()
+    assert len(summary.rows) == 10_000
+    lines = str(summary).splitlines()
+    assert lines[0] == summary.headline
+    assert lines[1] == "10,000 strata, more than 20 to show: the least served first"
+    assert lines[2].split() == list(summary.columns)
+    least = sorted(range(10_000), key=lambda k: (summary.rows[k][2], k))[:10]
+    assert [line.split() for line in lines[3:13]] == \
+        [[str(v) for v in summary.rows[k]] for k in least]
+    assert lines[13:] == ["... and 9,990 more strata"]
+
+
+def test_tables_up_to_20_strata_keep_one_column_per_stratum():
+    labels = np.repeat([f"s{k:02d}" for k in range(20)], 4)
+    plan = plan_batches(labels, MinPerStratum(1), seed=1)
+    table = plan.counts_table().splitlines()
+    assert table[0].split() == ["batch"] + [str(s) for s in plan.strata] + ["total"]
+    assert len(str(plan.summary()).splitlines()) == 2 + 20
+    wider = plan_batches(np.repeat([f"s{k:02d}" for k in range(21)], 4), MinPerStratum(1),
+                         seed=1)
+    assert wider.counts_table().splitlines()[-1] == "... and 11 more strata"
+    assert str(wider.summary()).splitlines()[-1] == "... and 11 more strata"
+
+
+def wide_label_plan(n_labels=25):
+    import pandas as pd
+
+    rng = np.random.default_rng(6)
+    shares = np.linspace(0.08, 0.5, n_labels)
+    matrix = pd.DataFrame((rng.random((400, n_labels)) < shares).astype(int),
+                          columns=[f"label{k}" for k in range(n_labels)])
+    return plan_batches(matrix, MultiLabel(batch_size=40), seed=2)
+
+
+def test_label_table_past_20_labels_counts_positives_per_label():
+    plan = wide_label_plan()
+    lines = plan.counts_table().splitlines()
+    assert lines[0] == (f"25 labels over {plan.num_batches} batches, more than 20 to show as "
+                        f"columns: positives of each label in a batch, the least served first")
+    assert lines[1].split() == ["label", "min", "median", "max", "positives"]
+    assert [line.split() for line in lines[2:12]] == \
+        expected_wide_lines(plan, "labels", "positives")
+    assert lines[12:] == ["... and 15 more labels"]
+    summary_lines = str(plan.summary()).splitlines()
+    assert summary_lines[1] == "25 labels, more than 20 to show: the least served first"
+    assert summary_lines[-1] == "... and 15 more labels"
+
+
+def test_a_summary_shown_at_a_prompt_is_the_compact_text():
+    plan = plan_batches(wide_strata(2_000), MinPerStratum(1), seed=5)
+    summary = plan.summary()
+    assert repr(summary) == str(summary)
+    assert len(repr(summary).splitlines()) == 1 + 1 + 1 + 10 + 1

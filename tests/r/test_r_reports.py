@@ -70,3 +70,48 @@ def test_both_languages_report_the_same_headline_and_records(r_session, kind, se
     headline, records = r_summary(r_session, kind, codes, values, values.shape[0], seed)
     assert headline == summary.headline
     assert records == [tuple(row) for row in summary.rows]
+
+
+R_WIDE_TEXT = """function(kind, codes, values, n_rows, n_labels, seed) {
+  policy = if (kind == "labels") pystratum::policy_multi_label(batch_size = 40) else
+    pystratum::policy_min_per_stratum(1)
+  strata = if (kind == "labels") {
+    as.data.frame(matrix(as.integer(values), nrow = n_rows, byrow = TRUE,
+                         dimnames = list(NULL, paste0("label", seq_len(n_labels) - 1L))))
+  } else {
+    paste0("s", codes)
+  }
+  batches = pystratum::stratified_batches(strata, policy, seed = seed, rng = "R")
+  table = pystratum::batch_count_table(strata, batches, policy = policy)
+  c(paste(utils::capture.output(print(table)), collapse = "\\n"),
+    paste(utils::capture.output(print(summary(table))), collapse = "\\n"))
+}"""
+
+
+@pytest.mark.parametrize("kind", ["strata", "labels"])
+def test_both_languages_print_the_same_compact_report_past_20_columns(r_session, kind):
+    """Issue 32, item 4: past 20 strata (labels) both languages print the same lines:
+    the least served strata, then "... and N more strata"."""
+    rng = np.random.default_rng(8)
+    codes = np.repeat(np.arange(300), rng.integers(3, 9, size=300))
+    rng.shuffle(codes)
+    n_labels = 25
+    values = (rng.random((400, n_labels)) < np.linspace(0.08, 0.5, n_labels)).astype(np.int64)
+    if kind == "labels":
+        import pandas as pd
+
+        strata = pd.DataFrame(values, columns=[f"label{k}" for k in range(n_labels)])
+        policy = MultiLabel(batch_size=40)
+    else:
+        strata = np.array([f"s{c}" for c in codes])
+        policy = MinPerStratum(1)
+    plan = plan_batches(strata, policy, seed=3, rng="R")
+    call = r_function(r_session, R_WIDE_TEXT)
+    with r_session.calling():
+        table, summary = list(call(kind, r_session.ro.IntVector(codes.tolist()),
+                                   r_session.ro.IntVector(values.ravel().tolist()),
+                                   values.shape[0], n_labels, 3))
+    assert table == plan.counts_table()
+    assert summary == str(plan.summary())
+    noun = "labels" if kind == "labels" else "strata"
+    assert table.splitlines()[-1] == f"... and {plan.counts.shape[1] - 10:,} more {noun}"

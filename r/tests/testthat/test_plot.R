@@ -113,3 +113,69 @@ test_that("a label table keeps empty batches and a batch of one label", {
                matrix(c(1L, 0L, 1L, 0L, 0L, 2L), nrow = 3L), ignore_attr = TRUE)
   expect_equal(attr(counts, "batch_rows"), c(1L, 0L, 2L))
 })
+
+# Reports at many strata (issue 32, item 4): past 20 strata a printed table or summary is
+# one line per stratum, the 10 least served first, then how many more; the data keep all.
+wide_strata = function(n_strata = 10000L, seed = 4L) {
+  set.seed(seed)
+  sizes = sample(3:8, n_strata, replace = TRUE)
+  paste0("s", rep(seq_len(n_strata) - 1L, sizes))
+}
+
+test_that("a table past 20 strata prints the least served strata, then how many more", {
+  y = wide_strata()
+  batches = stratified_batches(y, 1, seed = 5)
+  counts = batch_count_table(y, batches, policy = 1)
+  expect_equal(dim(counts), c(length(batches), 10000L))  # every count kept
+  lines = capture.output(print(counts))
+  expect_identical(lines, format(counts))
+  expect_identical(lines[[1L]], sprintf(paste0("10,000 strata over %d batches, more than 20 to ",
+    "show as columns: rows of each stratum in a batch, the least served first"), length(batches)))
+  expect_identical(strsplit(trimws(lines[[2L]]), " +")[[1L]],
+                   c("stratum", "min", "median", "max", "rows"))
+  plain = unclass(counts)
+  least = apply(plain, 2L, min)
+  shown = order(least)[1:10]
+  median = apply(plain[, shown], 2L, stats::median)
+  expected = cbind(colnames(plain)[shown], least[shown],
+                   ifelse(median == floor(median), sprintf("%.0f", median), sprintf("%.1f", median)),
+                   apply(plain[, shown], 2L, max), colSums(plain[, shown]))
+  cells = do.call(rbind, strsplit(trimws(lines[3:12]), " +"))
+  expect_identical(unname(cells), unname(matrix(as.character(expected), nrow = 10L)))
+  expect_identical(lines[13:length(lines)], "... and 9,990 more strata")
+})
+
+test_that("a summary past 20 strata prints the least served records and keeps every record", {
+  y = wide_strata()
+  result = summary(batch_count_table(y, stratified_batches(y, 1, seed = 5), policy = 1))
+  expect_equal(nrow(result$records), 10000L)
+  lines = capture.output(print(result))
+  expect_identical(lines[[1L]], result$headline)
+  expect_identical(lines[[2L]], "10,000 strata, more than 20 to show: the least served first")
+  expect_identical(strsplit(trimws(lines[[3L]]), " +")[[1L]],
+                   c("stratum", "rows", "min_per_batch", "max_per_batch"))
+  shown = result$records[order(result$records$min_per_batch)[1:10], ]
+  cells = do.call(rbind, strsplit(trimws(lines[4:13]), " +"))
+  expect_identical(cells[, 1L], shown$stratum)
+  expect_identical(as.integer(cells[, 3L]), as.integer(shown$min_per_batch))
+  expect_identical(lines[14:length(lines)], "... and 9,990 more strata")
+})
+
+test_that("tables of up to 20 strata keep a column each; 21 labels are compact", {
+  y = rep(sprintf("s%02d", 0:19), each = 4L)
+  counts = batch_count_table(y, stratified_batches(y, 1, seed = 1), policy = 1)
+  expect_match(capture.output(print(counts))[[2L]], "s00 s01", fixed = TRUE)
+  expect_length(capture.output(print(summary(counts))), 1L + 1L + 20L)
+  set.seed(6)
+  labels = as.data.frame(matrix(as.integer(runif(400 * 21) < 0.3), ncol = 21L,
+                                dimnames = list(NULL, paste0("label", 0:20))))
+  table = batch_count_table(labels, stratified_batches(labels,
+    policy_multi_label(batch_size = 40), seed = 2))
+  lines = capture.output(print(table))
+  expect_match(lines[[1L]], "^21 labels over [0-9]+ batches, .*: positives of each label in a")
+  expect_identical(strsplit(trimws(lines[[2L]]), " +")[[1L]],
+                   c("label", "min", "median", "max", "positives"))
+  expect_identical(lines[[length(lines)]], "... and 11 more labels")
+  expect_identical(utils::tail(capture.output(print(summary(table))), 1L),
+                   "... and 11 more labels")
+})
