@@ -36,11 +36,16 @@ read_label_matrix = function(labels, name) {
   if (is.data.frame(labels)) {
     check_label_shape(dim(labels), name)
     names = names(labels)
-    columns = lapply(labels, function(column) if (is.factor(column)) as.character(column) else column)
+    columns = as.list(labels)
+    factors = vapply(columns, is.factor, logical(1L))
+    columns[factors] = lapply(columns[factors], as.character)
   } else if (is.matrix(labels) || is.array(labels)) {
     check_label_shape(dim(labels), name)
     names = colnames(labels)
-    columns = lapply(seq_len(ncol(labels)), function(k) labels[, k])
+    # A logical or numeric matrix is checked whole (plain_label_cells()); other
+    # types column by column, as a data.frame.
+    columns = if (is_plain_label_vector(labels)) NULL else
+      lapply(seq_len(ncol(labels)), function(k) labels[, k])
   } else if (is.atomic(labels) && !is.null(labels)) {
     check_label_shape(length(labels), name)
   } else {
@@ -49,7 +54,7 @@ read_label_matrix = function(labels, name) {
       "label_matrix_from_sets()."), name, class(labels)[[1L]]))
   }
   if (is.null(names)) {
-    names = as.character(seq_along(columns) - 1L)
+    names = as.character(seq_len(if (is.null(columns)) ncol(labels) else length(columns)) - 1L)
   }
   names = as.character(names)
   duplicated_name = anyDuplicated(names)
@@ -59,8 +64,55 @@ read_label_matrix = function(labels, name) {
       "1-based); label names must be distinct."), name, names[[duplicated_name]], first,
       duplicated_name))
   }
+  if (is.null(columns)) {
+    checked = plain_label_cells(labels, nrow(labels), function(k) labels[, k], names, name)
+    attributes(checked) = list(dim = dim(labels), dimnames = list(NULL, names))
+    return(checked)
+  }
   checked = check_label_columns(columns, names, name)
   matrix(checked, nrow = length(columns[[1L]]), dimnames = list(NULL, names))
+}
+
+# Logical, integer or double, without a class (a class may give `==` its own meaning,
+# e.g. bit64's integer64): such cells are checked in whole-vector passes.
+is_plain_label_vector = function(x) {
+  typeof(x) %in% c("logical", "integer", "double") && !is.object(x)
+}
+
+# The cells of a logical or numeric label matrix (`cells`: the matrix, or its columns
+# unlisted), checked in whole-matrix passes instead of a loop over columns: the same
+# checks in the same order, and the same words, as check_label_columns() (the first
+# bad cell by row, then column: the first row holding one, then its first column).
+# `column(k)` is label k's column as given, which the messages quote. Logical cells
+# are never bad (unlisted with numbers they become 0/1). Returns the cells == 1.
+plain_label_cells = function(cells, n_rows, column, names, name) {
+  if (is.null(dim(cells))) dim(cells) = c(n_rows, length(cells) %/% n_rows)
+  if (anyNA(cells)) {
+    missing = is.na(cells)
+    row = which.max(rowSums(missing) > 0)
+    k = which.max(missing[row, ])
+    abort_value(name, sprintf("%s has a missing value (%s) at row %d (1-based) in label '%s'. %s",
+      name, label_value_text(column(k)[[row]]), row, names[[k]], LABEL_FIX_MISSING))
+  }
+  ones = cells == 1
+  valid = if (is.logical(cells)) {
+    TRUE
+  } else if (is.integer(cells)) {
+    limits = range(cells)  # whole numbers from 0 to 1 are 0 or 1: one pass, no copy
+    limits[[1L]] >= 0L && limits[[2L]] <= 1L
+  } else {
+    sum(ones) + sum(cells == 0) == length(cells)
+  }
+  if (!valid) {
+    zeros = cells == 0
+    row = which.max(rowSums(ones) + rowSums(zeros) < ncol(cells))
+    k = which.max(!(ones[row, ] | zeros[row, ]))
+    abort_value(name, sprintf(paste0("%s must hold only 0 and 1 (or booleans), got %s at row %d ",
+      "(1-based) in label '%s'. %s"), name, label_value_text(column(k)[[row]]), row, names[[k]],
+      LABEL_FIX_VALUE))
+  }
+  attributes(ones) = NULL
+  ones
 }
 
 check_label_shape = function(shape, name) {
@@ -100,26 +152,37 @@ label_value_text = function(value) {
 
 # The first (row, column) of a list of per-column logical masks, by row then column.
 first_label_cell = function(masks) {
-  rows = vapply(masks, function(mask) if (any(mask)) which.max(mask) else NA_integer_,
-    integer(1L))
-  if (all(is.na(rows))) {
+  flagged = vapply(masks, any, logical(1L))
+  if (!any(flagged)) {
     return(NULL)
   }
+  rows = rep(NA_integer_, length(masks))
+  rows[flagged] = vapply(masks[flagged], which.max, integer(1L))
   col = which(rows == min(rows, na.rm = TRUE))[[1L]]
   c(rows[[col]], col)
 }
 
 check_label_columns = function(columns, names, name) {
+  n_rows = length(columns[[1L]])
+  # Builtins over the columns (no R closure per column): with 10^4 label columns a
+  # per-column closure would cost more than the cells' passes.
+  plain = vapply(columns, typeof, "") %in% c("logical", "integer", "double") &
+    !vapply(columns, is.object, logical(1L)) & lengths(lapply(columns, dim)) == 0L &
+    lengths(columns) == n_rows
+  if (all(plain)) {
+    # Plain vectors of one length: one unlisted vector, checked in whole passes.
+    return(plain_label_cells(unlist(columns, use.names = FALSE), n_rows,
+                             function(k) columns[[k]], names, name))
+  }
   cell = first_label_cell(lapply(columns, is.na))
   if (!is.null(cell)) {
     value = columns[[cell[[2L]]]][[cell[[1L]]]]
     abort_value(name, sprintf("%s has a missing value (%s) at row %d (1-based) in label '%s'. %s",
       name, label_value_text(value), cell[[1L]], names[[cell[[2L]]]], LABEL_FIX_MISSING))
   }
-  kinds = vapply(columns, function(column) {
-    if (is.logical(column)) "logical" else if (is.character(column)) "text"
-    else if (is.integer(column) || is.double(column)) "number" else "other"
-  }, "")
+  kinds = unname(c(logical = "logical", character = "text", integer = "number",
+                   double = "number")[vapply(columns, typeof, "")])
+  kinds[is.na(kinds)] = "other"
   other = which(kinds == "other")
   if (length(other)) {
     k = other[[1L]]

@@ -78,3 +78,66 @@ test_that("label_matrix_from_sets sizes the matrix before allocating it", {
   expect_match(conditionMessage(error), paste0("^label_sets makes a label matrix of 20,000 rows ",
     "x 20,000 labels from label sets listing 20,000 labels: 400,000,000 cells, about 0.4 GiB"))
 })
+
+# The first bad cell as the reader must name it: missing cells first, then other values,
+# each time the lowest row, then the lowest column (written plainly, cell by cell).
+expected_label_refusal = function(columns) {
+  cells = function(bad) {
+    for (row in seq_along(columns[[1L]])) for (k in seq_along(columns)) {
+      if (bad(columns[[k]], row)) return(c(row, k))
+    }
+    NULL
+  }
+  text = function(v) if (is.na(v) && !is.nan(v)) "NA" else if (is.nan(v)) "NaN" else
+    if (is.logical(v)) as.character(v) else sprintf("%.15g", v)
+  missing = cells(function(column, row) is.na(column[[row]]))
+  if (!is.null(missing)) {
+    return(sprintf("labels has a missing value (%s) at row %d (1-based) in label '%s'. %s",
+      text(columns[[missing[[2L]]]][[missing[[1L]]]]), missing[[1L]], names(columns)[[missing[[2L]]]],
+      pystratum:::LABEL_FIX_MISSING))
+  }
+  other = cells(function(column, row) is.character(column) || !column[[row]] %in% c(0, 1))
+  if (is.null(other)) return(NULL)
+  value = columns[[other[[2L]]]][[other[[1L]]]]
+  if (is.character(value)) {
+    return(sprintf(paste0("labels must hold 0/1 numbers or booleans, got the text '%s' at row %d ",
+      "(1-based) in label '%s'. Convert the column to numbers first."), value, other[[1L]],
+      names(columns)[[other[[2L]]]]))
+  }
+  sprintf("labels must hold only 0 and 1 (or booleans), got %s at row %d (1-based) in label '%s'. %s",
+    text(value), other[[1L]], names(columns)[[other[[2L]]]], pystratum:::LABEL_FIX_VALUE)
+}
+
+test_that("mixed and wide label columns are read, or refused at the first bad cell, in the same words", {
+  set.seed(11)
+  makers = list(function(n) stats::runif(n) < 0.5, function(n) as.integer(stats::runif(n) < 0.5),
+                function(n) as.numeric(stats::runif(n) < 0.5), function(n) c("0", "1")[1L + (stats::runif(n) < 0.5)])
+  hostile = list(NA, NaN, 2, -1, 0.5, Inf, -Inf, 1e300, NA_integer_, 3L, TRUE, 0L)
+  for (trial in 1:300) {
+    n_rows = sample(1:5, 1L)
+    n_columns = sample(c(1:6, 40L), 1L)
+    columns = lapply(seq_len(n_columns), function(k) makers[[sample(c(1:3, 1:3, 1:3, 4L), 1L)]](n_rows))
+    for (hit in seq_len(sample(0:2, 1L))) {
+      k = sample(n_columns, 1L)
+      columns[[k]][[sample(n_rows, 1L)]] = hostile[[sample(length(hostile), 1L)]]
+    }
+    names(columns) = paste0("label", seq_len(n_columns))
+    expected = expected_label_refusal(columns)
+    frame = as.data.frame(columns, optional = TRUE, stringsAsFactors = FALSE)
+    inputs = list(frame)
+    if (length(unique(vapply(columns, typeof, ""))) == 1L) {
+      inputs = c(inputs, list(matrix(unlist(columns), n_rows, dimnames = list(NULL, names(columns)))))
+    }
+    for (input in inputs) {
+      outcome = tryCatch(label_matrix(input), pystratum_value_error = identity,
+                         pystratum_type_error = identity)
+      if (is.null(expected)) {
+        expect_identical(outcome, matrix(unlist(lapply(columns, function(column) column == 1)),
+          n_rows, dimnames = list(NULL, names(columns))))
+      } else {
+        expect_identical(conditionMessage(outcome), expected)
+        expect_identical(outcome$argument, "labels")
+      }
+    }
+  }
+})
