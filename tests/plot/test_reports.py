@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import warnings
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 import numpy as np
 import pytest
 
@@ -283,3 +286,24 @@ def test_a_summary_shown_at_a_prompt_is_the_compact_text():
     summary = plan.summary()
     assert repr(summary) == str(summary)
     assert len(repr(summary).splitlines()) == 1 + 1 + 1 + 10 + 1
+
+
+@given(sizes=st.lists(st.integers(2, 9), min_size=1, max_size=45),
+       policy=st.sampled_from([MinPerStratum(1), MinPerStratum(2), FixedSize(25)]))
+def test_a_table_has_a_column_per_stratum_up_to_20_then_the_least_served_ten(sizes, policy):
+    """Whatever the strata: up to 20 a column each; past 20 the ten with the fewest rows in a
+    batch (none left out has fewer), and the "more" line counts the others."""
+    labels = np.repeat([f"c{k}" for k in range(len(sizes))], sizes)
+    plan = plan_batches(labels, policy, seed=1, allow_single_batch=True)
+    lines = plan.counts_table(max_rows=None).splitlines()
+    n = len(sizes)
+    if n <= 20:
+        assert lines[0].split()[1:-1] == [str(s) for s in plan.strata]
+        assert len(lines) == 1 + plan.num_batches
+        return
+    shown = [line.split()[0] for line in lines[2:-1]]
+    assert len(shown) == 10 and len(set(shown)) == 10
+    assert lines[-1] == f"... and {n - 10} more strata"
+    least = dict(zip(map(str, plan.strata), plan.counts.min(axis=0).tolist()))
+    assert max(least[s] for s in shown) <= min(v for s, v in least.items() if s not in shown)
+    assert [least[s] for s in shown] == sorted(least[s] for s in shown)

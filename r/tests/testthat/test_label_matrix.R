@@ -93,30 +93,35 @@ expected_label_refusal = function(columns) {
   missing = cells(function(column, row) is.na(column[[row]]))
   if (!is.null(missing)) {
     return(sprintf("labels has a missing value (%s) at row %d (1-based) in label '%s'. %s",
-      text(columns[[missing[[2L]]]][[missing[[1L]]]]), missing[[1L]], names(columns)[[missing[[2L]]]],
-      pystratum:::LABEL_FIX_MISSING))
+      text(columns[[missing[[2L]]]][[missing[[1L]]]]), missing[[1L]],
+      names(columns)[[missing[[2L]]]], pystratum:::LABEL_FIX_MISSING))
   }
   other = cells(function(column, row) is.character(column) || !column[[row]] %in% c(0, 1))
   if (is.null(other)) return(NULL)
   value = columns[[other[[2L]]]][[other[[1L]]]]
   if (is.character(value)) {
-    return(sprintf(paste0("labels must hold 0/1 numbers or booleans, got the text '%s' at row %d ",
-      "(1-based) in label '%s'. Convert the column to numbers first."), value, other[[1L]],
-      names(columns)[[other[[2L]]]]))
+    return(sprintf(paste0("labels must hold 0/1 numbers or booleans, got the text '%s' at ",
+      "row %d (1-based) in label '%s'. Convert the column to numbers first."), value,
+      other[[1L]], names(columns)[[other[[2L]]]]))
   }
-  sprintf("labels must hold only 0 and 1 (or booleans), got %s at row %d (1-based) in label '%s'. %s",
-    text(value), other[[1L]], names(columns)[[other[[2L]]]], pystratum:::LABEL_FIX_VALUE)
+  sprintf(paste0("labels must hold only 0 and 1 (or booleans), got %s at row %d (1-based) ",
+    "in label '%s'. %s"), text(value), other[[1L]], names(columns)[[other[[2L]]]],
+    pystratum:::LABEL_FIX_VALUE)
 }
 
-test_that("mixed and wide label columns are read, or refused at the first bad cell, in the same words", {
+test_that("mixed and wide label columns are read, or refused at the first bad cell alike", {
   set.seed(11)
-  makers = list(function(n) stats::runif(n) < 0.5, function(n) as.integer(stats::runif(n) < 0.5),
-                function(n) as.numeric(stats::runif(n) < 0.5), function(n) c("0", "1")[1L + (stats::runif(n) < 0.5)])
+  makers = list(function(n) stats::runif(n) < 0.5,
+                function(n) as.integer(stats::runif(n) < 0.5),
+                function(n) as.numeric(stats::runif(n) < 0.5),
+                function(n) c("0", "1")[1L + (stats::runif(n) < 0.5)])
   hostile = list(NA, NaN, 2, -1, 0.5, Inf, -Inf, 1e300, NA_integer_, 3L, TRUE, 0L)
   for (trial in 1:300) {
     n_rows = sample(1:5, 1L)
     n_columns = sample(c(1:6, 40L), 1L)
-    columns = lapply(seq_len(n_columns), function(k) makers[[sample(c(1:3, 1:3, 1:3, 4L), 1L)]](n_rows))
+    columns = lapply(seq_len(n_columns), function(k) {
+      makers[[sample(c(1:3, 1:3, 1:3, 4L), 1L)]](n_rows)  # a text column one time in ten
+    })
     for (hit in seq_len(sample(0:2, 1L))) {
       k = sample(n_columns, 1L)
       columns[[k]][[sample(n_rows, 1L)]] = hostile[[sample(length(hostile), 1L)]]
@@ -126,7 +131,8 @@ test_that("mixed and wide label columns are read, or refused at the first bad ce
     frame = as.data.frame(columns, optional = TRUE, stringsAsFactors = FALSE)
     inputs = list(frame)
     if (length(unique(vapply(columns, typeof, ""))) == 1L) {
-      inputs = c(inputs, list(matrix(unlist(columns), n_rows, dimnames = list(NULL, names(columns)))))
+      inputs = c(inputs, list(matrix(unlist(columns), n_rows,
+                                     dimnames = list(NULL, names(columns)))))
     }
     for (input in inputs) {
       outcome = tryCatch(label_matrix(input), pystratum_value_error = identity,

@@ -138,7 +138,8 @@ test_that("a table past 20 strata prints the least served strata, then how many 
   shown = order(least)[1:10]
   median = apply(plain[, shown], 2L, stats::median)
   expected = cbind(colnames(plain)[shown], least[shown],
-                   ifelse(median == floor(median), sprintf("%.0f", median), sprintf("%.1f", median)),
+                   ifelse(median == floor(median), sprintf("%.0f", median),
+                          sprintf("%.1f", median)),
                    apply(plain[, shown], 2L, max), colSums(plain[, shown]))
   cells = do.call(rbind, strsplit(trimws(lines[3:12]), " +"))
   expect_identical(unname(cells), unname(matrix(as.character(expected), nrow = 10L)))
