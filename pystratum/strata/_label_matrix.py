@@ -23,8 +23,9 @@ import numpy as np
 
 from ..base._optional import require_torch
 from ..base._validation import show
-from ._encode import is_dataframe
+from ._encode import first_rows_of_codes, is_dataframe
 from ._labels import label_key
+from ._object_identity import codes_by_identity
 
 __all__ = ["LabelMatrix", "label_matrix", "label_matrix_from_sets"]
 
@@ -589,7 +590,56 @@ def _matrix_of_plain_sets(rows, labels, name):
     so that the row-by-row path gives the matrix or names the row."""
     if not set(map(type, rows)) <= _PLAIN_ROW_TYPES:
         return None
-    cells = list(itertools.chain.from_iterable(rows))
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    by_identity = _cells_by_identity(rows, int(lengths.sum()))
+    if by_identity is None:
+        resolved = _plain_label_positions(list(itertools.chain.from_iterable(rows)), labels)
+        if resolved is None:
+            return None
+        positions, texts = resolved
+    else:
+        # The distinct objects in order of first cell stand for every cell: the same first
+        # cell per label, the same (type, label) pairs, so the same columns and refusals.
+        objects, object_codes = by_identity
+        resolved = _plain_label_positions(objects, labels)
+        if resolved is None:
+            return None
+        positions, texts = resolved
+        positions = positions[object_codes]
+    n_columns = len(texts)
+    row_of_cell = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    if len(rows) * n_columns > LABEL_CELLS_MAX:  # the size check counts distinct cells
+        listed = np.unique(row_of_cell * n_columns + positions).shape[0]
+        check_label_cells(len(rows), n_columns, int(listed), name, "label sets")
+    out = np.zeros((len(rows), n_columns), dtype=bool)
+    out[row_of_cell, positions] = True
+    return LabelMatrix(out, tuple(texts))
+
+
+def _cells_by_identity(rows, n_cells):
+    """``(objects, codes)`` when the rows' cells repeat a few objects (a sample of rows
+    tells): the distinct objects in order of first cell, and each cell's object number
+    (pointers hashed as integers, see ``_object_identity``). None for fresh objects."""
+    step = max(1, len(rows) // _IDENTITY_SAMPLE_ROWS)
+    sampled = list(map(id, itertools.chain.from_iterable(rows[::step])))
+    if not sampled or len(set(sampled)) > _IDENTITY_MAX_DISTINCT_SHARE * len(sampled):
+        return None
+    cells = np.fromiter(itertools.chain.from_iterable(rows), dtype=object, count=n_cells)
+    identified = codes_by_identity(cells, sampled=True)
+    if identified is None:
+        return None
+    codes, n_objects = identified
+    return cells[first_rows_of_codes(codes, n_objects)].tolist(), codes
+
+
+# Rows sampled to decide whether cells repeat objects; at most this share of them distinct.
+_IDENTITY_SAMPLE_ROWS = 1024
+_IDENTITY_MAX_DISTINCT_SHARE = 1 / 16
+
+
+def _plain_label_positions(cells, labels):
+    """``(positions, texts)``: each cell's column (int64) and the columns' texts, for cells
+    of plain label types; None where the row-by-row path must decide (refusals too)."""
     kinds = set(map(type, cells))
     try:
         # The first cell of each label: the one a row's frozenset and their union keep.
@@ -622,11 +672,4 @@ def _matrix_of_plain_sets(rows, labels, name):
         positions = np.fromiter(map(index.get, cells), dtype=np.int64, count=len(cells))
     except TypeError:  # None: a label not in labels=
         return None
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    row_of_cell = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-    if len(rows) * len(columns) > LABEL_CELLS_MAX:  # the size check counts distinct cells
-        listed = np.unique(row_of_cell * len(columns) + positions).shape[0]
-        check_label_cells(len(rows), len(columns), int(listed), name, "label sets")
-    out = np.zeros((len(rows), len(columns)), dtype=bool)
-    out[row_of_cell, positions] = True
-    return LabelMatrix(out, tuple(texts))
+    return positions, texts

@@ -26,22 +26,25 @@ _SAMPLE_ROWS = 4096
 _MAX_DISTINCT_SHARE = 1 / 16
 
 
-def codes_by_identity(values: np.ndarray):
+def codes_by_identity(values: np.ndarray, *, sampled: bool = False):
     """``(codes, n_objects)`` for a 1-D object array whose rows repeat the same objects, or None.
 
     ``codes`` (int64) numbers the distinct objects (by identity) in order of first
     appearance; None when a sample of rows shows mostly distinct objects (fresh objects
-    per row, where hashing by value costs no more) or without pandas and pyarrow.
+    per row, where hashing by value costs no more; ``sampled=True``: the caller has
+    looked already) or without pandas and pyarrow.
     """
     contiguous = np.ascontiguousarray(values)  # a copy holds the same objects
     pointers = _pointers(contiguous)
-    step = max(1, pointers.shape[0] // _SAMPLE_ROWS)
-    sample = pointers[::step]
-    if np.unique(sample).shape[0] > max(1, _MAX_DISTINCT_SHARE * sample.shape[0]):
+    if not sampled and not _objects_repeat(pointers):
         return None
-    hashed = _hash_integers(pointers)
-    del pointers
-    return hashed
+    return _hash_integers(pointers)
+
+
+def _objects_repeat(pointers: np.ndarray) -> bool:
+    """Whether evenly spaced rows show few distinct objects."""
+    sample = pointers[::max(1, pointers.shape[0] // _SAMPLE_ROWS)]
+    return np.unique(sample).shape[0] <= max(1, _MAX_DISTINCT_SHARE * sample.shape[0])
 
 
 def _pointers(values: np.ndarray) -> np.ndarray:

@@ -380,3 +380,85 @@ def test_labels_given_as_an_iterator_are_read_once():
         pystratum.label_matrix_from_sets([["b"], ["q"]], labels=iter(["b"]))
     assert pystratum.label_matrix_from_sets([["b"], []], labels=iter(["b"])).matrix.tolist() == \
         [[True], [False]]
+
+
+class Text(str):
+    """A str subclass: equal to its str, so only the row-by-row path may decide its label."""
+
+
+def _equal_copy(text):
+    """An equal str that is another object (CPython shares only the empty and 1-char ones)."""
+    return (text + "!")[:-1]
+
+
+# Rows drawn from a small pool of objects, so that cells repeat objects and are read by
+# identity (pointers hashed, then the distinct objects compared): equal texts held by
+# different objects, str subclasses and every hostile cell above among them.
+POOL_LABELS = st.one_of(MIXED_LABELS, st.sampled_from(["ab", "z z", "tag"]).map(_equal_copy),
+                        st.sampled_from(["ab", "a"]).map(Text))
+
+
+@settings(max_examples=200)
+@given(pool=st.one_of(st.lists(st.sampled_from(["ab", "z z", "tag"]).map(_equal_copy),
+                               min_size=1, max_size=5),
+                      st.lists(POOL_LABELS, min_size=1, max_size=5)),
+       rows=st.lists(st.tuples(st.lists(st.integers(0, 4), max_size=4),
+                               st.sampled_from([list, tuple, set, frozenset])),
+                     min_size=1, max_size=8),
+       given_labels=st.one_of(st.none(), st.lists(POOL_LABELS, max_size=6)))
+def test_label_sets_read_by_identity_equal_the_row_by_row_path(pool, rows, given_labels):
+    from pystratum.strata import _label_matrix
+
+    label_sets = []
+    for picks, kind in rows:
+        cells = [pool[k % len(pool)] for k in picks]
+        try:
+            label_sets.append(kind(cells))
+        except TypeError:
+            label_sets.append(cells)
+    try:
+        expected = rows_one_at_a_time(label_sets, given_labels)
+    except (TypeError, ValueError) as error:
+        expected = error
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_label_matrix, "_IDENTITY_MAX_DISTINCT_SHARE", 1.0)  # always by identity
+        try:
+            result = pystratum.label_matrix_from_sets(label_sets, given_labels)
+        except (TypeError, ValueError) as error:
+            assert type(error) is type(expected) and str(error) == str(expected)
+            return
+    assert not isinstance(expected, Exception), expected
+    assert result.labels == expected.labels
+    assert result.matrix.dtype == expected.matrix.dtype
+    assert np.array_equal(result.matrix, expected.matrix)
+
+
+def test_label_sets_repeating_a_few_objects_are_read_by_identity(monkeypatch):
+    from pystratum.strata import _label_matrix
+
+    names = ["tag0", "tag1", _equal_copy("tag1"), 7, "x y"]
+    picks = np.random.default_rng(8).random((20_000, len(names))) < 0.3
+    label_sets = [[names[k] for k in np.flatnonzero(row)] for row in picks]
+    served = []
+    real = _label_matrix.codes_by_identity
+
+    def counted(cells, **options):
+        served.append(real(cells, **options))
+        return served[-1]
+
+    monkeypatch.setattr(_label_matrix, "codes_by_identity", counted)
+    result = pystratum.label_matrix_from_sets(label_sets)
+    expected = rows_one_at_a_time(label_sets)
+    assert len(served) == 1 and served[0] is not None
+    assert served[0][1] == len(names)  # five objects, four labels: "tag1" twice
+    assert result.labels == expected.labels == ("7", "tag0", "tag1", "x y")
+    assert np.array_equal(result.matrix, expected.matrix)
+
+
+def test_label_sets_of_fresh_objects_are_not_read_by_identity(monkeypatch):
+    from pystratum.strata import _label_matrix
+
+    # Each cell its own object (split text): the sample sees no repeats, no pointer is hashed.
+    label_sets = [f"a;b{k % 3};c".split(";") for k in range(20_000)]
+    monkeypatch.setattr(_label_matrix, "codes_by_identity", None)
+    assert pystratum.label_matrix_from_sets(label_sets).labels == ("a", "b0", "b1", "b2", "c")
