@@ -1,10 +1,10 @@
 """Every input form at integer speed: plan_batches on N rows given as each form, one run.
 
 Times ``plan_batches(strata, MinPerStratum(1), seed=1)`` for the same 50
-strata given as int labels, numpy strings, Python strings (object array),
-a pandas categorical, a pyarrow dictionary column, a pandas column backed
-by one, two columns (ints and strings) and a pandas string[pyarrow]
-column; each figure is divided by the int labels' time of the same round.
+strata given as int labels, numpy strings, Python strings (object array:
+a fresh object per row, and the 50 objects repeated), a pandas categorical,
+a pyarrow dictionary column, a pandas column backed by one, two columns
+(ints and strings) and a pandas string[pyarrow] column; each figure is divided by the int labels' time of the same round.
 CPU seconds of this process (``time.process_time``: other jobs' load does
 not count; pyarrow's hashing runs in this thread), best of --repeats, after
 one warm-up call (numba's start-up is not a per-form cost). The plans'
@@ -20,7 +20,10 @@ process's import and first three calls (CPU s) on int labels.
 Label lists: ``label_matrix_from_sets`` on --label-rows Python lists of
 label sets (20 labels, each in 15% of rows), then a ``MultiLabel(256)``
 plan of the matrix, against the same plan given the 0/1 matrix itself
-(CPU s, best of --repeats; the matrices are checked equal).
+(CPU s, best of --repeats; the matrices are checked equal). Then the
+floors of the slowest forms: the encoder alone per form, ``pandas.factorize``
+of fresh ``str`` objects, and the passes over the label lists' Python objects
+that any reader makes.
 
 Run: .venv/bin/python benchmarks/bench_inputs.py --rows 1e7 --csv-rows 2e6
 """
@@ -56,7 +59,9 @@ def forms(rows: int) -> dict:
     return {
         "int labels": ints,
         "numpy strings (<U7)": text,
-        "Python strings (object)": text.astype(object),
+        "Python strings (object)": text.astype(object),  # a fresh str object per row
+        # The 50 objects repeated, as fancy-indexing labels or pandas' CSV reader give them.
+        "Python strings, 50 objects repeated": names.astype(object)[ints],
         "pandas categorical": pd.Categorical.from_codes(ints, names),
         "pyarrow dictionary": arrow,
         "pandas column of a pyarrow dictionary": pd.Series(pd.arrays.ArrowExtensionArray(arrow)),
@@ -105,6 +110,40 @@ def bench_label_sets(rows: int, repeats: int) -> None:
     print(f"  label_matrix_from_sets alone             {built:6.2f} s"
           f"{'' if same else '   DIFFERENT MATRIX'}")
     print(f"  label_matrix_from_sets, then the plan    {whole:6.2f} s   {whole / base:.2f}x")
+
+
+def bench_floors(rows: int, label_rows: int, repeats: int) -> None:
+    """What the slowest forms cost at least: the encoder alone, and the Python passes no
+    reader of Python objects avoids (CPU s, best of --repeats)."""
+    import itertools
+
+    import pandas as pd
+
+    from pystratum.strata._encode import encode_strata
+
+    given = forms(rows)
+    fresh = given["Python strings (object)"]
+    print(f"\nfloors, {rows:,} rows (CPU s, best of {repeats})")
+    for name in ("int labels", "Python strings (object)", "Python strings, 50 objects repeated"):
+        seconds = best(lambda: encode_strata(given[name]), repeats)
+        print(f"  encode_strata alone, {name:35s} {seconds:6.2f} s")
+    seconds = best(lambda: pd.factorize(fresh), repeats)
+    print(f"  pandas.factorize of a fresh str object per row         {seconds:6.2f} s")
+    rng = np.random.default_rng(2)
+    names = [f"tag{k:02d}" for k in range(20)]
+    label_sets = [[names[k] for k in np.flatnonzero(row)]
+                  for row in rng.random((label_rows, len(names))) < 0.15]
+    n_cells = sum(map(len, label_sets))
+    passes = {
+        "row types": lambda: set(map(type, label_sets)),
+        "row lengths": lambda: np.fromiter(map(len, label_sets), dtype=np.int64,
+                                           count=len(label_sets)),
+        "cells into an object array": lambda: np.fromiter(
+            itertools.chain.from_iterable(label_sets), dtype=object, count=n_cells),
+    }
+    print(f"  label lists, {label_rows:,} rows, {n_cells:,} cells: the passes over Python objects")
+    for name, run in passes.items():
+        print(f"    {name:30s} {best(run, repeats):6.2f} s")
 
 
 def write_csv(path: Path, rows: int) -> None:
@@ -210,6 +249,7 @@ def main() -> None:
     print(f"cpus={os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
     bench_forms(int(args.rows), args.repeats)
     bench_label_sets(int(args.label_rows), args.repeats)
+    bench_floors(int(args.rows), int(args.label_rows), args.repeats)
     bench_cli(int(args.csv_rows), args.repeats)
     bench_first_calls([int(args.csv_rows), 5 * 10**6])
 

@@ -1,8 +1,8 @@
 """Which rows of an object array hold the very same Python object, at integer speed.
 
-Object arrays of labels usually repeat a few objects: labels built from a few
-literals and fancy-indexed, or read by pandas (whose CSV reader shares one
-object per distinct text). Rows holding the same object hold equal values, so
+Object arrays and lists of labels often repeat a few objects: labels built
+from a few literals or names and fancy-indexed (``names[codes]``), or label
+sets filled from one list of names. Rows holding the same object hold equal values, so
 numbering the rows by object identity first, hashing the array's pointers as
 integers, leaves only the few distinct objects to compare by value, in Python.
 
