@@ -128,7 +128,7 @@ def bench_floors(rows: int, label_rows: int, repeats: int) -> None:
         seconds = best(lambda: encode_strata(given[name]), repeats)
         print(f"  encode_strata alone, {name:35s} {seconds:6.2f} s")
     seconds = best(lambda: pd.factorize(fresh), repeats)
-    print(f"  pandas.factorize of a fresh str object per row         {seconds:6.2f} s")
+    print(f"  {'pandas.factorize of a fresh str object per row':56s} {seconds:6.2f} s")
     rng = np.random.default_rng(2)
     names = [f"tag{k:02d}" for k in range(20)]
     label_sets = [[names[k] for k in np.flatnonzero(row)]
