@@ -10,6 +10,8 @@ switched off. Codes, labels and code dtypes must be equal.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -291,3 +293,13 @@ def test_fresh_objects_per_row_are_hashed_by_value(monkeypatch):
     strata = np.random.default_rng(6).choice(["x", "yy", "zzz"], 50_000).astype(object)
     monkeypatch.setattr(_object_identity, "_hash_integers", None)
     assert encode_strata(strata).labels == ("x", "yy", "zzz")
+
+
+def test_repeated_objects_without_a_hashing_library_take_the_general_path(monkeypatch):
+    names = np.array(["b", "a", _equal_copy("ab"), "ab"], dtype=object)
+    strata = names[np.random.default_rng(7).integers(0, len(names), 40_000)]
+    general = encode_strata(strata.tolist())
+    monkeypatch.setattr(_object_identity, "_loaded_pandas", lambda: None)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow fails
+    assert _object_identity.codes_by_identity(strata) is None
+    assert_same(encode_strata(strata), general)
