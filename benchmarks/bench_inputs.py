@@ -5,9 +5,9 @@ strata given as int labels, numpy strings, Python strings (object array:
 a fresh object per row, and the 50 objects repeated), a pandas categorical,
 a pyarrow dictionary column, a pandas column backed by one, two columns
 (ints and strings) and a pandas string[pyarrow] column; each figure is
-divided by the int labels' time of the same round. CPU seconds of this process (``time.process_time``: other jobs' load does
-not count; pyarrow's hashing runs in this thread), best of --repeats, after
-one warm-up call (numba's start-up is not a per-form cost). The plans'
+divided by the int labels' time of the same round. CPU seconds of this
+process (``time.process_time``: other jobs' load does not count; pyarrow's
+hashing runs in this thread), best of --repeats, after one warm-up call (numba's start-up is not a per-form cost). The plans'
 batches are checked equal across forms (same partition, same seed).
 
 Then the command line on a CSV of --csv-rows rows: ``pystratum plan`` in
