@@ -7,8 +7,9 @@ a pyarrow dictionary column, a pandas column backed by one, two columns
 (ints and strings) and a pandas string[pyarrow] column; each figure is
 divided by the int labels' time of the same round. CPU seconds of this
 process (``time.process_time``: other jobs' load does not count; pyarrow's
-hashing runs in this thread), best of --repeats, after one warm-up call (numba's start-up is not a per-form cost). The plans'
-batches are checked equal across forms (same partition, same seed).
+hashing runs in this thread), best of --repeats, after one warm-up call
+(numba's start-up is not a per-form cost). The plans' batches are checked
+equal across forms (same partition, same seed).
 
 Then the command line on a CSV of --csv-rows rows: ``pystratum plan`` in
 a fresh process against ``pyarrow.csv.read_csv`` of the column in a fresh
