@@ -488,7 +488,9 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
             f"{show(label_sets)} of type {type(label_sets).__name__}. Pass a list, e.g. "
             f"[{{'a', 'b'}}, set(), {{'b'}}]."
         )
-    rows = label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
+    # A list is read as it is: a copy would touch every row object once more.
+    rows = label_sets if type(label_sets) is list else \
+        label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
     if not rows:
         raise ValueError(f"{name} has 0 rows; pass one set of labels per data row.")
     matrix = _matrix_of_plain_sets(rows, labels, name)
@@ -620,7 +622,7 @@ def _matrix_of_plain_sets(rows, labels, name):
         listed = np.unique(row_of_cell * n_columns + positions).shape[0]
         check_label_cells(len(rows), n_columns, int(listed), name, "label sets")
     out = np.zeros((len(rows), n_columns), dtype=bool)
-    out[row_of_cell, positions] = True
+    out.reshape(-1)[row_of_cell * n_columns + positions] = True
     return LabelMatrix(out, tuple(texts))
 
 
