@@ -1,14 +1,15 @@
 """Every input form at integer speed: plan_batches on N rows given as each form, one run.
 
 Times ``plan_batches(strata, MinPerStratum(1), seed=1)`` for the same 50
-strata given as int labels, numpy strings, Python strings (object array),
-a pandas categorical, a pyarrow dictionary column, a pandas column backed
-by one, two columns (ints and strings) and a pandas string[pyarrow]
-column; each figure is divided by the int labels' time of the same round.
-CPU seconds of this process (``time.process_time``: other jobs' load does
-not count; pyarrow's hashing runs in this thread), best of --repeats, after
-one warm-up call (numba's start-up is not a per-form cost). The plans'
-batches are checked equal across forms (same partition, same seed).
+strata given as int labels, numpy strings, Python strings (object array:
+a fresh object per row, and the 50 objects repeated), a pandas categorical,
+a pyarrow dictionary column, a pandas column backed by one, two columns
+(ints and strings) and a pandas string[pyarrow] column; each figure is
+divided by the int labels' time of the same round. CPU seconds of this
+process (``time.process_time``: other jobs' load does not count; pyarrow's
+hashing runs in this thread), best of --repeats, after one warm-up call
+(numba's start-up is not a per-form cost). The plans' batches are checked
+equal across forms (same partition, same seed).
 
 Then the command line on a CSV of --csv-rows rows: ``pystratum plan`` in
 a fresh process against ``pyarrow.csv.read_csv`` of the column in a fresh
@@ -18,9 +19,14 @@ column of the same file (wall clock, best of --repeats). Last, a fresh
 process's import and first three calls (CPU s) on int labels.
 
 Label lists: ``label_matrix_from_sets`` on --label-rows Python lists of
-label sets (20 labels, each in 15% of rows), then a ``MultiLabel(256)``
-plan of the matrix, against the same plan given the 0/1 matrix itself
-(CPU s, best of --repeats; the matrices are checked equal).
+label sets (20 labels, each in 15% of rows; the 20 str objects repeated, and
+a fresh str object per cell), then a ``MultiLabel(256)`` plan of the matrix,
+against the same plan given the 0/1 matrix itself (CPU s, best of --repeats;
+the matrices are checked equal). Then the floors of the slowest forms: the
+encoder alone per form, ``pandas.factorize`` of fresh ``str`` objects, the
+passes over the label lists' Python objects that any reader makes and the
+parts of the pyarrow path (--label-lists-only: the label lists and their
+floors alone).
 
 Run: .venv/bin/python benchmarks/bench_inputs.py --rows 1e7 --csv-rows 2e6
 """
@@ -56,7 +62,9 @@ def forms(rows: int) -> dict:
     return {
         "int labels": ints,
         "numpy strings (<U7)": text,
-        "Python strings (object)": text.astype(object),
+        "Python strings (object)": text.astype(object),  # a fresh str object per row
+        # The 50 objects repeated, as fancy-indexing labels or pandas' CSV reader give them.
+        "Python strings, 50 objects repeated": names.astype(object)[ints],
         "pandas categorical": pd.Categorical.from_codes(ints, names),
         "pyarrow dictionary": arrow,
         "pandas column of a pyarrow dictionary": pd.Series(pd.arrays.ArrowExtensionArray(arrow)),
@@ -84,27 +92,88 @@ def bench_forms(rows: int, repeats: int) -> None:
               f"{'' if same else '   DIFFERENT BATCHES'}")
 
 
-def bench_label_sets(rows: int, repeats: int) -> None:
-    from pystratum.policies import MultiLabel
-
+def label_lists(rows: int) -> tuple[np.ndarray, list, dict]:
+    """(the 0/1 matrix, the label names, {form: label lists}): the 20 str objects repeated
+    in every row, and a fresh str object per cell (as split text or JSON give them)."""
     rng = np.random.default_rng(2)
     names = [f"tag{k:02d}" for k in range(20)]
     matrix = rng.random((rows, len(names))) < 0.15
-    label_sets = [[names[k] for k in np.flatnonzero(row)] for row in matrix]
+    return matrix, names, {
+        "the 20 str objects repeated": [[names[k] for k in np.flatnonzero(row)]
+                                        for row in matrix],
+        "a fresh str object per cell": [[f"tag{k:02d}" for k in np.flatnonzero(row)]
+                                        for row in matrix],
+    }
+
+
+def bench_label_sets(rows: int, repeats: int) -> None:
+    from pystratum.policies import MultiLabel
+
+    matrix, names, given = label_lists(rows)
     policy = MultiLabel(256)
     pystratum.plan_batches(matrix, policy, seed=1)  # warm-up
     base = best(lambda: pystratum.plan_batches(matrix, policy, seed=1), repeats)
-    built = best(lambda: pystratum.label_matrix_from_sets(label_sets), repeats)
-    result = pystratum.label_matrix_from_sets(label_sets)
-    same = np.array_equal(result.matrix, matrix) and result.labels == tuple(names)
-    whole = best(lambda: pystratum.plan_batches(pystratum.label_matrix_from_sets(label_sets),
-                                                policy, seed=1), repeats)
     print(f"\nlabel lists, {rows:,} rows x {len(names)} labels, MultiLabel(256) "
           f"(CPU s, best of {repeats})")
     print(f"  plan of the 0/1 matrix                   {base:6.2f} s   1.00x")
-    print(f"  label_matrix_from_sets alone             {built:6.2f} s"
-          f"{'' if same else '   DIFFERENT MATRIX'}")
-    print(f"  label_matrix_from_sets, then the plan    {whole:6.2f} s   {whole / base:.2f}x")
+    for form, label_sets in given.items():
+        built = best(lambda: pystratum.label_matrix_from_sets(label_sets), repeats)
+        result = pystratum.label_matrix_from_sets(label_sets)
+        same = np.array_equal(result.matrix, matrix) and result.labels == tuple(names)
+        whole = best(lambda: pystratum.plan_batches(
+            pystratum.label_matrix_from_sets(label_sets), policy, seed=1), repeats)
+        print(f"  {form}:")
+        print(f"    label_matrix_from_sets alone           {built:6.2f} s"
+              f"{'' if same else '   DIFFERENT MATRIX'}")
+        print(f"    label_matrix_from_sets, then the plan  {whole:6.2f} s   {whole / base:.2f}x")
+
+
+def bench_floors(rows: int, label_rows: int, repeats: int) -> None:
+    """What the slowest forms cost at least: the encoder alone, and the Python passes no
+    reader of Python objects avoids (CPU s, best of --repeats)."""
+    import pandas as pd
+
+    from pystratum.strata._encode import encode_strata
+
+    given = forms(rows)
+    fresh = given["Python strings (object)"]
+    print(f"\nfloors, {rows:,} rows (CPU s, best of {repeats})")
+    for name in ("int labels", "Python strings (object)", "Python strings, 50 objects repeated"):
+        seconds = best(lambda: encode_strata(given[name]), repeats)
+        print(f"  encode_strata alone, {name:35s} {seconds:6.2f} s")
+    seconds = best(lambda: pd.factorize(fresh), repeats)
+    print(f"  {'pandas.factorize of a fresh str object per row':56s} {seconds:6.2f} s")
+    bench_label_list_floors(label_rows, repeats)
+
+
+def bench_label_list_floors(label_rows: int, repeats: int) -> None:
+    """The passes over the label lists' Python objects that any reader makes, and the parts
+    of the pyarrow path for fresh str cells (CPU s, best of --repeats)."""
+    import itertools
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    _, _, given = label_lists(label_rows)
+    for form, label_sets in given.items():
+        n_cells = sum(map(len, label_sets))
+        lists = pa.array(label_sets, type=pa.list_(pa.string()))
+        passes = {
+            "row types": lambda: set(map(type, label_sets)),
+            "row lengths": lambda: np.fromiter(map(len, label_sets), dtype=np.int64,
+                                               count=len(label_sets)),
+            "cells into an object array": lambda: np.fromiter(
+                itertools.chain.from_iterable(label_sets), dtype=object, count=n_cells),
+            "cell types (each exactly str?)": lambda: set(
+                map(type, itertools.chain.from_iterable(label_sets))),
+            "pyarrow.array(lists, list<string>)": lambda: pa.array(
+                label_sets, type=pa.list_(pa.string())),
+            "pyarrow.array(lists), type inferred": lambda: pa.array(label_sets),
+            "dictionary_encode of the cells": lambda: pc.dictionary_encode(lists.values),
+        }
+        print(f"  label lists, {label_rows:,} rows, {n_cells:,} cells, {form}: passes")
+        for name, run in passes.items():
+            print(f"    {name:36s} {best(run, repeats):6.2f} s")
 
 
 def write_csv(path: Path, rows: int) -> None:
@@ -206,10 +275,18 @@ def main() -> None:
     parser.add_argument("--csv-rows", type=float, default=2e6)
     parser.add_argument("--label-rows", type=float, default=1e6)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--label-lists-only", action="store_true",
+                        help="only the label lists and their floors")
     args = parser.parse_args()
     print(f"cpus={os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
+    if args.label_lists_only:
+        bench_label_sets(int(args.label_rows), args.repeats)
+        print(f"\nfloors (CPU s, best of {args.repeats})")
+        bench_label_list_floors(int(args.label_rows), args.repeats)
+        return
     bench_forms(int(args.rows), args.repeats)
     bench_label_sets(int(args.label_rows), args.repeats)
+    bench_floors(int(args.rows), int(args.label_rows), args.repeats)
     bench_cli(int(args.csv_rows), args.repeats)
     bench_first_calls([int(args.csv_rows), 5 * 10**6])
 

@@ -16,7 +16,9 @@ pyarrow-backed pandas columns) are hashed by pyarrow's ``dictionary_encode``
 where pyarrow is installed (the ``arrow`` extra): the same codes and labels as
 the general paths (sorting or a Python dict), at integer speed; object arrays of
 Python ``str`` by ``pandas.factorize`` instead when the caller has loaded pandas
-(faster on Python objects, and hashing by Python's own ``==``).
+(faster on Python objects, and hashing by Python's own ``==``); rows that repeat a few
+``str`` objects are numbered by object identity first (``_object_identity``), so only
+the distinct objects are compared by value.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 from .. import kernels as kernel_gate
 from ._members import StratumMembers
+from ._object_identity import codes_by_identity
 from ..base._validation import show
 
 # Besides the encoder, the input predicates and the missing-value check are
@@ -614,16 +617,46 @@ def _encode_text_objects(values):
     each label is the first row holding it, the object the general path's dict keeps."""
     if values.shape[0] < _HASH_MIN_ROWS:
         return None
+    repeated = _encode_repeated_text_objects(values)
+    if repeated is not None:
+        return repeated
     factorized = _factorize_objects(values)
     if factorized is None:
         return None
     indices, distinct = factorized
     if not all(type(label) is str for label in distinct):
         return None
+    rank, labels = _sorted_text_ranks(distinct)
+    return rank[indices], labels
+
+
+def _sorted_text_ranks(distinct):
+    """``(rank, labels)``: each distinct ``str``'s position among them sorted, and them sorted."""
     order = sorted(range(len(distinct)), key=distinct.__getitem__)
     rank = np.empty(len(distinct), dtype=smallest_code_dtype(len(distinct)))
     rank[np.asarray(order, dtype=np.int64)] = np.arange(len(distinct))
-    return rank[indices], [distinct[k] for k in order]
+    return rank, [distinct[k] for k in order]
+
+
+def _encode_repeated_text_objects(values):
+    """:func:`_encode_text_objects` for rows that repeat a few ``str`` objects: the rows are
+    numbered by object identity (their pointers hashed as integers), then the distinct objects
+    by value. The same codes and labels: equal strings held by different objects share a
+    code, and each label is the object of the first row holding its value. None (the caller's
+    path decides) when the objects do not repeat or any distinct object is not exactly a
+    ``str``."""
+    identified = codes_by_identity(values)
+    if identified is None:
+        return None
+    object_codes, n_objects = identified
+    objects = values[first_rows_of_codes(object_codes, n_objects)].tolist()
+    if set(map(type, objects)) != {str}:
+        return None
+    # Objects come in order of first row, so each value's first object is its first row's.
+    value_codes: dict = {}
+    value_of_object = [value_codes.setdefault(text, len(value_codes)) for text in objects]
+    rank, labels = _sorted_text_ranks(list(value_codes))
+    return rank[np.asarray(value_of_object, dtype=np.int64)][object_codes], labels
 
 
 def _factorize_objects(values):

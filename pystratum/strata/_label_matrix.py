@@ -23,8 +23,9 @@ import numpy as np
 
 from ..base._optional import require_torch
 from ..base._validation import show
-from ._encode import is_dataframe
+from ._encode import _arrow_modules, first_rows_of_codes, is_dataframe
 from ._labels import label_key
+from ._object_identity import codes_by_identity
 
 __all__ = ["LabelMatrix", "label_matrix", "label_matrix_from_sets"]
 
@@ -487,7 +488,9 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
             f"{show(label_sets)} of type {type(label_sets).__name__}. Pass a list, e.g. "
             f"[{{'a', 'b'}}, set(), {{'b'}}]."
         )
-    rows = label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
+    # A list is read as it is: a copy would touch every row object once more.
+    rows = label_sets if type(label_sets) is list else \
+        label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
     if not rows:
         raise ValueError(f"{name} has 0 rows; pass one set of labels per data row.")
     matrix = _matrix_of_plain_sets(rows, labels, name)
@@ -589,7 +592,103 @@ def _matrix_of_plain_sets(rows, labels, name):
     so that the row-by-row path gives the matrix or names the row."""
     if not set(map(type, rows)) <= _PLAIN_ROW_TYPES:
         return None
-    cells = list(itertools.chain.from_iterable(rows))
+    lengths, distinct = None, None
+    if _cells_repeat_objects(rows):
+        lengths = _row_lengths(rows)
+        distinct = _cells_by_identity(rows, int(lengths.sum()))
+    else:
+        by_arrow = _str_cells_by_arrow(rows)
+        if by_arrow is not None:
+            lengths, distinct = by_arrow
+    if lengths is None:
+        lengths = _row_lengths(rows)
+    if distinct is None:
+        resolved = _plain_label_positions(list(itertools.chain.from_iterable(rows)), labels)
+        if resolved is None:
+            return None
+        positions, texts = resolved
+    else:
+        # The distinct objects in order of first cell stand for every cell: the same first
+        # cell per label, the same (type, label) pairs, so the same columns and refusals.
+        objects, object_codes = distinct
+        resolved = _plain_label_positions(objects, labels)
+        if resolved is None:
+            return None
+        positions, texts = resolved
+        positions = positions[object_codes]
+    n_columns = len(texts)
+    row_of_cell = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    if len(rows) * n_columns > LABEL_CELLS_MAX:  # the size check counts distinct cells
+        listed = np.unique(row_of_cell * n_columns + positions).shape[0]
+        check_label_cells(len(rows), n_columns, int(listed), name, "label sets")
+    out = np.zeros((len(rows), n_columns), dtype=bool)
+    out.reshape(-1)[row_of_cell * n_columns + positions] = True
+    return LabelMatrix(out, tuple(texts))
+
+
+def _row_lengths(rows):
+    return np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+
+
+def _cells_repeat_objects(rows):
+    """Whether a sample of rows shows cells repeating a few objects (not fresh ones per cell)."""
+    step = max(1, len(rows) // _IDENTITY_SAMPLE_ROWS)
+    sampled = list(map(id, itertools.chain.from_iterable(rows[::step])))
+    return bool(sampled) and len(set(sampled)) <= _IDENTITY_MAX_DISTINCT_SHARE * len(sampled)
+
+
+def _cells_by_identity(rows, n_cells):
+    """``(objects, codes)`` for rows whose cells repeat a few objects: the distinct objects
+    in order of first cell, and each cell's object number (pointers hashed as integers, see
+    ``_object_identity``); None without a library to hash them."""
+    cells = np.fromiter(itertools.chain.from_iterable(rows), dtype=object, count=n_cells)
+    identified = codes_by_identity(cells, sampled=True)
+    if identified is None:
+        return None
+    codes, n_objects = identified
+    return cells[first_rows_of_codes(codes, n_objects)].tolist(), codes
+
+
+# Below this many rows, reading the cells in Python costs less than loading pyarrow.
+_ARROW_MIN_ROWS = 1 << 15
+
+
+def _str_cells_by_arrow(rows):
+    """``(lengths, (texts, codes))`` when every cell is exactly a ``str`` (fresh objects per
+    cell, as split text or JSON give them): pyarrow converts the lists in one C pass and
+    hashes the cells' text; ``texts`` are the distinct ones in order of first cell and
+    ``codes`` number the cells. None for fewer than ``_ARROW_MIN_ROWS`` rows, without
+    pyarrow, or for anything else (then the Python paths decide, refusals included)."""
+    if len(rows) < _ARROW_MIN_ROWS:
+        return None
+    modules = _arrow_modules()
+    if modules is None:
+        return None
+    pyarrow, compute = modules
+    # pyarrow reads bytes, bytearray and str subclasses (an Enum member by its value) as
+    # text, even when it infers the type: only this pass proves every cell a plain str.
+    if set(map(type, itertools.chain.from_iterable(rows))) != {str}:
+        return None
+    try:
+        lists = pyarrow.array(rows, type=pyarrow.list_(pyarrow.string()))
+    except (pyarrow.ArrowException, TypeError, ValueError):  # e.g. a lone surrogate
+        return None
+    if not isinstance(lists, pyarrow.ListArray) or lists.null_count or lists.offset:
+        return None  # chunked past 2 GiB of text
+    encoded = compute.dictionary_encode(lists.values)
+    offsets = lists.offsets.to_numpy(zero_copy_only=True)
+    codes = encoded.indices.to_numpy(zero_copy_only=True).astype(np.int64)
+    return np.diff(offsets).astype(np.int64), (encoded.dictionary.to_pylist(), codes)
+
+
+# Rows sampled to decide whether cells repeat objects; at most this share of them distinct.
+_IDENTITY_SAMPLE_ROWS = 1024
+_IDENTITY_MAX_DISTINCT_SHARE = 1 / 16
+
+
+def _plain_label_positions(cells, labels):
+    """``(positions, texts)``: each cell's column (int64) and the columns' texts, for cells
+    of plain label types; None where the row-by-row path must decide (refusals too)."""
     kinds = set(map(type, cells))
     try:
         # The first cell of each label: the one a row's frozenset and their union keep.
@@ -622,11 +721,4 @@ def _matrix_of_plain_sets(rows, labels, name):
         positions = np.fromiter(map(index.get, cells), dtype=np.int64, count=len(cells))
     except TypeError:  # None: a label not in labels=
         return None
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    row_of_cell = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-    if len(rows) * len(columns) > LABEL_CELLS_MAX:  # the size check counts distinct cells
-        listed = np.unique(row_of_cell * len(columns) + positions).shape[0]
-        check_label_cells(len(rows), len(columns), int(listed), name, "label sets")
-    out = np.zeros((len(rows), len(columns)), dtype=bool)
-    out[row_of_cell, positions] = True
-    return LabelMatrix(out, tuple(texts))
+    return positions, texts

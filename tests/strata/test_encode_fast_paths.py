@@ -10,6 +10,8 @@ switched off. Codes, labels and code dtypes must be equal.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 
 from pystratum import plan_batches
 from pystratum.policies import MinPerStratum
-from pystratum.strata import _encode
+from pystratum.strata import _encode, _object_identity
 from pystratum.strata._encode import encode_strata
 
 
@@ -223,3 +225,81 @@ def test_pyarrow_integer_columns_equal_the_general_paths(values, unused, chunked
         column = pa.chunked_array([column]) if chunked else column
         with pytest.MonkeyPatch.context() as monkeypatch:
             assert_same(*encoded_both_ways(column, monkeypatch))
+
+
+# Object arrays that repeat a few objects are numbered by identity first (their pointers
+# hashed as integers), then the distinct objects by value: hostile pools of objects, each
+# row one of them, must give the general path's codes, labels and errors.
+def _equal_copy(text):
+    """An equal str that is another object (CPython shares only the empty and 1-char ones)."""
+    return (text + "!")[:-1]
+
+
+STR_OBJECTS = st.one_of(TEXT, TEXT.map(_equal_copy))
+POOL_OBJECTS = st.one_of(
+    STR_OBJECTS, TEXT.map(Text), st.binary(max_size=2), st.integers(-3, 3),
+    st.sampled_from([1.0, True, None, float("nan"), pd.NA, np.nan]))
+
+
+# Pools of str only (which take the identity path to its end) or of anything.
+@given(pool=st.one_of(st.lists(STR_OBJECTS, min_size=1, max_size=6),
+                      st.lists(POOL_OBJECTS, min_size=1, max_size=6)),
+       rows=st.lists(st.integers(0, 5), min_size=1, max_size=60),
+       layout=st.sampled_from(["contiguous", "every other row", "reversed"]),
+       hasher=st.sampled_from(HASHERS))
+def test_repeated_objects_equal_the_general_path(pool, rows, layout, hasher):
+    objects = [pool[k % len(pool)] for k in rows]
+    if layout == "every other row":
+        strata = np.empty(2 * len(objects), dtype=object)
+        strata[::2] = objects
+        strata[1::2] = "filler"
+        strata = strata[::2]
+    else:
+        strata = np.empty(len(objects), dtype=object)
+        strata[:] = objects[::-1] if layout == "reversed" else objects
+        strata = strata[::-1] if layout == "reversed" else strata
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(_object_identity, "_MAX_DISTINCT_SHARE", 1.0)  # always by identity
+        try:
+            fast, general = encoded_both_ways(strata, monkeypatch, hasher)
+        except (TypeError, ValueError) as error:  # refused: both paths alike, same message
+            with monkeypatch.context() as patch:
+                patch.setattr(_encode, "_arrow_modules", lambda: None)
+                patch.setattr(_encode, "_loaded_pandas", lambda: None)
+                with pytest.raises(type(error)) as general_error:
+                    encode_strata(strata)
+            assert str(general_error.value) == str(error)
+            return
+    assert_same(fast, general)
+
+
+@pytest.mark.parametrize("hasher", HASHERS)
+def test_rows_repeating_a_few_str_objects_are_numbered_by_identity(hasher, monkeypatch):
+    names = np.array(["b", "a", "c\x00", "é", _equal_copy("ab"), "ab"], dtype=object)
+    strata = names[np.random.default_rng(5).integers(0, len(names), 50_000)]
+    general = encode_strata(strata.tolist())  # a list: the general path
+    if hasher == "pyarrow":
+        monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
+        monkeypatch.setattr(_object_identity, "_loaded_pandas", lambda: None)
+    # Hashing each row's value is not needed: only the six objects are compared.
+    monkeypatch.setattr(_encode, "_factorize_objects", None)
+    assert_same(encode_strata(strata), general)
+    assert general.labels == ("a", "ab", "b", "c\x00", "é")
+
+
+def test_fresh_objects_per_row_are_hashed_by_value(monkeypatch):
+    # One object per row (numpy's astype(object)): the sample sees no repeats, so the
+    # pointers are not hashed at all.
+    strata = np.random.default_rng(6).choice(["x", "yy", "zzz"], 50_000).astype(object)
+    monkeypatch.setattr(_object_identity, "_hash_integers", None)
+    assert encode_strata(strata).labels == ("x", "yy", "zzz")
+
+
+def test_repeated_objects_without_a_hashing_library_take_the_general_path(monkeypatch):
+    names = np.array(["b", "a", _equal_copy("ab"), "ab"], dtype=object)
+    strata = names[np.random.default_rng(7).integers(0, len(names), 40_000)]
+    general = encode_strata(strata.tolist())
+    monkeypatch.setattr(_object_identity, "_loaded_pandas", lambda: None)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow fails
+    assert _object_identity.codes_by_identity(strata) is None
+    assert_same(encode_strata(strata), general)

@@ -11,6 +11,7 @@ before other values; lowest row, then lowest column), its value and the fix.
 
 from __future__ import annotations
 
+import enum
 import math
 
 import numpy as np
@@ -380,3 +381,180 @@ def test_labels_given_as_an_iterator_are_read_once():
         pystratum.label_matrix_from_sets([["b"], ["q"]], labels=iter(["b"]))
     assert pystratum.label_matrix_from_sets([["b"], []], labels=iter(["b"])).matrix.tolist() == \
         [[True], [False]]
+
+
+class Text(str):
+    """A str subclass: equal to its str, so only the row-by-row path may decide its label."""
+
+
+def _equal_copy(text):
+    """An equal str that is another object (CPython shares only the empty and 1-char ones)."""
+    return (text + "!")[:-1]
+
+
+# Rows drawn from a small pool of objects, so that cells repeat objects and are read by
+# identity (pointers hashed, then the distinct objects compared): equal texts held by
+# different objects, str subclasses and every hostile cell above among them.
+POOL_LABELS = st.one_of(MIXED_LABELS, st.sampled_from(["ab", "z z", "tag"]).map(_equal_copy),
+                        st.sampled_from(["ab", "a"]).map(Text))
+
+
+@settings(max_examples=200)
+@given(pool=st.one_of(st.lists(st.sampled_from(["ab", "z z", "tag"]).map(_equal_copy),
+                               min_size=1, max_size=5),
+                      st.lists(POOL_LABELS, min_size=1, max_size=5)),
+       rows=st.lists(st.tuples(st.lists(st.integers(0, 4), max_size=4),
+                               st.sampled_from([list, tuple, set, frozenset])),
+                     min_size=1, max_size=8),
+       given_labels=st.one_of(st.none(), st.lists(POOL_LABELS, max_size=6)))
+def test_label_sets_read_by_identity_equal_the_row_by_row_path(pool, rows, given_labels):
+    from pystratum.strata import _label_matrix
+
+    label_sets = []
+    for picks, kind in rows:
+        cells = [pool[k % len(pool)] for k in picks]
+        try:
+            label_sets.append(kind(cells))
+        except TypeError:
+            label_sets.append(cells)
+    try:
+        expected = rows_one_at_a_time(label_sets, given_labels)
+    except (TypeError, ValueError) as error:
+        expected = error
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_label_matrix, "_IDENTITY_MAX_DISTINCT_SHARE", 1.0)  # always by identity
+        try:
+            result = pystratum.label_matrix_from_sets(label_sets, given_labels)
+        except (TypeError, ValueError) as error:
+            assert type(error) is type(expected) and str(error) == str(expected)
+            return
+    assert not isinstance(expected, Exception), expected
+    assert result.labels == expected.labels
+    assert result.matrix.dtype == expected.matrix.dtype
+    assert np.array_equal(result.matrix, expected.matrix)
+
+
+def test_label_sets_repeating_a_few_objects_are_read_by_identity(monkeypatch):
+    from pystratum.strata import _label_matrix
+
+    names = ["tag0", "tag1", _equal_copy("tag1"), 7, "x y"]
+    picks = np.random.default_rng(8).random((20_000, len(names))) < 0.3
+    label_sets = [[names[k] for k in np.flatnonzero(row)] for row in picks]
+    served = []
+    real = _label_matrix.codes_by_identity
+
+    def counted(cells, **options):
+        served.append(real(cells, **options))
+        return served[-1]
+
+    monkeypatch.setattr(_label_matrix, "codes_by_identity", counted)
+    result = pystratum.label_matrix_from_sets(label_sets)
+    expected = rows_one_at_a_time(label_sets)
+    assert len(served) == 1 and served[0] is not None
+    assert served[0][1] == len(names)  # five objects, four labels: "tag1" twice
+    assert result.labels == expected.labels == ("7", "tag0", "tag1", "x y")
+    assert np.array_equal(result.matrix, expected.matrix)
+
+
+def test_label_sets_of_fresh_objects_are_not_read_by_identity(monkeypatch):
+    from pystratum.strata import _label_matrix
+
+    # Each cell its own object (split text): the sample sees no repeats, no pointer is hashed.
+    label_sets = [f"a;b{k % 3};c".split(";") for k in range(20_000)]
+    monkeypatch.setattr(_label_matrix, "codes_by_identity", None)
+    assert pystratum.label_matrix_from_sets(label_sets).labels == ("a", "b0", "b1", "b2", "c")
+
+
+class Colour(str, enum.Enum):
+    """A str subclass pyarrow reads by its value ("red") while str() writes "Colour.RED"."""
+
+    RED = "red"
+
+
+# Cells pyarrow converts to text although they are no plain str (bytes and its kin, str
+# subclasses, numpy text), or refuses (None, numbers, containers, a lone surrogate).
+NOT_PLAIN_STR = st.sampled_from([b"ab", bytearray(b"red"), memoryview(b"tag"), np.str_("ab"),
+                                 np.bytes_(b"ab"), Text("ab"), Colour.RED, "\ud800", None, 1,
+                                 True, 2.5, float("nan"), ("ab",), "red"])
+FRESH_TEXT = st.sampled_from(["ab", "z z", "red", "", "\u00e9", "Colour.RED"]).map(_equal_copy)
+MOSTLY_FRESH_TEXT = st.one_of(FRESH_TEXT, FRESH_TEXT, FRESH_TEXT, NOT_PLAIN_STR)
+
+
+@settings(max_examples=300)
+@given(rows=st.lists(st.tuples(st.lists(MOSTLY_FRESH_TEXT, max_size=4),
+                               st.sampled_from([list, tuple, set, frozenset, np.array])),
+                     min_size=1, max_size=8),
+       odd_row=st.sampled_from([None, "ab", {"ab": 1}, [["ab"]], ()]),
+       with_odd_row=st.booleans(),
+       given_labels=st.one_of(st.none(), st.lists(st.one_of(FRESH_TEXT, NOT_PLAIN_STR),
+                                                  max_size=6)))
+def test_label_sets_read_by_pyarrow_equal_the_row_by_row_path(rows, odd_row, with_odd_row,
+                                                              given_labels):
+    """Fresh str cells go through pyarrow (taken at any size here); anything else pyarrow
+    would read as text or refuse falls back, with the row-by-row path's matrix, labels,
+    label order and refusals."""
+    from pystratum.strata import _label_matrix
+
+    label_sets = []
+    for cells, kind in rows:
+        try:
+            label_sets.append(kind(cells) if kind is not np.array else np.array(cells,
+                                                                                 dtype=object))
+        except TypeError:
+            label_sets.append(list(cells))
+    if with_odd_row:
+        label_sets.append(odd_row)
+    try:
+        expected = rows_one_at_a_time(label_sets, given_labels)
+    except (TypeError, ValueError) as error:
+        expected = error
+    served = []
+    real = _label_matrix._str_cells_by_arrow
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_label_matrix, "_ARROW_MIN_ROWS", 0)
+        patch.setattr(_label_matrix, "_IDENTITY_MAX_DISTINCT_SHARE", 0.0)  # never by identity
+        patch.setattr(_label_matrix, "_str_cells_by_arrow",
+                      lambda rows: served.append(real(rows)) or served[-1])
+        try:
+            result = pystratum.label_matrix_from_sets(label_sets, given_labels)
+        except (TypeError, ValueError) as error:
+            assert type(error) is type(expected) and str(error) == str(expected)
+            return
+    assert not isinstance(expected, Exception), expected
+    assert result.labels == expected.labels
+    assert result.matrix.dtype == expected.matrix.dtype
+    assert np.array_equal(result.matrix, expected.matrix)
+    plain = all(type(entry) in (list, tuple, set) for entry in label_sets) and \
+        {type(cell) for entry in label_sets for cell in entry} == {str} and \
+        "\ud800" not in {cell for entry in label_sets for cell in entry}
+    assert served == [] if not all(type(entry) in (list, tuple, set, frozenset)
+                                   for entry in label_sets) else len(served) == 1
+    if served:
+        assert (served[0] is not None) == (plain and not any(type(entry) is frozenset
+                                                             for entry in label_sets))
+
+
+def test_label_sets_of_fresh_str_are_read_by_pyarrow(monkeypatch):
+    from pystratum.strata import _label_matrix
+
+    # Split text: a fresh str object per cell, as str.split or a JSON reader gives them.
+    label_sets = [f"tag{k % 7};x;tag{k % 3}".split(";") for k in range(40_000)]
+    served = []
+    real = _label_matrix._str_cells_by_arrow
+    monkeypatch.setattr(_label_matrix, "_str_cells_by_arrow",
+                        lambda rows: served.append(real(rows)) or served[-1])
+    result = pystratum.label_matrix_from_sets(label_sets)
+    expected = rows_one_at_a_time(label_sets)
+    assert len(served) == 1 and served[0] is not None
+    assert result.labels == expected.labels == ("tag0", "tag1", "tag2", "tag3", "tag4", "tag5",
+                                                "tag6", "x")
+    assert np.array_equal(result.matrix, expected.matrix)
+    # One cell pyarrow would read as the text "x" (bytes, an Enum by value): today's path.
+    for odd in (b"x", Colour.RED):
+        label_sets[-1] = label_sets[-1] + [odd]
+        served.clear()
+        result = pystratum.label_matrix_from_sets(label_sets)
+        expected = rows_one_at_a_time(label_sets)
+        assert served == [None]
+        assert result.labels == expected.labels and str(odd) in result.labels
+        assert np.array_equal(result.matrix, expected.matrix)
