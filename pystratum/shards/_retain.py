@@ -29,9 +29,8 @@ class RunNeeds:
     """The accesses of a run of batches and, per shard, which rows they need and when.
 
     ``batch_sizes``, ``shard`` and ``offset``: the run's rows in serving
-    order, as (shard, offset in shard); ``row`` identifies a row (any integer
-    id unique to it, e.g. its position). ``n_shards``: shards are ``0 ..
-    n_shards - 1``.
+    order, as (shard, offset in shard); ``row`` is a row's position (``0 ..
+    n_rows - 1``). ``n_shards``: shards are ``0 .. n_shards - 1``.
 
     * ``access_start[k]``: the first access of batch ``k`` (its shards in
       ascending order are accesses ``access_start[k] ..
@@ -44,7 +43,7 @@ class RunNeeds:
     """
 
     def __init__(self, batch_sizes: np.ndarray, row: np.ndarray, shard: np.ndarray,
-                 offset: np.ndarray, n_shards: int):
+                 offset: np.ndarray, n_shards: int, n_rows: int):
         batch_sizes = np.asarray(batch_sizes, dtype=np.int64)
         n_batches = batch_sizes.shape[0]
         self.n_shards = n_shards
@@ -56,15 +55,19 @@ class RunNeeds:
         self.access_shard = keys % n_shards
         self.access_start = np.searchsorted(keys // n_shards,
                                             np.arange(n_batches + 1, dtype=np.int64))
-        if row.size:
+        if 4 * row.shape[0] >= n_rows:  # a table of counts per row costs about the run
+            many = np.bincount(row, minlength=n_rows)[row] > 1
+        elif row.size:
             _, inverse, counts = np.unique(row, return_inverse=True, return_counts=True)
             many = counts[inverse.reshape(-1)] > 1
         else:
             many = np.zeros(0, dtype=bool)
         once = np.flatnonzero(~many)
-        # Rows served once, by shard then access (accesses grow with the batch, so a shard's
-        # rows come in the order the run serves them).
-        order = once[np.lexsort((access[once], shard[once]))]
+        # Rows served once, by shard: a stable sort keeps serving order, so within a shard the
+        # accesses grow (a batch's entries of one shard share one access). Small unsigned keys
+        # make numpy's stable sort a radix sort.
+        key_type = np.uint16 if n_shards <= 2**16 else np.int64
+        order = once[np.argsort(shard[once].astype(key_type), kind="stable")]
         self.once_ptr = np.searchsorted(shard[order], np.arange(n_shards + 1, dtype=np.int64))
         self.once_offset = offset[order].astype(np.int64, copy=False)
         self.once_use = _smallest_int(access[order], n_access)
@@ -74,11 +77,13 @@ class RunNeeds:
         self.recycled: dict = {}
         repeated = np.flatnonzero(many)
         if repeated.size:
-            pairs = np.unique(np.stack([shard[repeated], offset[repeated].astype(np.int64)]),
-                              axis=1)
-            cuts = np.flatnonzero(np.diff(pairs[0])) + 1
-            for group in np.split(np.arange(pairs.shape[1]), cuts):
-                self.recycled[int(pairs[0, group[0]])] = pairs[1, group]
+            # One entry per recycled row, sorted by (shard, offset).
+            first = repeated[np.unique(row[repeated], return_index=True)[1]]
+            first = first[np.lexsort((offset[first], shard[first]))]
+            kept_shard, kept_offset = shard[first], offset[first].astype(np.int64)
+            cuts = np.flatnonzero(np.diff(kept_shard)) + 1
+            for group in np.split(np.arange(first.shape[0]), cuts):
+                self.recycled[int(kept_shard[group[0]])] = kept_offset[group]
         self.recycled_count = np.zeros(n_shards, dtype=np.int64)
         for h, offsets in self.recycled.items():
             self.recycled_count[h] = offsets.shape[0]

@@ -100,11 +100,12 @@ class BatchServer:
         self._start_run(batches[start:], plan=True)
 
     def _start_run(self, batches, plan: bool) -> None:
-        arrays = [np.asarray(b, dtype=np.int64).reshape(-1) for b in batches]
+        arrays = [np.asarray(b, dtype=np.int64) for b in batches]
+        arrays = [a if a.ndim == 1 else a.reshape(-1) for a in arrays]
         rows = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
         shard, offset = self.locator.locate(rows, "batches")
         needs = RunNeeds(np.array([a.shape[0] for a in arrays], dtype=np.int64), rows, shard,
-                         offset, self.sizes.shape[0])
+                         offset, self.sizes.shape[0], self.n_rows)
         wanted = needs.recycled
         for h in list(self._kept_offsets):
             still = np.isin(self._kept_offsets[h], wanted.get(h, ()))
