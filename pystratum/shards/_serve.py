@@ -100,8 +100,9 @@ class BatchServer:
         self._start_run(batches[start:], plan=True)
 
     def _start_run(self, batches, plan: bool) -> None:
-        arrays = [np.asarray(b, dtype=np.int64) for b in batches]
-        arrays = [a if a.ndim == 1 else a.reshape(-1) for a in arrays]
+        # Not cast: locate() refuses rows that are not integers (1.5 is no row).
+        arrays = [np.asarray(b) for b in batches]
+        arrays = [(a if a.size else a.astype(np.int64)).reshape(-1) for a in arrays]
         rows = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
         shard, offset = self.locator.locate(rows, "batches")
         needs = RunNeeds(np.array([a.shape[0] for a in arrays], dtype=np.int64), rows, shard,
@@ -172,8 +173,10 @@ class BatchServer:
                         self._restrict(h, release > access)
                 return rows
         self._access = access
-        decoded = self.cache.get(h)
-        self._access = None
+        try:
+            decoded = self.cache.get(h)
+        finally:
+            self._access = None
         missing = self._pending.pop(h, None)
         if missing is not None:
             self._keep(h, decoded, missing, np.full(missing.shape[0], KEEP, dtype=np.int64))

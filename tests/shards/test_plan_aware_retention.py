@@ -197,3 +197,5 @@ def test_bad_profile_and_run_arguments_are_named():
         BatchServer(ArrayShards([4, 4])).plan_run([[0, 1]], start=2)
     with pytest.raises(ValueError, match=r"^batches must hold rows in \[0, 8\)"):
         BatchServer(ArrayShards([4, 4])).plan_run([[0, 9]])
+    with pytest.raises(TypeError, match=r"^batches must hold integer row positions"):
+        BatchServer(ArrayShards([4, 4])).plan_run([[0.5, 1]])  # no row 0.5, no silent cast
