@@ -168,8 +168,7 @@ def shard_retention_profile(plan, shard_of_row, *, cache_shards: int,
         retain_rows = cache_shards * int(np.bincount(shard_of_row, minlength=1).max())
     else:
         retain_rows = check_int(retain_rows, "retain_rows", minimum=0)
-    needs = RunNeeds(np.diff(bounds), order, shard_of_row[order], order, n_shards,
-                     shard_of_row.shape[0])
+    needs = RunNeeds(np.diff(bounds), order, shard_of_row[order], order, n_shards)
     run = simulate_retention(needs, cache_shards, retain_rows)
     loads_per_shard = run["loads_per_shard"]
     return RetentionProfile(

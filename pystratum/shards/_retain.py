@@ -29,8 +29,9 @@ class RunNeeds:
     """The accesses of a run of batches and, per shard, which rows they need and when.
 
     ``batch_sizes``, ``shard`` and ``offset``: the run's rows in serving
-    order, as (shard, offset in shard); ``row`` is a row's position (``0 ..
-    n_rows - 1``). ``n_shards``: shards are ``0 .. n_shards - 1``.
+    order, as (shard, offset in shard); ``row`` identifies a row (any integer
+    id unique to it, e.g. its position). ``n_shards``: shards are ``0 ..
+    n_shards - 1``.
 
     * ``access_start[k]``: the first access of batch ``k`` (its shards in
       ascending order are accesses ``access_start[k] ..
@@ -43,7 +44,7 @@ class RunNeeds:
     """
 
     def __init__(self, batch_sizes: np.ndarray, row: np.ndarray, shard: np.ndarray,
-                 offset: np.ndarray, n_shards: int, n_rows: int):
+                 offset: np.ndarray, n_shards: int):
         batch_sizes = np.asarray(batch_sizes, dtype=np.int64)
         n_batches = batch_sizes.shape[0]
         self.n_shards = n_shards
@@ -55,13 +56,11 @@ class RunNeeds:
         self.access_shard = keys % n_shards
         self.access_start = np.searchsorted(keys // n_shards,
                                             np.arange(n_batches + 1, dtype=np.int64))
-        if 4 * row.shape[0] >= n_rows:  # a table of counts per row costs about the run
-            many = np.bincount(row, minlength=n_rows)[row] > 1
-        elif row.size:
-            _, inverse, counts = np.unique(row, return_inverse=True, return_counts=True)
-            many = counts[inverse.reshape(-1)] > 1
-        else:
-            many = np.zeros(0, dtype=bool)
+        # Rows served more than once: equal neighbours once sorted (memory of the run's size,
+        # not of the data's, for a worker's part of a large epoch).
+        ordered = np.sort(row)
+        twice = ordered[1:][ordered[1:] == ordered[:-1]]
+        many = np.isin(row, twice) if twice.size else np.zeros(row.shape[0], dtype=bool)
         once = np.flatnonzero(~many)
         # Rows served once, by shard: a stable sort keeps serving order, so within a shard the
         # accesses grow (a batch's entries of one shard share one access). Small unsigned keys

@@ -106,7 +106,7 @@ class BatchServer:
         rows = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
         shard, offset = self.locator.locate(rows, "batches")
         needs = RunNeeds(np.array([a.shape[0] for a in arrays], dtype=np.int64), rows, shard,
-                         offset, self.sizes.shape[0], self.n_rows)
+                         offset, self.sizes.shape[0])
         wanted = needs.recycled
         for h in list(self._kept_offsets):
             still = np.isin(self._kept_offsets[h], wanted.get(h, ()))
