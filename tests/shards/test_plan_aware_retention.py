@@ -116,6 +116,10 @@ def test_rows_beyond_the_budget_are_read_again_never_refused_nor_wrong():
         server = serve_planned(plan, sizes, 4, budget)  # rows checked inside
         # Rows are held for the plan only while all held rows fit; recycled rows always are.
         assert server.stats.peak_kept_rows <= budget + recycled
+        profile = shard_retention_profile(plan, np.repeat(np.arange(50), 100), cache_shards=4,
+                                          retain_rows=budget)
+        assert (profile.loads, profile.peak_kept_rows, profile.retain_refused) == \
+            (server.stats.loads, server.stats.peak_kept_rows, server.stats.retain_refused)
         if budget < 500:
             assert server.stats.retain_refused > 0 and server.cache.loads_per_shard.max() > 1
 
