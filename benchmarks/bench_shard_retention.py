@@ -78,6 +78,7 @@ def plan_rows(layout: str, labels: np.ndarray, shard_rows: int, with_random: boo
             rows.append({"layout": layout, "policy": policy_name, "order": order,
                          "cache": cache, "batches": alone.num_batches,
                          "alone": alone.loads / n_shards,
+                         "recycled": alone.peak_kept_rows,
                          "default": default.loads / n_shards,
                          "default_peak": default.peak_kept_rows,
                          "default_budget": default.retain_rows,
@@ -110,18 +111,20 @@ def render(meta: dict, rows: list) -> str:
            f"reader's rules (`shard_retention_profile`, equal to a real `BatchServer` in the "
            f"tests), no I/O. Loads are multiples of the shard count; the cache is 2W + 2 "
            f"shards with `shards=` and {RANDOM_CACHE} for the row-random plan. *Cache alone*: "
-           f"recycled rows kept (as the reader always does), nothing else held aside. "
+           f"the rows a policy recycles kept (as the reader always does, whatever the budget; "
+           f"their number in brackets), nothing else held aside. "
            f"*Default budget*: plan-aware retention within as many rows as the cache holds "
            f"(cache size x {meta['shard_rows']:,} rows). *Unbounded*: every row an evicted "
            f"shard still owes the epoch held aside; peak rows held aside at once (recycled "
            f"rows included), and as a share of N.", "",
-           "| data | policy | order (LRU) | batches | loads, cache alone | loads, default budget "
-           "(peak rows held) | loads, unbounded (most per shard) | peak rows held, unbounded "
-           "| share of N |",
+           "| data | policy | order (LRU) | batches | loads, cache alone (recycled rows kept) | "
+           "loads, default budget (peak rows held) | loads, unbounded (most per shard) | "
+           "peak rows held, unbounded | share of N |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['layout']} | `{r['policy']}` | {r['order']} ({r['cache']}) | "
-                   f"{r['batches']:,} | {fmt_loads(r['alone'])} | {fmt_loads(r['default'])} "
+                   f"{r['batches']:,} | {fmt_loads(r['alone'])} ({r['recycled']:,}) | "
+                   f"{fmt_loads(r['default'])} "
                    f"({r['default_peak']:,}) | {fmt_loads(r['unbounded'])} "
                    f"({r['unbounded_max']}) | {r['unbounded_peak']:,} | "
                    f"{r['unbounded_peak'] / n:.2%} |")
