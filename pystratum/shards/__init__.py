@@ -35,7 +35,7 @@ from ._reader import RowLocator, ShardReader, check_shard_sizes
 from ._runs import EpochPlan, epoch_batches, rank_run_length, run_batch_ids
 from ._serve import BatchServer
 
-__all__ = ["BatchServer", "CacheStats", "EpochPlan", "EpochRun", "ParquetShards", "RetentionProfile",
-           "RowLocator", "STATE_FORMAT", "ShardCache", "ShardLoadProfile", "ShardReader", "ShardedBatches", "check_shard_sizes",
+__all__ = ["BatchServer", "CacheStats", "EpochPlan", "EpochRun", "ParquetShards", "RowLocator",
+           "STATE_FORMAT", "ShardCache", "ShardLoadProfile", "ShardReader", "ShardedBatches", "check_shard_sizes",
            "data_fingerprint", "epoch_batches", "rank_run_length", "run_batch_ids", "shard_load_profile",
-           "shard_retention_profile"]
+           "RetentionProfile", "shard_retention_profile"]
