@@ -15,7 +15,9 @@ decoded shards:
   worker a contiguous run of them (not round-robin), with a resume state
   that refuses data changed since it was saved.
 * :func:`shard_load_profile`: what a plan costs a reader, shard loads per
-  epoch for every LRU cache size (one pass over the plan's accesses).
+  epoch for every LRU cache size (one pass over the plan's accesses);
+  :func:`shard_retention_profile`: the loads and the rows held aside of a
+  server with plan-aware retention (:meth:`BatchServer.plan_run`).
 
 The torch face is :mod:`pystratum.shards.torch` (``ShardBatchDataset``).
 With a shard-aware plan (``plan_batches(..., shards=, window=)``) an epoch
@@ -27,11 +29,13 @@ from __future__ import annotations
 from ._cache import CacheStats, ShardCache
 from ._epochs import STATE_FORMAT, EpochRun, ShardedBatches, data_fingerprint
 from ._parquet import ParquetShards
-from ._profile import ShardLoadProfile, shard_load_profile
+from ._profile import (RetentionProfile, ShardLoadProfile, shard_load_profile,
+                       shard_retention_profile)
 from ._reader import RowLocator, ShardReader, check_shard_sizes
 from ._runs import EpochPlan, epoch_batches, rank_run_length, run_batch_ids
 from ._serve import BatchServer
 
 __all__ = ["BatchServer", "CacheStats", "EpochPlan", "EpochRun", "ParquetShards", "RowLocator",
            "STATE_FORMAT", "ShardCache", "ShardLoadProfile", "ShardReader", "ShardedBatches", "check_shard_sizes",
-           "data_fingerprint", "epoch_batches", "rank_run_length", "run_batch_ids", "shard_load_profile"]
+           "data_fingerprint", "epoch_batches", "rank_run_length", "run_batch_ids", "shard_load_profile",
+           "RetentionProfile", "shard_retention_profile"]

@@ -63,6 +63,11 @@ class ShardedBatches:
             ``BatchPlan`` or a list of batches) for every epoch.
     n_rows: the rows the plan was built for; checked against the reader's
             rows (default: not checked, but every served row is range-checked).
+    keep_recycled, retain_rows: with ``keep_recycled`` (the default) each run
+            is planned (:meth:`BatchServer.plan_run`): rows a policy recycles
+            are kept aside, and rows an evicted shard still owes the run are
+            held aside within ``retain_rows`` (default: a full cache's rows),
+            so a shard is read at most once per run while they fit.
 
     Guarantee: each rank serves ``rank_run_length`` batches per epoch (the
     same on every rank); the batches of all ranks and workers are whole
@@ -72,8 +77,8 @@ class ShardedBatches:
 
     def __init__(self, reader, plans, *, cache_shards: int = 8, num_replicas: int = 1,
                  rank: int = 0, drop_last: bool = False, keep_recycled: bool = True,
-                 n_rows: int | None = None):
-        self.server = BatchServer(reader, cache_shards=cache_shards)
+                 n_rows: int | None = None, retain_rows: int | None = None):
+        self.server = BatchServer(reader, cache_shards=cache_shards, retain_rows=retain_rows)
         self.plans = plans
         self.num_replicas = check_int(num_replicas, "num_replicas", minimum=1)
         self.rank = check_int(rank, "rank", minimum=0, maximum=self.num_replicas - 1)
@@ -226,8 +231,8 @@ class EpochRun:
         owner.server.check_unchanged()
         self._batches = batches
         self._ids = ids
-        if owner.keep_recycled:
-            owner.server.keep_recycled(batches)
+        if owner.keep_recycled:  # and, from the run's plan, the rows evicted shards still owe
+            owner.server.plan_run(batches, start=self.batches_yielded)
 
     def rows(self, k: int) -> np.ndarray:
         """Row positions of this run's ``k``-th batch."""

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import kernels as kernel_gate
-from ..base._validation import check_bool, show
+from ..base._validation import check_bool, check_int, show
 from ..kernels import _stack_distance as plain_loops
+from ._retain import RunNeeds, simulate_retention
 
-__all__ = ["ShardLoadProfile", "shard_load_profile"]
+__all__ = ["RetentionProfile", "ShardLoadProfile", "shard_load_profile",
+           "shard_retention_profile"]
 
 
 @dataclass(frozen=True)
@@ -65,17 +67,8 @@ def _order_and_bounds(plan) -> tuple:
     return order, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
 
 
-def shard_load_profile(plan, shard_of_row, *, kept_rows: bool = True) -> ShardLoadProfile:
-    """The :class:`ShardLoadProfile` of ``plan``'s batches (a ``BatchPlan`` or a list of batches).
-
-    ``shard_of_row``: the shard index (``0..H-1``) of every row. ``kept_rows=True`` counts a
-    row served again in the same epoch (a stratum a policy recycles) as no read, as
-    :class:`~pystratum.shards.BatchServer` keeps such rows after their first read.
-    Guarantee: ``loads(C)`` equals what an LRU cache of ``C`` shards loads serving the batches
-    in order, each batch's shards asked for in ascending order (the tests replay the cache).
-    """
-    kept_rows = check_bool(kept_rows, "kept_rows")
-    order, bounds = _order_and_bounds(plan)
+def _checked_shards(order: np.ndarray, shard_of_row) -> np.ndarray:
+    """``shard_of_row`` checked against the plan's rows, its shards renumbered ``0..H-1``."""
     shard_of_row = np.asarray(shard_of_row)
     if shard_of_row.ndim != 1 or not np.issubdtype(shard_of_row.dtype, np.integer):
         raise TypeError(f"shard_of_row must be a 1-D integer array (a shard index per row), got "
@@ -95,8 +88,22 @@ def shard_load_profile(plan, shard_of_row, *, kept_rows: bool = True) -> ShardLo
                          f"{int(shard_of_row.min())}.")
     # Shards renumbered 0..H-1 in their own order: loads do not depend on the ids, and sparse
     # or huge ids (file hashes, 10**17) then cost neither memory nor overflowing keys.
-    shard_of_row = np.unique(shard_of_row.astype(np.int64), return_inverse=True)[1] \
+    return np.unique(shard_of_row.astype(np.int64), return_inverse=True)[1] \
         .reshape(-1).astype(np.int64)
+
+
+def shard_load_profile(plan, shard_of_row, *, kept_rows: bool = True) -> ShardLoadProfile:
+    """The :class:`ShardLoadProfile` of ``plan``'s batches (a ``BatchPlan`` or a list of batches).
+
+    ``shard_of_row``: the shard index (``0..H-1``) of every row. ``kept_rows=True`` counts a
+    row served again in the same epoch (a stratum a policy recycles) as no read, as
+    :class:`~pystratum.shards.BatchServer` keeps such rows after their first read.
+    Guarantee: ``loads(C)`` equals what an LRU cache of ``C`` shards loads serving the batches
+    in order, each batch's shards asked for in ascending order (the tests replay the cache).
+    """
+    kept_rows = check_bool(kept_rows, "kept_rows")
+    order, bounds = _order_and_bounds(plan)
+    shard_of_row = _checked_shards(order, shard_of_row)
     n_shards = int(shard_of_row.max()) + 1 if shard_of_row.size else 1
     kernels = kernel_gate.compiled_for("shards", order.shape[0])
     if kept_rows:
@@ -117,3 +124,56 @@ def shard_load_profile(plan, shard_of_row, *, kept_rows: bool = True) -> ShardLo
                           int(per_batch.max()) if per_batch.size else 0),
         num_batches=int(bounds.shape[0] - 1), _far=far)
 
+
+@dataclass(frozen=True)
+class RetentionProfile:
+    """What :class:`~pystratum.shards.BatchServer` does serving a plan's batches as one planned run
+    (:meth:`~pystratum.shards.BatchServer.plan_run`) from a cold start.
+
+    ``loads``: shard loads; ``peak_kept_rows``: the most rows held aside at once (recycled
+    rows and rows evicted shards still owe); ``retain_refused``: evictions whose rows did not
+    fit ``retain_rows`` (0 means every shard is loaded at most once); ``loads_per_shard``;
+    ``cache_shards`` and ``retain_rows``, the settings simulated.
+    """
+
+    loads: int
+    peak_kept_rows: int
+    retain_refused: int
+    max_loads_per_shard: int
+    first_reads: int
+    num_batches: int
+    cache_shards: int
+    retain_rows: int
+    loads_per_shard: np.ndarray
+
+
+def shard_retention_profile(plan, shard_of_row, *, cache_shards: int,
+                            retain_rows: int | None = None) -> RetentionProfile:
+    """The :class:`RetentionProfile` of ``plan``'s batches (a ``BatchPlan`` or a list of batches)
+    through a server with an LRU cache of ``cache_shards`` shards and plan-aware retention
+    within ``retain_rows`` rows (default: ``cache_shards`` times the largest shard, the
+    server's default).
+
+    ``shard_of_row``: the shard (``0..H-1``, or any ids, ranked) of every row; the rows are
+    identified by their positions. Guarantee: the loads, the peak of rows held aside and the
+    refused evictions are exactly those of a ``BatchServer(reader, cache_shards=...,
+    retain_rows=...)`` over the same shards after ``plan_run(batches)``, serving the batches
+    in order (the tests compare both). A replay per (batch, shard) access, vectorised per row.
+    """
+    cache_shards = check_int(cache_shards, "cache_shards", minimum=1)
+    order, bounds = _order_and_bounds(plan)
+    shard_of_row = _checked_shards(order, shard_of_row)
+    n_shards = int(shard_of_row.max()) + 1 if shard_of_row.size else 1
+    if retain_rows is None:
+        retain_rows = cache_shards * int(np.bincount(shard_of_row, minlength=1).max())
+    else:
+        retain_rows = check_int(retain_rows, "retain_rows", minimum=0)
+    needs = RunNeeds(np.diff(bounds), order, shard_of_row[order], order, n_shards)
+    run = simulate_retention(needs, cache_shards, retain_rows)
+    loads_per_shard = run["loads_per_shard"]
+    return RetentionProfile(
+        loads=int(run["loads"]), peak_kept_rows=int(run["peak_kept_rows"]),
+        retain_refused=int(run["refused"]),
+        max_loads_per_shard=int(loads_per_shard.max()) if loads_per_shard.size else 0,
+        first_reads=int(np.count_nonzero(loads_per_shard)), num_batches=int(bounds.shape[0] - 1),
+        cache_shards=cache_shards, retain_rows=retain_rows, loads_per_shard=loads_per_shard)

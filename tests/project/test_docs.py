@@ -40,8 +40,8 @@ CLAIMS = {
         "min_per_label=1 is not met for label(s) 'c'",
     ],
     "sharded-storage.md": [
-        "min_per_stratum      123 [4823, 4843]       [40, 40]",
-        "targets              149 [5700, 5728]       [88, 40]",
+        "min_per_stratum      123 [2763, 2762]       [40, 34]",
+        "targets              149 [3778, 3825]       [70, 38]",
         "123 batches, every row once: True",
         "row groups of 20 x 500 rows -> row groups of 25 x 400 rows",
         "12 tar reads for 12 shards",
