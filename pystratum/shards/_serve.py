@@ -6,6 +6,7 @@ import numpy as np
 
 from ..base._validation import show
 from ._cache import ShardCache
+from ._checks import checked_loads
 from ._reader import RowLocator, RowOps, check_shard_sizes
 
 __all__ = ["BatchServer"]
@@ -39,7 +40,7 @@ class BatchServer:
         self.sizes = check_shard_sizes(reader.shard_sizes, "reader.shard_sizes")
         self.locator = RowLocator(self.sizes)
         self.ops = RowOps(reader)
-        self.cache = ShardCache(reader, self.sizes, self.ops, cache_shards)
+        self.cache = ShardCache(checked_loads(reader), self.sizes, self.ops, cache_shards)
         self._kept_offsets: dict = {}   # shard -> sorted offsets whose rows are kept aside
         self._kept_parts: dict = {}     # shard -> those rows, decoded, in offset order
         self._kept_bytes: dict = {}
