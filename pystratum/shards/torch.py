@@ -325,7 +325,7 @@ class UnpackedBatches:
             item = entry[0].item(entry[1], self.dataset)
             entry[1] += 1
             self._handed[worker] += 1
-            yield default_convert(item)
+            yield item
 
     def _state(self, epoch, handed) -> dict:
         state = self.dataset.batches.state_dict()
@@ -347,32 +347,37 @@ class UnpackedBatches:
 
 
 class _Unpacked:
-    """A received message, its arrays made tensors once for all its batches."""
+    """A received message, its arrays made tensors once and split into per-batch views."""
 
     __slots__ = ("message", "rows", "weights", "columns")
 
     def __init__(self, message, tensors):
         self.message = message
-        self.rows = _tensor(message.rows)
-        self.weights = None if message.weights is None else _tensor(message.weights)
+        sizes = np.diff(message.bounds).tolist()
+        # one split per array: a view per batch, cheaper than slicing batch by batch
+        self.rows = _tensor(message.rows).split(sizes)
+        self.weights = None if message.weights is None else _tensor(message.weights).split(sizes)
         self.columns = None
         if tensors and message.kind == "columns":
-            self.columns = dict(zip(message.schema.names,
-                                    (_tensor(array) for array in message.payload)))
+            self.columns = [(name, _tensor(array).split(sizes))
+                            for name, array in zip(message.schema.names, message.payload)]
 
     def __len__(self) -> int:
         return len(self.message)
 
     def item(self, i, dataset):
-        start, stop = self.message.span(i)
+        """Batch ``i`` as the loader's default conversion gives it with one batch per message
+        (a tuple becomes a list; tensors, tables and dicts of tensors stay)."""
         if self.columns is not None:
-            batch = {name: column[start:stop] for name, column in self.columns.items()}
+            batch = {name: views[i] for name, views in self.columns}
         else:
             batch = self.message.batch(i)
-        item = (self.rows[start:stop], batch) if dataset.with_rows else (batch,)
-        if dataset.with_weights:
-            item += (self.weights[start:stop],)
-        return item if len(item) > 1 else batch
+        if dataset.with_rows or dataset.with_weights:
+            item = [self.rows[i], batch] if dataset.with_rows else [batch]
+            if dataset.with_weights:
+                item.append(self.weights[i])
+            return item if self.columns is not None else default_convert(tuple(item))
+        return batch if self.columns is not None else default_convert(batch)
 
 
 def _tensor(array: np.ndarray) -> torch.Tensor:
