@@ -255,6 +255,10 @@ class UnpackedBatches:
         if not isinstance(dataset, ShardBatchDataset):
             raise TypeError(f"loader must be a DataLoader over a ShardBatchDataset, got "
                             f"loader={show(loader)} of type {type(loader).__name__}.")
+        if dataset.batches_per_message == 1:
+            raise ValueError("loader's dataset must send several batches per message, got "
+                             "batches_per_message=1: iterate the DataLoader itself (its items "
+                             "are the batches), or pass batches_per_message > 1.")
         if getattr(loader, "batch_size", None) is not None:
             raise ValueError(f"loader must be built with batch_size=None (each item is a whole "
                              f"batch of the plan), got batch_size={loader.batch_size}.")

@@ -43,6 +43,7 @@ CLAIMS = {
         "min_per_stratum      123 [4823, 4843]       [40, 40]",
         "targets              149 [5700, 5728]       [88, 40]",
         "123 batches, every row once: True",
+        "16 batches per message: 123 batches, the same as one per message: True",
         "row groups of 20 x 500 rows -> row groups of 25 x 400 rows",
         "12 tar reads for 12 shards",
     ],
