@@ -106,6 +106,12 @@ def _join(served: list, columns_only: bool):
     """``(kind, payload, schema)`` of the served batches joined end to end, or one item each
     when they cannot be joined without changing a batch."""
     first = served[0]
+    if isinstance(first, NumericColumns):  # served without a table per batch
+        if all(isinstance(s, NumericColumns) and s.schema.equals(first.schema) for s in served):
+            return "columns", [np.concatenate([s.arrays[c] for s in served])
+                               for c in range(len(first.arrays))], first.schema
+        served = [s.table() if isinstance(s, NumericColumns) else s for s in served]
+        first = served[0]
     try:
         import pyarrow as pa
     except ImportError:  # pragma: no cover - exercised only without pyarrow

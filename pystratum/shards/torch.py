@@ -25,6 +25,7 @@ from ..base._validation import check_bool, check_int, show
 from ..torch._distributed import resolve_replicas
 from ._epochs import ShardedBatches
 from ._messages import BatchMessage, handout_order, pack_batches, worker_run_lengths
+from ._reader import NumericColumns
 from ._runs import EpochPlan, rank_run_length
 
 __all__ = ["ShardBatchDataset", "UnpackedBatches", "table_tensors"]
@@ -111,6 +112,8 @@ class ShardBatchDataset(IterableDataset):
         self.progress = check_bool(progress, "progress")
         self.batches_per_message = check_int(batches_per_message, "batches_per_message",
                                              minimum=1)
+        if self.batches_per_message > 1:  # messages join numeric columns: no table per batch
+            self.batches.server.ops.tables = False
         self._num_batches = {}  # epoch -> the plan's batch count (len without re-planning)
         # The epoch in shared memory: persistent DataLoader workers keep their copy of the
         # dataset (and its kept rows) across epochs and still see set_epoch.
@@ -223,14 +226,19 @@ class _MessageRun:
             raise StopIteration
         tensors = self._transform is table_tensors
         if self._transform is not None and not tensors:
-            served = [self._transform(batch) for batch in served]
+            served = [self._transform(_table(batch)) for batch in served]
         message = pack_batches(run.worker, first, rows, served, weights,
                                columns_only=self._transform is not None)
         if tensors and message.kind == "items":  # not numeric columns: transformed here
-            message.payload = [table_tensors(batch) for batch in message.payload]
+            message.payload = [table_tensors(_table(batch)) for batch in message.payload]
         if self._bar is not None:
             self._bar.update(len(rows))
         return message
+
+
+def _table(batch):
+    """A served batch as the reader decodes it (numeric columns as a ``pyarrow.Table``)."""
+    return batch.table() if isinstance(batch, NumericColumns) else batch
 
 
 class UnpackedBatches:
