@@ -13,7 +13,6 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 
 from _reader_workers import LoggedParquetShards, logged_loads, write_shards
 from _torch_helpers import run_ranks
-import pystratum
 from pystratum.policies import MinPerStratum
 from pystratum.shards import run_batch_ids
 from pystratum.shards._messages import handout_order, worker_run_lengths
@@ -229,3 +228,34 @@ def test_ddp_ranks_unpack_their_contiguous_runs_and_resume_inside_a_message(tmp_
             else:
                 assert len(result["head"]) == 8
                 assert result["head"] + result["rest"] == interleave(runs)
+
+
+@settings(max_examples=40)
+@given(sizes=st.lists(st.integers(1, 6), min_size=2, max_size=6), data=st.data())
+def test_any_stop_in_any_message_resumes_at_the_next_batch(sizes, data):
+    from _reader_data import ArrayShards
+
+    reader = ArrayShards(sizes)
+    n_rows = sum(sizes)
+    batches = data.draw(st.lists(st.lists(st.integers(0, n_rows - 1), min_size=1, max_size=5),
+                                 min_size=1, max_size=12))
+    per_message = data.draw(st.integers(2, 5))
+    stop = data.draw(st.integers(0, len(batches)))
+
+    def unpacked():
+        grouped = ShardBatchDataset(reader, batches, with_rows=True,
+                                    batches_per_message=per_message)
+        return UnpackedBatches(DataLoader(grouped, batch_size=None))
+
+    first = unpacked()
+    iterator = iter(first)
+    head = []
+    for _ in range(stop):
+        rows, served = next(iterator)
+        assert rows.tolist() == served.tolist() == batches[len(head)]
+        head.append(rows.tolist())
+    state = first.state_dict()
+    assert state["batches_yielded"] == [stop]
+    resumed = unpacked()
+    resumed.load_state_dict(state)
+    assert head + [rows.tolist() for rows, _ in resumed] == batches
