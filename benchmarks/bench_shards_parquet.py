@@ -496,7 +496,7 @@ def loader_ceiling(path: Path, batch_rows: int, num_batches: int, workers: int,
 
 
 def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
-               random_batches: int, per_message: int = 32) -> dict:
+               random_batches: int, per_message=(32, 128)) -> dict:
     import pystratum
     from pystratum.policies import MinPerStratum
 
@@ -506,10 +506,9 @@ def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
     scan = sequential_scan(path, 256)
     runs = [("sequential scan, `ParquetFile.iter_batches(256)`, 1 process, all columns to "
              "numpy", scan)]
-    for name, policy, window, group in (("MinPerStratum(8)", MinPerStratum(8), 1, 1),
-                                        ("MinPerStratum(8)", MinPerStratum(8), 4, 1),
-                                        ("MinPerStratum(8)", MinPerStratum(8), 1, per_message),
-                                        ("MinPerStratum(8)", MinPerStratum(8), 4, per_message)):
+    groups = [1] + [g for g in per_message if g > 1]
+    for name, policy, window, group in [("MinPerStratum(8)", MinPerStratum(8), window, group)
+                                        for group in groups for window in (1, 4)]:
         if group != 1 and not any(name.startswith("the same sequential scan, between")
                                   for name, _ in runs):
             log("end to end: sequential scan, between the G=1 and G>1 rows")
@@ -531,14 +530,15 @@ def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
     # unpacks (the work the workers share between the cores).
     plan = pystratum.plan_batches(labels, MinPerStratum(8), seed=SEED,
                                   shards=pystratum.shard_sizes(sizes), window=1)
-    log(f"end to end: MinPerStratum(8), shards=, W=1, G={per_message}, no worker process")
-    alone = loader_rows_per_s(path, plan, 4, 0, per_message=per_message)
-    runs.append((f"`MinPerStratum(8)`, `shards=`, W=1, G={per_message}, the same in the main "
-                 f"process (`num_workers=0`): reading, gather and unpacking on one core, no "
-                 f"message between processes", alone))
+    for group in groups[1:]:
+        log(f"end to end: MinPerStratum(8), shards=, W=1, G={group}, no worker process")
+        alone = loader_rows_per_s(path, plan, 4, 0, per_message=group)
+        runs.append((f"`MinPerStratum(8)`, `shards=`, W=1, G={group}, the same in the main "
+                     f"process (`num_workers=0`): reading, gather and unpacking on one core, "
+                     f"no message between processes", alone))
     del plan
     batch_rows = n // record["batches"]
-    for group in (1, per_message):
+    for group in groups:
         log(f"end to end: the DataLoader alone, {record['batches']:,} pre-made batches, "
             f"G={group}")
         ceiling = loader_ceiling(path, batch_rows, record["batches"], workers, group)
@@ -770,7 +770,7 @@ def main(argv=None) -> None:
     parser.add_argument("--peer-path", type=Path, default=None)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--note", default="", help="a sentence for the results (e.g. why a size)")
-    parser.add_argument("--per-message", type=int, default=32,
+    parser.add_argument("--per-message", type=int, nargs="+", default=[32, 128],
                         help="batches per message (G) of the grouped end-to-end rows")
     parser.add_argument("--random-batches", type=int, default=8,
                         help="batches the row-random plan is timed on (then extrapolated)")
