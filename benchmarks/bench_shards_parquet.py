@@ -534,8 +534,9 @@ def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
         log(f"end to end: MinPerStratum(8), shards=, W=1, G={group}, no worker process")
         alone = loader_rows_per_s(path, plan, 4, 0, per_message=group)
         runs.append((f"`MinPerStratum(8)`, `shards=`, W=1, G={group}, the same in the main "
-                     f"process (`num_workers=0`): reading, gather and unpacking on one core, "
-                     f"no message between processes", alone))
+                     f"process (`num_workers=0`): reading (with Arrow's decoding threads, as "
+                     f"the scan), gather and unpacking in one process, no message between "
+                     f"processes", alone))
     del plan
     batch_rows = n // record["batches"]
     for group in groups:
