@@ -394,28 +394,33 @@ def run_webdataset(labels: np.ndarray, shard_rows: int, root: Path, batch_size: 
 
 
 def loader_rows_per_s(path: Path, plan, cache_shards: int, workers: int,
-                      max_batches: int | None = None) -> dict:
+                      max_batches: int | None = None, per_message: int = 1) -> dict:
     """Wall-clock rows/s of the plan's batches through ShardBatchDataset and a DataLoader.
 
     The clock runs from the DataLoader's creation (workers start, footers
     are read) to the last batch, every column a tensor in this process.
     ``max_batches``: stop after that many batches (the time box).
+    ``per_message``: the dataset's ``batches_per_message``; above 1 the
+    batches are handed out one at a time by ``UnpackedBatches``.
     """
     from torch.utils.data import DataLoader
 
     from pystratum.shards import ParquetShards
-    from pystratum.shards.torch import ShardBatchDataset, table_tensors
+    from pystratum.shards.torch import ShardBatchDataset, UnpackedBatches, table_tensors
 
     start = time.perf_counter()
-    # Tables cross from the workers (one pickled payload each) and become tensors here:
+    # G=1: tables cross from the workers (one pickled payload each) and become tensors here:
     # tensors made in a worker would cross through shared memory, one per column and batch.
-    dataset = ShardBatchDataset(ParquetShards(str(path)), plan, cache_shards=cache_shards)
+    # G>1: one numpy array per column per message, made tensors here (transform=table_tensors).
+    dataset = ShardBatchDataset(ParquetShards(str(path)), plan, cache_shards=cache_shards,
+                                transform=table_tensors if per_message > 1 else None,
+                                batches_per_message=per_message)
     # fork: the workers share the plan's arrays instead of each unpickling a copy
     loader = DataLoader(dataset, batch_size=None, num_workers=workers,
-                        multiprocessing_context="fork")
+                        multiprocessing_context="fork" if workers else None)
     rows = batches = 0
-    for table in loader:
-        batch = table_tensors(table)
+    for item in (UnpackedBatches(loader) if per_message > 1 else loader):
+        batch = item if per_message > 1 else table_tensors(item)
         rows += batch["label"].shape[0]
         batches += 1
         if max_batches is not None and batches >= max_batches:
@@ -425,11 +430,30 @@ def loader_rows_per_s(path: Path, plan, cache_shards: int, workers: int,
     return {"rows": rows, "batches": batches, "seconds": seconds, "rows_per_s": rows / seconds}
 
 
-def loader_ceiling(path: Path, batch_rows: int, num_batches: int, workers: int) -> dict:
+class PreMade:
+    """A pre-made message (``{name: array}``) that the DataLoader's conversion leaves alone."""
+
+    __slots__ = ("columns", "batches")
+
+    def __init__(self, columns, batches):
+        self.columns, self.batches = columns, batches
+
+    def __getstate__(self):
+        return self.columns, self.batches
+
+    def __setstate__(self, state):
+        self.columns, self.batches = state
+
+
+def loader_ceiling(path: Path, batch_rows: int, num_batches: int, workers: int,
+                   per_message: int = 1) -> dict:
     """Rows/s of the same ``DataLoader`` serving one pre-made table of ``batch_rows`` rows per
-    batch (no reading, no gather): the most any reader can reach through it here."""
+    batch (no reading, no gather): the most any reader can reach through it here. With
+    ``per_message`` > 1: one pre-made message of that many batches (one numpy array per
+    column), cut into per-batch tensors here, as ``UnpackedBatches`` does."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    import torch
     from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
     from pystratum.shards.torch import table_tensors
@@ -439,25 +463,40 @@ def loader_ceiling(path: Path, batch_rows: int, num_batches: int, workers: int) 
     template = pa.Table.from_arrays([pa.array(column.to_numpy()) for column in head.columns],
                                     schema=head.schema)
 
+    message = {name: np.concatenate([column.to_numpy()] * per_message)
+               for name, column in zip(template.column_names, template.columns)}
+
     class Repeat(IterableDataset):
         def __iter__(self):
             info = get_worker_info()
             k, w = (1, 0) if info is None else (info.num_workers, info.id)
             count = num_batches * (w + 1) // k - num_batches * w // k
+            if per_message > 1:
+                return (PreMade(message, min(per_message, count - start))
+                        for start in range(0, count, per_message))
             return (template for _ in range(count))
 
     start = time.perf_counter()
     rows = batches = 0
-    for table in DataLoader(Repeat(), batch_size=None, num_workers=workers,
-                            multiprocessing_context="fork"):
-        rows += table_tensors(table)["label"].shape[0]
-        batches += 1
+    for item in DataLoader(Repeat(), batch_size=None, num_workers=workers,
+                           multiprocessing_context="fork"):
+        if per_message == 1:
+            rows += table_tensors(item)["label"].shape[0]
+            batches += 1
+            continue
+        # the arrays cross pickled (as a message does), made tensors once, then sliced per batch
+        columns = {name: torch.from_numpy(array.copy()) for name, array in item.columns.items()}
+        for b in range(item.batches):
+            batch = {name: column[b * batch_rows:(b + 1) * batch_rows]
+                     for name, column in columns.items()}
+            rows += batch["label"].shape[0]
+            batches += 1
     seconds = time.perf_counter() - start
     return {"rows": rows, "batches": batches, "seconds": seconds, "rows_per_s": rows / seconds}
 
 
 def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
-               random_batches: int) -> dict:
+               random_batches: int, per_message=(32, 128)) -> dict:
     import pystratum
     from pystratum.policies import MinPerStratum
 
@@ -467,22 +506,49 @@ def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
     scan = sequential_scan(path, 256)
     runs = [("sequential scan, `ParquetFile.iter_batches(256)`, 1 process, all columns to "
              "numpy", scan)]
-    for name, policy, window in (("MinPerStratum(8)", MinPerStratum(8), 1),
-                                 ("MinPerStratum(8)", MinPerStratum(8), 4)):
+    groups = [1] + [g for g in per_message if g > 1]
+    for name, policy, window, group in [("MinPerStratum(8)", MinPerStratum(8), window, group)
+                                        for group in groups for window in (1, 4)]:
+        if group != 1 and not any(name.startswith("the same sequential scan, between")
+                                  for name, _ in runs):
+            log("end to end: sequential scan, between the G=1 and G>1 rows")
+            runs.append(("the same sequential scan, between the G=1 and the G>1 rows",
+                         sequential_scan(path, 256)))
         plan = pystratum.plan_batches(labels, policy, seed=SEED,
                                       shards=pystratum.shard_sizes(sizes), window=window)
-        log(f"end to end: {name}, shards=, W={window}")
-        record = loader_rows_per_s(path, plan, 2 * window + 2, workers)
-        runs.append((f"`{name}`, `shards=`, W={window}: `ShardBatchDataset`, cache "
+        log(f"end to end: {name}, shards=, W={window}, G={group}")
+        record = loader_rows_per_s(path, plan, 2 * window + 2, workers, per_message=group)
+        how = ("G=1 (one batch per message, each an Arrow table, `table_tensors` here)"
+               if group == 1 else
+               f"G={group} (`batches_per_message={group}`, `transform=table_tensors`, "
+               f"`UnpackedBatches`)")
+        runs.append((f"`{name}`, `shards=`, W={window}, {how}: `ShardBatchDataset`, cache "
                      f"{2 * window + 2} shards per worker, `DataLoader({workers} workers)`, "
                      f"whole epoch ({record['batches']:,} batches)", record))
         del plan
+    # The reader's own cost, no message between processes: one process reads, gathers and
+    # unpacks (the work the workers share between the cores).
+    plan = pystratum.plan_batches(labels, MinPerStratum(8), seed=SEED,
+                                  shards=pystratum.shard_sizes(sizes), window=1)
+    for group in groups[1:]:
+        log(f"end to end: MinPerStratum(8), shards=, W=1, G={group}, no worker process")
+        alone = loader_rows_per_s(path, plan, 4, 0, per_message=group)
+        runs.append((f"`MinPerStratum(8)`, `shards=`, W=1, G={group}, the same in the main "
+                     f"process (`num_workers=0`): reading (with Arrow's decoding threads, as "
+                     f"the scan), gather and unpacking in one process, no message between "
+                     f"processes", alone))
+    del plan
     batch_rows = n // record["batches"]
-    log(f"end to end: the DataLoader alone, {record['batches']:,} pre-made tables")
-    ceiling = loader_ceiling(path, batch_rows, record["batches"], workers)
-    runs.append((f"`DataLoader({workers} workers)` alone: one pre-made {batch_rows}-row table "
-                 f"per batch, no reading and no gather (the ceiling for any reader through it "
-                 f"on this machine)", ceiling))
+    for group in groups:
+        log(f"end to end: the DataLoader alone, {record['batches']:,} pre-made batches, "
+            f"G={group}")
+        ceiling = loader_ceiling(path, batch_rows, record["batches"], workers, group)
+        what = (f"one pre-made {batch_rows}-row table per message, G=1" if group == 1 else
+                f"one pre-made message of {group} batches of {batch_rows} rows (a numpy array "
+                f"per column), cut into per-batch tensors here, G={group}")
+        runs.append((f"`DataLoader({workers} workers)` alone: {what}, no reading and no "
+                     f"gather (the ceiling for any reader through it on this machine)",
+                     ceiling))
     plan = pystratum.plan_batches(labels, MinPerStratum(8), seed=SEED)
     log(f"end to end: row-random, {random_batches} batches")
     record = loader_rows_per_s(path, plan, 10, workers, max_batches=random_batches)
@@ -491,19 +557,25 @@ def end_to_end(path: Path, labels: np.ndarray, shard_rows: int, workers: int,
                  f"shards per worker): **timed on its first {record['batches']} batches and "
                  f"extrapolated** to the epoch's {plan.num_batches:,} batches: "
                  f"~{epoch_s / 3600:,.1f} h", record))
-    # The scan again at the end: on a shared machine one scan can be several times slower
-    # than another; the ratios are to the faster one, so a busy moment cannot flatter them.
+    # The scan again in the middle and at the end: on a shared machine one scan can be several
+    # times slower than another; the ratios are to the fastest, so a busy moment cannot
+    # flatter them.
     log("end to end: sequential scan again")
     again = sequential_scan(path, 256)
     runs.append(("the same sequential scan again, after the runs above", again))
-    scan = max(scan, again, key=lambda record: record["rows_per_s"])
+    scans = [record for name, record in runs if name.startswith(("sequential scan",
+                                                                 "the same sequential scan"))]
+    scan = max(scans, key=lambda record: record["rows_per_s"])
     return {"scan": scan, "runs": runs, "note": (
         f"Wall clock (the other jobs' load counts: the figures are ratios within this run, "
-        f"to the faster of the two scans). "
-        f"{n:,} rows, all six columns decoded, each batch sent by its worker as one Arrow "
-        f"table and turned into tensors (`table_tensors`) in the main process; the "
-        f"`DataLoader` has {workers} worker processes on {os.cpu_count()} cores, each "
-        f"serving one contiguous run of the epoch's batches.")}
+        f"to the fastest of the three scans). "
+        f"{n:,} rows, all six columns decoded and made tensors in the main process; "
+        f"G is the batches a worker sends per message: G=1 sends each batch as one Arrow "
+        f"table (`table_tensors` in the loop), G>1 sends G consecutive batches of its run as "
+        f"one numpy array per column, handed out one batch at a time (the same batches in "
+        f"the same order as G=1) by `UnpackedBatches`. The `DataLoader` has {workers} worker "
+        f"processes on {os.cpu_count()} cores, each serving one contiguous run of the "
+        f"epoch's batches.")}
 
 
 # --- report -------------------------------------------------------------------------------
@@ -699,6 +771,8 @@ def main(argv=None) -> None:
     parser.add_argument("--peer-path", type=Path, default=None)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--note", default="", help="a sentence for the results (e.g. why a size)")
+    parser.add_argument("--per-message", type=int, nargs="+", default=[32, 128],
+                        help="batches per message (G) of the grouped end-to-end rows")
     parser.add_argument("--random-batches", type=int, default=8,
                         help="batches the row-random plan is timed on (then extrapolated)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["loads", "e2e", "peers"])
@@ -751,7 +825,7 @@ def main(argv=None) -> None:
     if "e2e" not in args.skip:
         path = dataset_path(args.cache_dir, "spread", n, shard_rows)
         e2e = end_to_end(path, make_labels("spread", n), shard_rows, args.workers,
-                         args.random_batches)
+                         args.random_batches, args.per_message)
     if {"loads", "peers"} <= set(args.skip):
         # the end-to-end part alone: it replaces its own part, the other tables stay
         meta["load_end"] = load_average()

@@ -22,7 +22,10 @@ from ._serve import BatchServer
 
 __all__ = ["STATE_FORMAT", "EpochRun", "ShardedBatches", "data_fingerprint"]
 
-STATE_FORMAT = "pystratum.shards/1"
+STATE_FORMAT = "pystratum.shards/2"
+# Format 1 recorded Parquet files by their absolute paths; format 2 by their paths under the
+# dataset's root, so that a state moved with its data to another directory still resumes.
+_OLD_FORMATS = {"pystratum.shards/1": "it recorded the Parquet files by absolute paths"}
 _FIX = "pass a state_dict() saved by the same reader over the same data, unchanged"
 
 
@@ -127,10 +130,26 @@ class ShardedBatches:
                     f"num_workers must be the one the resume state was saved with, got "
                     f"num_workers={num_workers} but state_dict['num_workers']={pending[2]}: "
                     f"resume with the same DataLoader num_workers.")
-        run = EpochRun(self, self.epoch, num_workers, worker,
-                       0 if pending is None else pending[1])
+        skip = 0 if pending is None else pending[1]
+        if isinstance(skip, list):  # one count per worker (saved batch by batch as handed out)
+            skip = skip[worker]
+        run = EpochRun(self, self.epoch, num_workers, worker, skip)
         self._last_run = run
         return run
+
+    @property
+    def pending_resume(self):
+        """The loaded resume ``(epoch, batches_yielded, num_workers)`` the next run applies, or
+        None."""
+        return self._pending
+
+    def take_resume(self):
+        """The loaded resume ``(epoch, batches_yielded, num_workers)`` or None, forgotten here.
+
+        For the process that hands a resume to loader workers (each worker
+        applies its copy): once they have it, the next epoch starts afresh."""
+        pending, self._pending = self._pending, None
+        return pending
 
     def state_dict(self) -> dict:
         """Where the last run stands: epoch, batches it yielded, the run's shape, the data.
@@ -160,14 +179,27 @@ class ShardedBatches:
         if missing:
             raise ValueError(f"state_dict lacks {missing}; {_FIX}.")
         if state_dict["format"] != STATE_FORMAT:
+            why = _OLD_FORMATS.get(state_dict["format"]) if isinstance(state_dict["format"],
+                                                                       str) else None
             raise ValueError(f"state_dict['format'] must be {STATE_FORMAT!r}, got "
-                             f"{show(state_dict['format'])}; {_FIX}.")
+                             f"{show(state_dict['format'])}"
+                             + (f" (saved by an earlier pystratum: {why}); start the epoch "
+                                f"again." if why else f"; {_FIX}."))
         epoch = check_epoch(state_dict["epoch"], "state_dict['epoch']")
-        yielded = check_int(state_dict["batches_yielded"], "state_dict['batches_yielded']",
-                            minimum=0)
         workers = state_dict["num_workers"]
         if workers is not None:
             workers = check_int(workers, "state_dict['num_workers']", minimum=1)
+        yielded = state_dict["batches_yielded"]
+        if isinstance(yielded, (list, tuple)):
+            if workers is None or len(yielded) != workers:
+                raise ValueError(
+                    f"state_dict['batches_yielded'] must be one count per worker when it is a "
+                    f"list, got {len(yielded)} count(s) for state_dict['num_workers']="
+                    f"{workers}; {_FIX}.")
+            yielded = [check_int(count, f"state_dict['batches_yielded'][{w}]", minimum=0)
+                       for w, count in enumerate(yielded)]
+        else:
+            yielded = check_int(yielded, "state_dict['batches_yielded']", minimum=0)
         for key, mine in (("num_replicas", self.num_replicas), ("drop_last", self.drop_last)):
             value = state_dict[key]
             # The saved type must be the setting's own: True is not 1 replica, 0 not False.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 
 import numpy as np
 
@@ -43,6 +44,21 @@ def _footer_digest(stream, path) -> str:
         raise ValueError(f"the Parquet file {path!r} has no plain Parquet footer (truncated, "
                          f"encrypted or not Parquet): the reader cannot check it for changes.")
     return hashlib.sha256(stream.read_at(length, size - 8 - length)).hexdigest()[:16]
+
+
+def _names_under_root(paths: list) -> list:
+    """Each file's path below the files' common directory (``"part-0.parquet"``,
+    ``"2024/part-1.parquet"``): what identifies a file of the dataset wherever it is stored, so
+    that a resume state does not hold a machine's absolute paths."""
+    # Arrow filesystems give "/"-separated paths (local ones included), URLs without protocol.
+    folders = [posixpath.dirname(path) for path in paths]
+    try:
+        root = posixpath.commonpath(folders) if all(folders) else ""
+    except ValueError:  # absolute and relative paths mixed: no common root
+        root = ""
+    if not root:
+        return list(paths)
+    return [posixpath.relpath(path, root) for path in paths]
 
 
 def _file_records(fingerprint: dict):
@@ -241,10 +257,15 @@ class ParquetShards:
             return parquet.read_row_group(group, columns=self.columns)
 
     def fingerprint(self) -> dict:
-        """The files, their row groups' rows and footer digests, the columns and shard rule."""
+        """The files, their row groups' rows and footer digests, the columns and shard rule.
+
+        Files are named by their paths under the files' common directory, not
+        by absolute paths: a resume state moved with its data to another
+        directory or machine still matches, and changed data (row groups or
+        any footer byte) still does not."""
         return {"shard_by": self.shard_by, "columns": self.columns,
-                "files": [[path, groups, digest]
-                          for path, (groups, digest) in zip(self.paths, self._files)]}
+                "files": [[name, groups, digest] for name, (groups, digest)
+                          in zip(_names_under_root(self.paths), self._files)]}
 
     @staticmethod
     def describe_change(saved: dict, now: dict) -> str | None:

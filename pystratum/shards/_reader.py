@@ -148,6 +148,9 @@ class RowOps:
 
     def __init__(self, reader):
         self._reader = reader
+        # False: numeric Arrow batches are served as NumericColumns, for a caller that joins
+        # several batches into one payload (a pyarrow.Table per batch would be made for nothing)
+        self.tables = True
 
     def count(self, rows) -> int:
         if hasattr(rows, "num_rows"):
@@ -174,10 +177,10 @@ class RowOps:
                 return columns
         return rows
 
-    @staticmethod
-    def finish(rows):
-        """Served rows as the reader decodes them (a ``pyarrow.Table`` for numeric columns)."""
-        return rows.table() if isinstance(rows, NumericColumns) else rows
+    def finish(self, rows):
+        """Served rows as the reader decodes them (a ``pyarrow.Table`` for numeric columns, or
+        :class:`NumericColumns` when ``self.tables`` is False)."""
+        return rows.table() if self.tables and isinstance(rows, NumericColumns) else rows
 
     def scatter(self, parts: list, places: list, n: int):
         """One batch of ``n`` rows from ``parts``: row ``i`` of ``parts[j]`` goes to place
@@ -222,7 +225,7 @@ class RowOps:
         if isinstance(first, NumericColumns) and all(isinstance(p, NumericColumns) for p in parts):
             return NumericColumns(first.schema, [np.concatenate([p.arrays[c] for p in parts])
                                                  for c in range(len(first.arrays))])
-        parts = [self.finish(part) for part in parts]
+        parts = [part.table() if isinstance(part, NumericColumns) else part for part in parts]
         first = parts[0]
         if hasattr(first, "num_rows"):
             import pyarrow as pa

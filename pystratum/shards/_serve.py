@@ -6,6 +6,7 @@ import numpy as np
 
 from ..base._validation import check_int, show
 from ._cache import ShardCache
+from ._checks import checked_loads
 from ._reader import RowLocator, RowOps, check_shard_sizes
 from ._retain import KEEP, RunNeeds
 
@@ -49,7 +50,7 @@ class BatchServer:
         self.sizes = check_shard_sizes(reader.shard_sizes, "reader.shard_sizes")
         self.locator = RowLocator(self.sizes)
         self.ops = RowOps(reader)
-        self.cache = ShardCache(reader, self.sizes, self.ops, cache_shards,
+        self.cache = ShardCache(checked_loads(reader), self.sizes, self.ops, cache_shards,
                                 on_evict=self._evicted)
         self.retain_rows = default_retain_rows(self.sizes, self.cache.capacity) \
             if retain_rows is None else check_int(retain_rows, "retain_rows", minimum=0)

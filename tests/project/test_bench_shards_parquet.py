@@ -60,6 +60,10 @@ def test_quick_run_on_a_tiny_size_writes_the_whole_section(tmp_path):
         assert any(line.startswith(f"| {layout} | `{policy}") and "shards=, W=16" in line
                    for line in text.splitlines())
     assert "sequential scan" in text and "row-random (today's plan)" in text
+    # the end-to-end rows: one batch per message, several (UnpackedBatches), and both ceilings
+    assert "G=1 (one batch per message" in text and "G=32 (`batches_per_message=32`" in text
+    assert "G=128 (`batches_per_message=128`" in text
+    assert "`UnpackedBatches`" in text and text.count("alone: one pre-made") == 3
     assert "WebDataset `RandomMix`" in text and "Mosaic Streaming" in text
     # rerun from the cache: the Parquet files are reused, not rewritten
     files = sorted((tmp_path / "cache").glob("*.parquet"))

@@ -43,6 +43,7 @@ CLAIMS = {
         "min_per_stratum      123 [2763, 2762]       [40, 34]",
         "targets              149 [3778, 3825]       [70, 38]",
         "123 batches, every row once: True",
+        "16 batches per message: 123 batches, the same as one per message: True",
         "row groups of 20 x 500 rows -> row groups of 25 x 400 rows",
         "12 tar reads for 12 shards",
     ],

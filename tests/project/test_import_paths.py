@@ -22,7 +22,7 @@ PUBLIC = {
     "pystratum.serving": ["EpochPass", "EpochProgress", "EpochServed"],
     "pystratum.shards": ["ShardReader", "ParquetShards", "ShardCache", "CacheStats",
                          "BatchServer", "ShardedBatches"],
-    "pystratum.shards.torch": ["ShardBatchDataset", "table_tensors"],
+    "pystratum.shards.torch": ["ShardBatchDataset", "UnpackedBatches", "table_tensors"],
 }
 
 

@@ -104,7 +104,7 @@ def test_objects_that_are_no_readers_are_refused():
         def load(self, shard):
             return {"rows": super().load(shard)}
 
-    with pytest.raises(TypeError, match="reader.load\\(\\) must return a pyarrow Table"):
+    with pytest.raises(TypeError, match=r"reader.load\(0\) must return a pyarrow Table"):
         BatchServer(Opaque([2, 2])).serve([0, 3])
 
 
