@@ -74,6 +74,10 @@ class ShardBatchDataset(IterableDataset):
                   num_replicas`` batches served by no rank (a policy's short
                   remainder batch is dropped only when it is among them).
     progress:     a tqdm bar over the batches, on rank 0's first worker.
+    keep_recycled, retain_rows: plan-aware retention in each worker, as
+                  :class:`~pystratum.shards.ShardedBatches`' (rows an evicted
+                  shard still owes the worker's run held aside, up to
+                  ``retain_rows`` rows; default: a full cache's rows).
     batches_per_message: ``G`` consecutive batches of a worker's run sent
                   as one ``DataLoader`` item (default 1: one batch per item).
                   Iterate ``UnpackedBatches(loader)`` to get them one at a
@@ -98,12 +102,13 @@ class ShardBatchDataset(IterableDataset):
                  with_rows: bool = False, with_weights: bool = False, num_replicas: int | None = None,
                  rank: int | None = None, drop_last: bool = False, keep_recycled: bool = True,
                  n_rows: int | None = None, progress: bool = False,
-                 batches_per_message: int = 1):
+                 batches_per_message: int = 1, retain_rows: int | None = None):
         super().__init__()
         num_replicas, rank = resolve_replicas(num_replicas, rank)
         self.batches = ShardedBatches(reader, plans, cache_shards=cache_shards,
                                       num_replicas=num_replicas, rank=rank, drop_last=drop_last,
-                                      keep_recycled=keep_recycled, n_rows=n_rows)
+                                      keep_recycled=keep_recycled, n_rows=n_rows,
+                                      retain_rows=retain_rows)
         if transform is not None and not callable(transform):
             raise TypeError(f"transform must be None or a callable, got transform={transform!r}.")
         self.transform = transform

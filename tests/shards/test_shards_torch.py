@@ -249,3 +249,22 @@ def test_every_ddp_rank_resumes_mid_epoch_from_rank_0s_state(tmp_path):
                 for w in range(2)]
         assert len(result["head"]) == 9
         assert result["head"] + result["rest"] == interleave(runs)
+
+
+def test_retain_rows_reaches_the_workers_servers(parquet_dir, tmp_path):
+    # A row-random plan reads most shards for every batch: with a budget of every row, each
+    # worker loads each shard at most once; with no budget, many times (plan-aware retention).
+    labels = labels_10_percent()
+    sampler = StratifiedBatchSampler(labels, MinPerStratum(4), seed=3)
+    loads = {}
+    for retain_rows in (N_ROWS, 0):
+        log = tmp_path / f"loads-{retain_rows}.log"
+        reader = LoggedParquetShards(parquet_dir, ["row", "label"], log=log)
+        dataset = ShardBatchDataset(reader, sampler, cache_shards=2, retain_rows=retain_rows)
+        for _ in DataLoader(dataset, batch_size=None, num_workers=2):
+            pass
+        loads[retain_rows] = logged_loads(log)
+    assert len(loads[N_ROWS]) <= 2 * 40  # two workers, each shard once per worker
+    assert len(loads[0]) > 5 * 40
+    with pytest.raises(ValueError, match="^retain_rows"):
+        ShardBatchDataset(reader, sampler, retain_rows=-1)
