@@ -80,7 +80,7 @@ def _renumbered(shard_of_row: np.ndarray) -> np.ndarray:
 def _sorted_distinct(keys: np.ndarray) -> np.ndarray:
     """``np.unique(keys)`` by a sort and a mask: numpy 2.4's ``unique`` of int64 keys takes ~50x
     longer (12 s against 0.2 s for 10**7 keys), which dominated the replay of a 10**8-row plan."""
-    keys = np.sort(keys)
+    keys.sort()  # in place (the caller's array is a temporary): no second copy of 10**8 keys
     keep = np.ones(keys.shape[0], dtype=bool)
     np.not_equal(keys[1:], keys[:-1], out=keep[1:])
     return keys[keep]
@@ -123,8 +123,12 @@ def shard_load_profile(plan, shard_of_row, *, kept_rows: bool = True) -> ShardLo
         first = (kernels or plain_loops).first_servings(order, shard_of_row.shape[0])
     else:
         first = np.ones(order.shape[0], dtype=bool)
-    batch = np.repeat(np.arange(bounds.shape[0] - 1, dtype=np.int64), np.diff(bounds))[first]
-    keys = _sorted_distinct(batch * n_shards + shard_of_row[order[first]])
+    # keys = batch * n_shards + shard, built in place: a plan of 10**8 rows makes each of these
+    # arrays 0.8 GB, and temporaries of each step would double the replay's memory
+    keys = np.repeat(np.arange(bounds.shape[0] - 1, dtype=np.int64), np.diff(bounds))[first]
+    keys *= n_shards
+    keys += shard_of_row[order[first]]
+    keys = _sorted_distinct(keys)
     batch_of, shards = keys // n_shards, keys % n_shards
     first_reads, hist = (kernels or plain_loops).reuse_histogram(shards, n_shards)
     far = np.concatenate([np.cumsum(hist[::-1])[::-1], [0]])
