@@ -107,3 +107,20 @@ def test_skipping_the_loads_keeps_their_table_and_the_new_part_names_its_run(tmp
     assert "\npeer table" not in text and "new peer table" in text
     assert text.index("loads table") < text.index("old e2e") < text.index("new peer table")
     assert f"{bench.PEERS_HEADING}\n\nRun of this part alone: `peers run` (today" in text
+
+
+def test_a_refused_plan_is_a_row_saying_why():
+    meta = {"command": "c", "date": "d", "load": "l", "load_end": "l", "cores": 2, "size_note": "",
+            "rows": 10, "shards": 1, "shard_rows": 10, "own_shards": 1, "write_s": {},
+            "peak_rss": 1.0}
+    rows = [{"layout": "spread", "policy": "Targets", "order": "row-random",
+             "refused": "too many draws"}]
+    text = bench.render(meta, rows, None, None)
+    assert "| spread | `Targets` | row-random | refused by the engine: too many draws |" in text
+
+
+def test_targets_serves_the_majority_once_so_no_stratum_but_the_minority_recycles():
+    # epoch="largest" rounds up to a batch more: the 97% stratum would take a second pass
+    for n in (10**6, 10**8):
+        name, policy = [p for p in bench.policies_for("spread", n) if "Targets" in p[0]][0]
+        assert policy.epoch * 128 <= n - bench.minority_rows(n) < (policy.epoch + 1) * 128
