@@ -816,7 +816,9 @@ def main(argv=None) -> None:
     shard_rows = int(args.shard_rows) if args.shard_rows else max(100, n // 1000)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     # the folders' own names stay out of the results: they are this machine's
-    command = [("DIR" if previous in ("--peer-path", "--cache-dir", "--out") else word)
+    # and the note, printed after the run line anyway, is shown as "..."
+    command = [("DIR" if previous in ("--peer-path", "--cache-dir", "--out") else
+                '"..."' if previous == "--note" else word)
                for previous, word in zip([""] + list(argv or sys.argv[1:]),
                                          list(argv or sys.argv[1:]))]
     meta = {"command": "python benchmarks/bench_shards_parquet.py " + " ".join(command),

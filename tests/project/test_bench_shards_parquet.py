@@ -124,3 +124,15 @@ def test_targets_serves_the_majority_once_so_no_stratum_but_the_minority_recycle
     for n in (10**6, 10**8):
         name, policy = [p for p in bench.policies_for("spread", n) if "Targets" in p[0]][0]
         assert policy.epoch * 128 <= n - bench.minority_rows(n) < (policy.epoch + 1) * 128
+
+
+def test_the_run_line_shows_the_note_once(tmp_path, monkeypatch):
+    # the note follows the run line: the command shows it as "..." (it was printed twice)
+    seen = {}
+    monkeypatch.setattr(bench, "render", lambda meta, *rest: seen.update(meta) or "")
+    monkeypatch.setattr(bench, "write_section", lambda *a, **k: None)
+    monkeypatch.setattr(bench, "shard_load_rows", lambda *a: [])
+    bench.main(["--rows", "20000", "--skip", "e2e", "peers", "--note", "Why this size.",
+                "--cache-dir", str(tmp_path), "--out", str(tmp_path / "out.md")])
+    assert seen["command"].endswith('--skip e2e peers --note "..." --cache-dir DIR --out DIR')
+    assert seen["size_note"] == "Why this size."
