@@ -16,8 +16,9 @@ any other ``--skip`` keeps the skipped parts' tables from the section already
 there, each naming the run it came from (``--rows 1e8 --skip e2e peers``: the
 loads at 10^8 rows, the other two tables kept). The section also says where
 the run's time went (writing each file, building the plans, replaying them)
-and its peak memory: at 10^8 rows the files take ~9 GB of disk and a plan
-0.8-1.6 GB of memory, one plan alive at a time.
+and its peak memory: at 10^8 rows the files take ~9 GB of disk, a plan
+0.8-1.6 GB, one plan alive at a time, and the loads part ~30 min on 2 shared
+cores with a peak of ~14 GB (building the ``ClassesPerBatch`` plans).
 
 1. **Data.** Three Parquet files, one row group per shard (``--shard-rows``,
    default ``rows / 1000``), written row group by row group (the table is
@@ -546,40 +547,6 @@ def fmt_loads(x: float) -> str:
     return f"{x:,.0f}x" if x >= 100 else f"{x:,.2f}x"
 
 
-def render(meta: dict, load_rows: list, e2e: dict | None, peers: dict | None) -> str:
-    out = [START, "", "## Shard-aware plans on Parquet (`benchmarks/bench_shards_parquet.py`)", "",
-           f"Run: `{meta['command']}` ({meta['date']}; {meta['load']} at the start, "
-           f"{meta['load_end']} at the end, on {meta['cores']} cores shared with other jobs). "
-           f"{meta['size_note']}", ""]
-    out += [f"Data: {meta['rows']:,} rows in {meta['shards']:,} shards (Parquet row groups of "
-            f"{meta['shard_rows']:,} rows): `spread` 2 strata at 3% / 97% in random order, "
-            f"`own` the same with the 3% in its own {meta['own_shards']} shards, `tail` "
-            f"1,000 strata with sizes ~ 1/k. Loads per epoch are multiples of the shard count, "
-            f"from an LRU replay of the plan's batches (no I/O), with a cache of 2W + 2 shards "
-            f"for `shards=` and {RANDOM_CACHE} for the row-random plan; the last column is the "
-            f"smallest LRU that loads each shard once.", ""]
-    out += ["| data | policy | order | batches | shards per batch, mean / max | loads per epoch "
-            "(LRU size) | loads at LRU 64 | cache for one pass |",
-            "|---|---|---|---|---|---|---|---|"]
-    for r in load_rows:
-        if "refused" in r:
-            out.append(f"| {r['layout']} | `{r['policy']}` | {r['order']} | refused by the "
-                       f"engine: {r['refused']} | | | | |")
-            continue
-        out.append(f"| {r['layout']} | `{r['policy']}` | {r['order']} | {r['batches']:,} | "
-                   f"{r['per_batch'][0]:.1f} / {r['per_batch'][1]} | {fmt_loads(r['loads'])} "
-                   f"({r['capacity']}) | {fmt_loads(r['loads_64'])} | {r['one_pass_cache']:,} |")
-    out.append("")
-    if load_rows:
-        out += [time_line(meta, load_rows), ""]
-    if e2e:
-        out += e2e_lines(e2e)
-    if peers:
-        out += peer_lines(peers)
-    out += ["", END]
-    return "\n".join(out) + "\n"
-
-
 def seconds(x: float) -> str:
     return f"{x:,.0f} s" if x >= 10 else f"{x:.1f} s"
 
@@ -599,7 +566,7 @@ def time_line(meta: dict, load_rows: list) -> str:
             f"memory of the run: {meta['peak_rss']:.1f} GB (one plan alive at a time).")
 
 
-PEERS_HEADING = "### Peers on the same strata (2 strata, 3% / 97%)"
+PEERS_HEADING = "### Peers on the same strata (2 strata, 3% / 97%)"  # as peer_lines writes it
 
 
 def kept_parts(path: Path, section: str, heading_shift: int, skipped) -> str:
@@ -643,6 +610,40 @@ def kept_parts(path: Path, section: str, heading_shift: int, skipped) -> str:
     return section
 
 
+def render(meta: dict, load_rows: list, e2e: dict | None, peers: dict | None) -> str:
+    out = [START, "", "## Shard-aware plans on Parquet (`benchmarks/bench_shards_parquet.py`)", "",
+           f"Run: `{meta['command']}` ({meta['date']}; {meta['load']} at the start, "
+           f"{meta['load_end']} at the end, on {meta['cores']} cores shared with other jobs). "
+           f"{meta['size_note']}", ""]
+    out += [f"Data: {meta['rows']:,} rows in {meta['shards']:,} shards (Parquet row groups of "
+            f"{meta['shard_rows']:,} rows): `spread` 2 strata at 3% / 97% in random order, "
+            f"`own` the same with the 3% in its own {meta['own_shards']} shards, `tail` "
+            f"1,000 strata with sizes ~ 1/k. Loads per epoch are multiples of the shard count, "
+            f"from an LRU replay of the plan's batches (no I/O), with a cache of 2W + 2 shards "
+            f"for `shards=` and {RANDOM_CACHE} for the row-random plan; the last column is the "
+            f"smallest LRU that loads each shard once.", ""]
+    out += ["| data | policy | order | batches | shards per batch, mean / max | loads per epoch "
+            "(LRU size) | loads at LRU 64 | cache for one pass |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in load_rows:
+        if "refused" in r:
+            out.append(f"| {r['layout']} | `{r['policy']}` | {r['order']} | refused by the "
+                       f"engine: {r['refused']} | | | | |")
+            continue
+        out.append(f"| {r['layout']} | `{r['policy']}` | {r['order']} | {r['batches']:,} | "
+                   f"{r['per_batch'][0]:.1f} / {r['per_batch'][1]} | {fmt_loads(r['loads'])} "
+                   f"({r['capacity']}) | {fmt_loads(r['loads_64'])} | {r['one_pass_cache']:,} |")
+    out.append("")
+    if load_rows:
+        out += [time_line(meta, load_rows), ""]
+    if e2e:
+        out += e2e_lines(e2e)
+    if peers:
+        out += peer_lines(peers)
+    out += ["", END]
+    return "\n".join(out) + "\n"
+
+
 def e2e_lines(e2e: dict) -> list:
     lines = [E2E_HEADING, ""]
     lines += [e2e.get("note", ""), "", "| reader | rows | seconds | rows/s | x the scan |",
@@ -655,7 +656,7 @@ def e2e_lines(e2e: dict) -> list:
 
 
 def peer_lines(peers: dict) -> list:
-    lines = [PEERS_HEADING, "", peers["note"], "",
+    lines = ["### Peers on the same strata (2 strata, 3% / 97%)", "", peers["note"], "",
              "| sampler | batches (rows each) | batches missing the 3% | 3% rows per batch, "
              "min / mean / max | rows served of N | shards | shard reads per epoch |",
              "|---|---|---|---|---|---|---|"]

@@ -136,3 +136,7 @@ def test_the_run_line_shows_the_note_once(tmp_path, monkeypatch):
                 "--cache-dir", str(tmp_path), "--out", str(tmp_path / "out.md")])
     assert seen["command"].endswith('--skip e2e peers --note "..." --cache-dir DIR --out DIR')
     assert seen["size_note"] == "Why this size."
+
+
+def test_the_peers_heading_kept_parts_looks_for_is_the_one_peer_lines_writes():
+    assert bench.peer_lines({"note": "n", "rows": []})[0] == bench.PEERS_HEADING
