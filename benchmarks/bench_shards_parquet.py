@@ -9,8 +9,16 @@ Run from the repository root (PYTHONPATH at the root):
 written into ``--out`` (default benchmarks/results_focused.md; with the
 default, also into the focused part at the end of benchmarks/results.md),
 between the markers ``<!-- bench_shards_parquet -->`` and ``<!-- /bench_shards_parquet -->``
-(replaced, or appended when absent). ``--skip loads peers`` runs the end-to-end
-part alone and replaces only its part of the section (with its own run line).
+(replaced, or appended when absent), after each layout and each part, so a run
+stopped early leaves what it measured. ``--skip loads peers`` runs the end-to-end
+part alone and replaces only its part of the section (with its own run line);
+any other ``--skip`` keeps the skipped parts' tables from the section already
+there, each naming the run it came from (``--rows 1e8 --skip e2e peers``: the
+loads at 10^8 rows, the other two tables kept). The section also says where
+the run's time went (writing each file, building the plans, replaying them)
+and its peak memory: at 10^8 rows the files take ~9 GB of disk, a plan
+0.8-1.6 GB, one plan alive at a time, and the loads part ~30 min on 2 shared
+cores with a peak of ~14 GB (building the ``ClassesPerBatch`` plans).
 
 1. **Data.** Three Parquet files, one row group per shard (``--shard-rows``,
    default ``rows / 1000``), written row group by row group (the table is
@@ -26,7 +34,8 @@ part alone and replaces only its part of the section (with its own run line).
    distinct shards of its rows). Loads per epoch are given as multiples of
    the shard count, at a cache of 2W + 2 shards (and 64 for the row-random
    plan); "cache for one pass" is the smallest LRU that loads every shard
-   once per epoch.
+   once per epoch. A plan the engine refuses is a row saying why, not a
+   stopped run.
 3. **End to end**, wall-clock rows/s on the ``spread`` file: a sequential
    scan (``pyarrow.parquet.ParquetFile.iter_batches``, one process), the
    shard-aware plan through the readers' torch dataset and a
@@ -83,6 +92,14 @@ def load_average() -> str:
     return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def peak_rss_gb() -> float:
+    """This process's peak resident memory so far, in GB (Linux reports kB, macOS bytes)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1e9 if sys.platform == "darwin" else 1e6)
+
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}, {load_average()}] {message}", file=sys.stderr,
           flush=True)
@@ -119,14 +136,15 @@ def dataset_path(cache_dir: Path, layout: str, n: int, shard_rows: int) -> Path:
     return cache_dir / f"{layout}-n{n}-g{shard_rows}.parquet"
 
 
-def write_dataset(path: Path, labels: np.ndarray, shard_rows: int) -> None:
-    """Writes the file one row group (shard) at a time; an existing complete file is kept."""
+def write_dataset(path: Path, labels: np.ndarray, shard_rows: int) -> bool:
+    """Writes the file one row group (shard) at a time; an existing complete file is kept
+    (returns False)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     n = labels.shape[0]
     if path.exists() and pq.ParquetFile(path).metadata.num_rows == n:
-        return
+        return False
     schema = pa.schema([("label", pa.int16()), ("id", pa.int64())] +
                        [(f"x{j}", pa.float32()) for j in range(FEATURES)])
     partial = path.with_suffix(".partial")
@@ -140,20 +158,26 @@ def write_dataset(path: Path, labels: np.ndarray, shard_rows: int) -> None:
             writer.write_table(pa.Table.from_arrays(columns, schema=schema),
                                row_group_size=shard_rows)
     partial.rename(path)  # only a complete file gets the name a later run reuses
+    return True
 
 
 # --- shard loads: an LRU cache replayed over a plan's batches ------------------------------
 
 
-def policies_for(layout: str):
+def policies_for(layout: str, n: int):
     from pystratum.policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
                                     Targets)
 
     if layout == "tail":
         return [("MinPerStratum(1)", MinPerStratum(1)),
                 ("ClassesPerBatch(16, 4)", ClassesPerBatch(16, 4, small="drop"))]
+    # Targets' epoch: the batches that serve the 97% once. epoch="largest" rounds up to one
+    # batch more, whose few extra rows make the 97% a second pass: 97 million row draws at
+    # 10^8 rows, which the engine's guard on repeat draws (10^8 row draws) refuses.
+    epoch = (n - minority_rows(n)) // 128
     return [("MinPerStratum(8)", MinPerStratum(8)), ("FixedSize(256)", FixedSize(256)),
-            ("Targets({0: .5, 1: .5}, 256)", Targets({0: 0.5, 1: 0.5}, 256)),
+            (f"Targets({{0: .5, 1: .5}}, 256, epoch={epoch})",
+             Targets({0: 0.5, 1: 0.5}, 256, epoch=epoch)),
             ("Downsample({0: .1}, FixedSize(256))", Downsample({0: 0.1}, FixedSize(256)))]
 
 
@@ -167,24 +191,34 @@ def shard_load_rows(layout: str, labels: np.ndarray, shard_rows: int) -> list:
     sizes = np.full(n_shards, shard_rows, dtype=np.int64)
     sizes[-1] = n - shard_rows * (n_shards - 1)
     rows = []
-    for policy_name, policy in policies_for(layout):
+    for policy_name, policy in policies_for(layout, n):
         orders = [("row-random", {}, RANDOM_CACHE)]
         orders += [(f"shards=, W={w}", {"shards": pystratum.shard_sizes(sizes), "window": w},
                     2 * w + 2) for w in WINDOWS]
         for name, extra, capacity in orders:
             start = time.perf_counter()
-            plan = pystratum.plan_batches(labels, policy, seed=SEED, **extra)
+            try:
+                plan = pystratum.plan_batches(labels, policy, seed=SEED, **extra)
+            except ValueError as error:  # an epoch the engine refuses is reported, not fatal
+                rows.append({"layout": layout, "policy": policy_name, "order": name,
+                             "refused": str(error).split(": ", 1)[-1][:300]})
+                log(f"{layout} {policy_name} {name}: refused: {error}")
+                continue
             planned = time.perf_counter() - start
+            start = time.perf_counter()
             profile = shard_load_profile(plan, shard_of_row)
+            replayed = time.perf_counter() - start
             rows.append({"layout": layout, "policy": policy_name, "order": name,
                          "capacity": capacity, "loads": profile.loads(capacity) / n_shards,
                          "loads_64": profile.loads(RANDOM_CACHE) / n_shards,
                          "one_pass_cache": profile.one_pass_cache,
                          "per_batch": profile.shards_per_batch, "batches": profile.num_batches,
-                         "rows_served": int(plan.order.shape[0]), "plan_s": planned})
+                         "rows_served": int(plan.order.shape[0]), "plan_s": planned,
+                         "replay_s": replayed})
             log(f"{layout} {policy_name} {name}: {rows[-1]['loads']:.2f} x shards at LRU "
-                f"{capacity}, one-pass cache {profile.one_pass_cache}, plan {planned:.1f} s")
-            del plan
+                f"{capacity}, one-pass cache {profile.one_pass_cache}, plan {planned:.1f} s, "
+                f"replay {replayed:.1f} s, peak RSS {peak_rss_gb():.1f} GB")
+            del plan  # one plan alive at a time: at 10^8 rows each holds ~0.8-1.6 GB
     return rows
 
 
@@ -585,6 +619,69 @@ def fmt_loads(x: float) -> str:
     return f"{x:,.0f}x" if x >= 100 else f"{x:,.2f}x"
 
 
+def seconds(x: float) -> str:
+    return f"{x:,.0f} s" if x >= 10 else f"{x:.1f} s"
+
+
+def time_line(meta: dict, load_rows: list) -> str:
+    """Where this run's time went, per layout: writing its file, building the plans, replaying
+    them through the LRU; and the process's peak memory."""
+    parts = []
+    for layout in dict.fromkeys(r["layout"] for r in load_rows):
+        rows = [r for r in load_rows if r["layout"] == layout and "refused" not in r]
+        written = meta["write_s"].get(layout)
+        parts.append(f"`{layout}` " + ("file reused" if written is None else
+                                       f"file written in {seconds(written)}") +
+                     f", {len(rows)} plans built in {seconds(sum(r['plan_s'] for r in rows))} "
+                     f"and replayed in {seconds(sum(r['replay_s'] for r in rows))}")
+    return (f"Time per part (wall clock, shared cores): {'; '.join(parts)}. Peak resident "
+            f"memory of the run: {meta['peak_rss']:.1f} GB (one plan alive at a time).")
+
+
+PEERS_HEADING = "### Peers on the same strata (2 strata, 3% / 97%)"  # as peer_lines writes it
+
+
+def kept_parts(path: Path, section: str, heading_shift: int, skipped) -> str:
+    """``section`` with the parts this run skipped (``--skip e2e`` / ``peers``) taken over from
+    the section already in ``path``, so a partial run drops no table; a kept part that has no
+    run line of its own gets one naming the run it came from."""
+    text = path.read_text() if path.exists() else ""
+    if START not in text or END not in text:
+        return section
+    old = text.split(START, 1)[1].split(END, 1)[0]
+    old_run = next((line for line in old.splitlines() if line.startswith("Run: `")), "")
+    old_run = old_run[len("Run: "):].split(";", 1)[0] + ")" if old_run else "an earlier run"
+    subheading = "\n" + "#" * heading_shift + "### "
+    if "loads" in skipped and subheading in old:
+        # the title, run line and loads table stay; this run's parts follow, with its run line
+        new_parts = section.split(START, 1)[1]
+        cut = new_parts.find(subheading)
+        new_parts = new_parts[cut:] if cut >= 0 else "\n\n" + END + new_parts.split(END, 1)[1]
+        new_run = next((line for line in section.splitlines() if line.startswith("Run: `")), "")
+        if cut >= 0 and new_run:
+            heading, rest = new_parts.lstrip("\n").split("\n", 1)
+            new_parts = (f"\n\n{heading}\n\nRun of this part alone: "
+                         f"{new_run[len('Run: '):]}\n{rest}")
+        section = START + old.split(subheading, 1)[0].rstrip("\n") + new_parts
+    for key, heading in (("e2e", E2E_HEADING), ("peers", PEERS_HEADING)):
+        heading = "#" * heading_shift + heading
+        if key not in skipped or heading not in old or heading in section:
+            continue
+        level = heading.split(" ", 1)[0] + " "
+        lines = old.split(heading, 1)[1].splitlines(keepends=True)
+        stop = next((i for i, line in enumerate(lines) if line.startswith(level)), len(lines))
+        part = heading + "".join(lines[:stop]).rstrip("\n")
+        if "Run of this part" not in part and "Kept from" not in part:
+            part = part.replace(heading, f"{heading}\n\nKept from {old_run}: not re-run with "
+                                         f"the tables above (`--skip {key}`).", 1)
+        # the end-to-end part goes before the peers, as a full run writes them
+        later = "#" * heading_shift + PEERS_HEADING
+        anchor = later if key == "e2e" and later in section else END
+        head, tail = section.split(anchor, 1)
+        section = head.rstrip("\n") + "\n\n" + part + "\n\n" + anchor + tail
+    return section
+
+
 def render(meta: dict, load_rows: list, e2e: dict | None, peers: dict | None) -> str:
     out = [START, "", "## Shard-aware plans on Parquet (`benchmarks/bench_shards_parquet.py`)", "",
            f"Run: `{meta['command']}` ({meta['date']}; {meta['load']} at the start, "
@@ -601,10 +698,16 @@ def render(meta: dict, load_rows: list, e2e: dict | None, peers: dict | None) ->
             "(LRU size) | loads at LRU 64 | cache for one pass |",
             "|---|---|---|---|---|---|---|---|"]
     for r in load_rows:
+        if "refused" in r:
+            out.append(f"| {r['layout']} | `{r['policy']}` | {r['order']} | refused by the "
+                       f"engine: {r['refused']} | | | | |")
+            continue
         out.append(f"| {r['layout']} | `{r['policy']}` | {r['order']} | {r['batches']:,} | "
                    f"{r['per_batch'][0]:.1f} / {r['per_batch'][1]} | {fmt_loads(r['loads'])} "
                    f"({r['capacity']}) | {fmt_loads(r['loads_64'])} | {r['one_pass_cache']:,} |")
     out.append("")
+    if load_rows:
+        out += [time_line(meta, load_rows), ""]
     if e2e:
         out += e2e_lines(e2e)
     if peers:
@@ -788,7 +891,9 @@ def main(argv=None) -> None:
     shard_rows = int(args.shard_rows) if args.shard_rows else max(100, n // 1000)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     # the folders' own names stay out of the results: they are this machine's
-    command = [("DIR" if previous in ("--peer-path", "--cache-dir", "--out") else word)
+    # and the note, printed after the run line anyway, is shown as "..."
+    command = [("DIR" if previous in ("--peer-path", "--cache-dir", "--out") else
+                '"..."' if previous == "--note" else word)
                for previous, word in zip([""] + list(argv or sys.argv[1:]),
                                          list(argv or sys.argv[1:]))]
     meta = {"command": "python benchmarks/bench_shards_parquet.py " + " ".join(command),
@@ -797,26 +902,31 @@ def main(argv=None) -> None:
             "shards": -(-n // shard_rows),
             "own_shards": -(-minority_rows(n) // shard_rows), "size_note": args.note}
     load_rows = []
-    for layout in ("spread", "own", "tail"):
-        labels = make_labels(layout, n)
-        log(f"writing / checking {layout} ({n:,} rows)")
-        write_dataset(dataset_path(args.cache_dir, layout, n, shard_rows), labels, shard_rows)
-        if "loads" not in args.skip:
-            load_rows += shard_load_rows(layout, labels, shard_rows)
-        del labels
     e2e = peers = None
+    meta["write_s"] = {}
 
     def write(final: bool) -> str:
         # written after each part, so that a run stopped early leaves what it measured
         meta["load_end"] = load_average() + ("" if final else " (run still going)")
+        meta["peak_rss"] = peak_rss_gb()
         section = render(meta, load_rows, e2e, peers)
-        write_section(args.out, section)
+        write_section(args.out, kept_parts(args.out, section, 0, args.skip))
         if args.out.resolve() == FOCUSED.resolve():
-            write_section(REPORT, section, heading_shift=1)
+            shifted = "\n".join("#" + line if line.startswith("#") else line
+                                for line in section.splitlines()) + "\n"
+            write_section(REPORT, kept_parts(REPORT, shifted, 1, args.skip))
         return section
 
-    if not {"loads", "peers"} <= set(args.skip):
-        write(False)
+    for layout in ("spread", "own", "tail"):
+        labels = make_labels(layout, n)
+        log(f"writing / checking {layout} ({n:,} rows)")
+        start = time.perf_counter()
+        if write_dataset(dataset_path(args.cache_dir, layout, n, shard_rows), labels, shard_rows):
+            meta["write_s"][layout] = time.perf_counter() - start
+        if "loads" not in args.skip:
+            load_rows += shard_load_rows(layout, labels, shard_rows)
+            write(False)  # after each layout: a run stopped early keeps the layouts it did
+        del labels
     if "peers" not in args.skip:
         n_peer = int(args.peer_rows) if args.peer_rows else (10**5 if args.quick else 10**6)
         log(f"peers at {n_peer:,} rows")

@@ -108,3 +108,33 @@ def test_a_cache_size_is_a_whole_number_of_shards(capacity):
     profile = shard_load_profile(Plan([0, 1], [0, 1, 2]), np.array([0, 1]))
     with pytest.raises(ValueError, match=r"^cache_shards must be a whole number >= 1"):
         profile.loads(capacity)
+
+
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=60),
+       st.sampled_from([np.int32, np.int64, np.uint16, np.uint64]), st.integers(0, 2))
+def test_fast_renumbering_and_distinct_keys_equal_numpy_unique(ids, dtype, spread):
+    # the profile's own O(n) renumbering and sort-and-mask distinct give np.unique's values,
+    # on both paths (ids below twice the row count, and sparse ids far above it)
+    from pystratum.shards._profile import _renumbered, _sorted_distinct
+
+    shard_of_row = np.asarray(ids, dtype=np.int64) * (1, 7, 10**6)[spread]
+    shard_of_row = shard_of_row.astype(dtype)
+    expected = np.unique(shard_of_row.astype(np.int64), return_inverse=True)[1].reshape(-1)
+    got = _renumbered(shard_of_row)
+    assert got.dtype == np.int64 and np.array_equal(got, expected)
+    keys = np.asarray(ids, dtype=np.int64) * 1000 + np.arange(len(ids)) % 3
+    assert np.array_equal(_sorted_distinct(keys), np.unique(keys))
+
+
+def test_sparse_shard_ids_give_the_loads_of_their_dense_renumbering(path):
+    labels = np.random.default_rng(1).permutation(np.r_[np.zeros(300), np.ones(2700)]).astype(int)
+    dense = (np.arange(3000) // 100).astype(np.int64)
+    plan = pystratum.plan_batches(labels, MinPerStratum(8), seed=5,
+                                  shards=pystratum.shard_sizes(np.full(30, 100)), window=2)
+    reference = shard_load_profile(plan, dense)
+    for sparse in (dense * 3 + 5, dense * 10**12):
+        profile = shard_load_profile(plan, sparse)
+        assert profile.first_reads == reference.first_reads
+        assert profile.one_pass_cache == reference.one_pass_cache
+        assert [profile.loads(c) for c in (1, 2, 4, 31)] == \
+            [reference.loads(c) for c in (1, 2, 4, 31)]
