@@ -61,7 +61,7 @@ def plan_rows(layout: str, labels: np.ndarray, shard_rows: int, with_random: boo
     sizes = np.full(n_shards, shard_rows, dtype=np.int64)
     sizes[-1] = n - shard_rows * (n_shards - 1)
     rows = []
-    for policy_name, policy in policies_for(layout):
+    for policy_name, policy in policies_for(layout, n):
         orders = [(f"W={w}", {"shards": pystratum.shard_sizes(sizes), "window": w}, 2 * w + 2)
                   for w in WINDOWS]
         if with_random:
