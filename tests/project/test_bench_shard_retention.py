@@ -26,7 +26,7 @@ def test_a_tiny_run_writes_every_policy_layout_and_window(tmp_path):
     assert text.startswith("# Focused\n\n" + other) and text.count(bench.START) == 1
     lines = [line for line in text.splitlines() if line.startswith("| ") and "`" in line]
     for layout in ("spread", "own", "tail"):
-        for policy, _ in bench.policies_for(layout):
+        for policy, _ in bench.policies_for(layout, 20000):
             for order in ("W=1 (4)", "W=4 (10)", "W=16 (34)", "row-random (64)"):
                 row = [line for line in lines
                        if line.startswith(f"| {layout} | `{policy}` | {order} |")]
