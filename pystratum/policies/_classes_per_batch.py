@@ -91,9 +91,10 @@ class ClassesPerBatch(Policy):
     size - take + 1`` for each refill, each refill then a partial
     Fisher-Yates shuffle of ``range(size)`` (R's ``sample.int`` algorithm).
     With ``rng="R"`` or ``"torch"`` an epoch whose refills beyond one per
-    stratum cost more than 10**8 row draws (each its rows plus 2,000 for
-    the call, :mod:`pystratum.policies._draw_cost`) is refused before
-    anything is drawn.
+    stratum cost more than 10**8 row draws plus the rows the epoch serves
+    (each its rows plus 2,000 for the call,
+    :mod:`pystratum.policies._draw_cost`) is refused before anything is
+    drawn.
 
     With ``rng="index"`` the three parts are keyed bijections instead
     (:func:`pystratum.engine._assemble_slots.slot_index_draws`), the same in R.

@@ -205,23 +205,28 @@ epoch_skip_cost = function(epoch, rng, n_rows, group_of = NULL) {
 
 # The repeat draws of an epoch: `draws[s]` draws of `sizes[s]` rows per
 # stratum, the first of each stratum free (O(strata)), each further one its
-# rows plus CALL_COST for the call (the jump guard's model). Refused past
-# EPOCH_COST_MAX before anything is drawn, naming the policy; Python's
-# policies/_draw_cost.py (check_repeat_draws) is the twin.
-check_repeat_draws = function(policy, draws, sizes, what, fix) {
+# rows plus CALL_COST for the call (the jump guard's model). The limit scales
+# with the epoch: EPOCH_COST_MAX plus `served`, the rows the epoch serves (a
+# pass draws its pool, so repeat passes' rows are at most the rows served plus
+# one partial pass per stratum: linear work always passes; many calls for few
+# rows do not). Refused past it before anything is drawn, naming the policy;
+# Python's policies/_draw_cost.py (check_repeat_draws) is the twin.
+check_repeat_draws = function(policy, draws, sizes, served, what, fix) {
   extra = pmax(as.double(draws) - 1, 0)
   calls = sum(extra)
   rows = sum(extra * as.double(sizes))
   cost = rows + calls * CALL_COST
-  if (cost <= EPOCH_COST_MAX) {
+  limit = EPOCH_COST_MAX + served
+  if (cost <= limit) {
     return(invisible(NULL))
   }
   count = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
   abort_value("policy", sprintf(paste0(
     "policy=%s makes %s: %s draw(s) beyond the first of each stratum (recycled passes or ",
     "refills) of %s rows, a cost of %s row draws (each draw counts its rows plus %s for the ",
-    "call), over the limit of %s. %s"), policy_call_text(policy), what, count(calls),
-    count(rows), count(cost), count(CALL_COST), count(EPOCH_COST_MAX), fix))
+    "call), over the limit of %s plus the %s rows the epoch serves (%s). %s"),
+    policy_call_text(policy), what, count(calls), count(rows), count(cost), count(CALL_COST),
+    count(EPOCH_COST_MAX), count(served), count(limit), fix))
 }
 
 # check_repeat_draws() for a rank-cut allocation: ceiling(used / pool) passes
@@ -230,8 +235,9 @@ check_recycled_passes = function(policy, allocation, encoded) {
   cuts = allocation$cuts
   pool = if (is.null(allocation$pool_sizes)) as.double(encoded$sizes) else
     as.double(allocation$pool_sizes)
-  passes = ceiling(cuts[, ncol(cuts)] / pmax(pool, 1))
-  check_repeat_draws(policy, passes, pool, sprintf("an epoch of %s batches",
+  used = as.double(cuts[, ncol(cuts)])
+  passes = ceiling(used / pmax(pool, 1))
+  check_repeat_draws(policy, passes, pool, sum(used), sprintf("an epoch of %s batches",
     format(ncol(cuts) - 1, big.mark = ",", scientific = FALSE, trim = TRUE)), paste0(
     "Serve fewer rows of the smallest strata: lower the epoch's batches or batch_size, give ",
     "those strata a smaller share, or give them more rows (each pass of a recycled stratum is ",
@@ -243,7 +249,8 @@ check_recycled_passes = function(policy, allocation, encoded) {
 # check_refill_draws.
 check_refill_draws = function(policy, slots, sizes) {
   counts = tabulate(slots$refill_strata, nbins = length(sizes))
-  check_repeat_draws(policy, counts, sizes, sprintf("an epoch of %s batches",
+  served = sum(as.double(slots$n_slots)) * slots$width
+  check_repeat_draws(policy, counts, sizes, served, sprintf("an epoch of %s batches",
     format(slots$n_batches, big.mark = ",", scientific = FALSE, trim = TRUE)), paste0(
     "Lower per_class, pass small='drop' to leave out the strata far smaller than per_class, ",
     "give them more rows (a small stratum's slot takes one draw per pass over its rows), or ",

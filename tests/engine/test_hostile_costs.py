@@ -15,11 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pystratum.policies._draw_cost as draw_cost
 import pystratum.streams._index as index_stream
 import pystratum.streams._r as r_stream
 from pystratum import plan_batches
 from pystratum.engine._assemble_slots import partial_shuffles
 from pystratum.policies import ClassesPerBatch, Downsample, SmallStrataWarning, Targets
+from pystratum.policies._draw_cost import check_recycled_passes, repeat_draw_cost
+from pystratum.strata._members import members_of_runs
 
 
 class CallCounter:
@@ -149,6 +152,44 @@ def test_recycled_passes_within_the_price_are_served():
         plan = plan_batches(y, Targets({0: .5, 1: .5}, 2), seed=3, rng=rng)
         assert plan.num_batches == 8000 and (plan.counts == 1).all()
 
+
+
+def test_recycled_passes_of_a_large_epoch_are_priced_by_what_it_serves():
+    # Targets({0: .5, 1: .5}, 256) on 10**8 rows with a 3% stratum: 757,813 batches, a
+    # second pass of the 97% stratum and 32 more of the 3%: 193,066,000 row draws for
+    # 194,000,128 rows served. Linear in the epoch: within 10**8 plus the rows served
+    # (refused by a fixed 10**8). The allocation only (O(strata) members): no plan built.
+    members = members_of_runs([97_000_000, 3_000_000])
+    policy = Targets({0: .5, 1: .5}, 256)
+    allocation = policy.allocate(members, 0)
+    cuts = allocation.cuts
+    assert cuts.shape[1] - 1 == 757_813 and cuts[:, -1].tolist() == [97_000_064] * 2
+    passes = -(-cuts[:, -1] // members.sizes)
+    assert passes.tolist() == [2, 33]
+    assert repeat_draw_cost(passes, members.sizes).cost == 193_066_000
+    check_recycled_passes(policy, cuts, members.sizes, allocation.pool_sizes,
+                          "an epoch of 757,813 batches")
+
+
+@pytest.mark.parametrize("rng", ["numpy", "R", "index"])
+def test_repeat_draws_limit_is_the_fixed_limit_plus_the_rows_served(monkeypatch, rng):
+    # 970 + 30 rows, balanced batches of 256: 8 batches serve 2,048 rows; a second pass of
+    # the large stratum and 34 more of the small cost 1,990 rows + 35 calls = 71,990 row
+    # draws. With the fixed part at 71,990 - 2,048 the epoch is served, one less refused.
+    y = np.array([0] * 970 + [1] * 30)
+    policy = Targets({0: .5, 1: .5}, 256)
+    monkeypatch.setattr(draw_cost, "MAX_SKIPPED_DRAWS", 71_990 - 2_048)
+    plan = plan_batches(y, policy, seed=3, rng=rng)
+    assert plan.num_batches == 8 and plan.order.shape[0] == 2_048
+    monkeypatch.setattr(draw_cost, "MAX_SKIPPED_DRAWS", 71_990 - 2_048 - 1)
+    with pytest.raises(ValueError) as refused:
+        plan_batches(y, policy, seed=3, rng=rng)
+    message = str(refused.value)
+    assert message.startswith("policy=Targets(shares={'0': 0.5, '1': 0.5}, batch_size=256, "
+                              "epoch='largest') makes an epoch of 8 batches: 35 draw(s)")
+    assert ("a cost of 71,990 row draws (each draw counts its rows plus 2,000 for the call), "
+            "over the limit of 69,941 plus the 2,048 rows the epoch serves (71,989). Serve "
+            "fewer rows") in message
 
 # The hostile suite: random policies of this family, sizes and epochs at the issue's
 # sizes (3 rows and per_class up to 10**6; 2 rows and epoch up to 2**22; 1 + 8,000 rows).

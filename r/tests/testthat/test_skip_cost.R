@@ -114,6 +114,54 @@ test_that("an epoch recycling one-row strata pass after pass is refused for its 
   expect_length(batches, 8000L)
 })
 
+test_that("recycled passes of a large epoch are priced by the rows it serves", {
+  # policy_targets(c("0" = .5, "1" = .5), 256) on 10^8 rows with a 3% stratum: 757,813
+  # batches, a second pass of the 97% stratum and 32 more of the 3%: 193,066,000 row
+  # draws for 194,000,128 rows served. Linear in the epoch: within 10^8 plus the rows
+  # served (refused by a fixed 10^8). The allocation only, from the O(strata) fields it
+  # reads (codes: the first row of each stratum): no plan built.
+  encoded = list(sizes = c(97e6, 3e6), codes = c(1L, 2L), columns = list(strata = c(0, 1)),
+    n_rows = 1e8)
+  policy = policy_targets(c("0" = 0.5, "1" = 0.5), 256)
+  allocation = pystratum:::policy_allocate(policy, encoded, 0)
+  cuts = allocation$cuts
+  expect_identical(ncol(cuts) - 1L, 757813L)
+  expect_identical(cuts[, ncol(cuts)], c(97000064, 97000064))
+  expect_identical(ceiling(cuts[, ncol(cuts)] / encoded$sizes), c(2, 33))
+  expect_null(pystratum:::check_recycled_passes(policy, allocation, encoded))
+})
+
+test_that("the repeat draws' limit is the fixed limit plus the rows the epoch serves", {
+  # 970 + 30 rows, balanced batches of 256: 8 batches serve 2,048 rows; a second pass of
+  # the large stratum and 34 more of the small cost 1,990 rows + 35 calls = 71,990 row
+  # draws. With the fixed part at 71,990 - 2,048 the epoch is served, one less refused
+  # (Python: test_repeat_draws_limit_is_the_fixed_limit_plus_the_rows_served).
+  y = rep(c(0, 1), c(970, 30))
+  policy = policy_targets(c("0" = 0.5, "1" = 0.5), 256)
+  # EPOCH_COST_MAX set for one test (testthat 3.1.6 has no local_mocked_bindings).
+  namespace = environment(stratified_batches)
+  set_cost_max = function(value) {
+    locked = bindingIsLocked("EPOCH_COST_MAX", namespace)
+    if (locked) unlockBinding("EPOCH_COST_MAX", namespace)
+    assign("EPOCH_COST_MAX", value, envir = namespace)
+    if (locked) lockBinding("EPOCH_COST_MAX", namespace)
+  }
+  withr::defer(set_cost_max(1e8))
+  for (rng in c("R", "index")) {
+    set_cost_max(71990 - 2048)
+    batches = stratified_batches(y, policy, seed = 3, rng = rng)
+    expect_length(batches, 8L)
+    expect_identical(sum(lengths(batches)), 2048L)
+    set_cost_max(71990 - 2048 - 1)
+    error = expect_pystratum_error(stratified_batches(y, policy, seed = 3, rng = rng),
+      "value_error", "policy", paste0("^policy=targets\\(shares = .* makes an epoch of 8 ",
+        "batches: 35 draw\\(s\\) beyond the first of each stratum"))
+    expect_match(conditionMessage(error), paste0("a cost of 71,990 row draws (each draw ",
+      "counts its rows plus 2,000 for the call), over the limit of 69,941 plus the 2,048 ",
+      "rows the epoch serves (71,989). Serve fewer rows"), fixed = TRUE)
+  }
+})
+
 test_that("small classes' refills are priced, and served under one save of the RNG", {
   error = expect_pystratum_error(stratified_batches(c(0, 1, 2),
     policy_classes_per_batch(2, 10^6, small = "repeat"), seed = 1), "value_error", "policy",
