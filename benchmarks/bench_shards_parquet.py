@@ -172,8 +172,8 @@ def policies_for(layout: str, n: int):
         return [("MinPerStratum(1)", MinPerStratum(1)),
                 ("ClassesPerBatch(16, 4)", ClassesPerBatch(16, 4, small="drop"))]
     # Targets' epoch: the batches that serve the 97% once. epoch="largest" rounds up to one
-    # batch more, whose few extra rows make the 97% a second pass: 97 million row draws at
-    # 10^8 rows, which the engine's guard on repeat draws (10^8 row draws) refuses.
+    # batch more, whose few extra rows make the 97% a second pass (97 million row draws at
+    # 10^8 rows to serve 64 rows): the table compares epochs that read each row once.
     epoch = (n - minority_rows(n)) // 128
     return [("MinPerStratum(8)", MinPerStratum(8)), ("FixedSize(256)", FixedSize(256)),
             (f"Targets({{0: .5, 1: .5}}, 256, epoch={epoch})",
