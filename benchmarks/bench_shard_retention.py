@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_shards_parquet import (RANDOM_CACHE, SEED, WINDOWS, load_average, log,  # noqa: E402
-                                  make_labels, policies_for)
+                                  make_labels, policies_for, write_section)
 
 import pystratum  # noqa: E402
 from pystratum.shards import shard_retention_profile  # noqa: E402
@@ -132,20 +132,6 @@ def render(meta: dict, rows: list) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_section(path: Path, section: str, heading_shift: int = 0) -> None:
-    """Replaces the text between this script's markers in ``path``, or appends the section."""
-    if heading_shift:
-        section = "\n".join("#" * heading_shift + line if line.startswith("#") else line
-                            for line in section.splitlines()) + "\n"
-    text = path.read_text() if path.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=float, default=1e7, help="rows (default 1e7)")
@@ -173,9 +159,9 @@ def main(argv=None) -> None:
         del labels
     meta["load_end"] = load_average()
     section = render(meta, rows)
-    write_section(args.out, section)
+    write_section(args.out, section, start=START, end=END)
     if args.out.resolve() == FOCUSED.resolve():
-        write_section(REPORT, section, heading_shift=1)
+        write_section(REPORT, section, heading_shift=1, start=START, end=END)
     print(section)
 
 

@@ -804,15 +804,17 @@ def peer_rows(args, n_peer: int, shard_rows: int, root: Path) -> dict:
         "WebDataset: the tar shards opened, each read sequentially.")}
 
 
-def write_section(path: Path, section: str, heading_shift: int = 0) -> None:
-    """Replaces the text between the markers in ``path``, or appends the section."""
+def write_section(path: Path, section: str, heading_shift: int = 0, *, start: str = START,
+                  end: str = END) -> None:
+    """Replaces the text between the markers ``start`` and ``end`` (this script's by default) in
+    ``path``, or appends the section."""
     if heading_shift:
         section = "\n".join("#" * heading_shift + line if line.startswith("#") else line
                             for line in section.splitlines()) + "\n"
     text = path.read_text() if path.exists() else ""
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section.rstrip("\n") + rest.split(END, 1)[1]
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        text = head + section.rstrip("\n") + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text)
