@@ -41,8 +41,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_shards_parquet import (RANDOM_CACHE, SEED, WINDOWS, load_average, log,  # noqa: E402
-                                  make_labels, policies_for, write_section)
+from bench_shards_parquet import (RANDOM_CACHE, SEED, load_average, log,  # noqa: E402
+                                  make_labels, policies_for, shard_layout,
+                                  window_orders, write_section)
 
 import pystratum  # noqa: E402
 from pystratum.shards import shard_retention_profile  # noqa: E402
@@ -56,14 +57,11 @@ LAYOUTS = ("spread", "own", "tail")
 def plan_rows(layout: str, labels: np.ndarray, shard_rows: int, with_random: bool) -> list:
     """One row per (policy, order): the three replays of one epoch (epoch 0, seed SEED)."""
     n = labels.shape[0]
-    n_shards = -(-n // shard_rows)
-    shard_of_row = (np.arange(n, dtype=np.int64) // shard_rows).astype(np.int32)
-    sizes = np.full(n_shards, shard_rows, dtype=np.int64)
-    sizes[-1] = n - shard_rows * (n_shards - 1)
+    shard_of_row, sizes = shard_layout(n, shard_rows)
+    n_shards = sizes.shape[0]
     rows = []
     for policy_name, policy in policies_for(layout, n):
-        orders = [(f"W={w}", {"shards": pystratum.shard_sizes(sizes), "window": w}, 2 * w + 2)
-                  for w in WINDOWS]
+        orders = window_orders(sizes)
         if with_random:
             orders.append(("row-random", {}, RANDOM_CACHE))
         for order, extra, cache in orders:

@@ -181,20 +181,33 @@ def policies_for(layout: str, n: int):
             ("Downsample({0: .1}, FixedSize(256))", Downsample({0: 0.1}, FixedSize(256)))]
 
 
+def shard_layout(n: int, shard_rows: int) -> tuple:
+    """The files' layout: each row's shard (int32) and the shard sizes (the last may be short)."""
+    n_shards = -(-n // shard_rows)
+    shard_of_row = (np.arange(n, dtype=np.int64) // shard_rows).astype(np.int32)
+    sizes = np.full(n_shards, shard_rows, dtype=np.int64)
+    sizes[-1] = n - shard_rows * (n_shards - 1)
+    return shard_of_row, sizes
+
+
+def window_orders(sizes: np.ndarray, prefix: str = "") -> list:
+    """``(name, plan_batches arguments, LRU size 2W + 2)`` of the shard-aware order at each W."""
+    import pystratum
+
+    return [(f"{prefix}W={w}", {"shards": pystratum.shard_sizes(sizes), "window": w}, 2 * w + 2)
+            for w in WINDOWS]
+
+
 def shard_load_rows(layout: str, labels: np.ndarray, shard_rows: int) -> list:
     """One row per (policy, order): the LRU figures of one epoch (epoch 0, seed SEED)."""
     import pystratum
 
     n = labels.shape[0]
-    n_shards = -(-n // shard_rows)
-    shard_of_row = (np.arange(n, dtype=np.int64) // shard_rows).astype(np.int32)
-    sizes = np.full(n_shards, shard_rows, dtype=np.int64)
-    sizes[-1] = n - shard_rows * (n_shards - 1)
+    shard_of_row, sizes = shard_layout(n, shard_rows)
+    n_shards = sizes.shape[0]
     rows = []
     for policy_name, policy in policies_for(layout, n):
-        orders = [("row-random", {}, RANDOM_CACHE)]
-        orders += [(f"shards=, W={w}", {"shards": pystratum.shard_sizes(sizes), "window": w},
-                    2 * w + 2) for w in WINDOWS]
+        orders = [("row-random", {}, RANDOM_CACHE)] + window_orders(sizes, "shards=, ")
         for name, extra, capacity in orders:
             start = time.perf_counter()
             try:
