@@ -1,17 +1,14 @@
 """benchmarks/bench_classes_per_batch.py's measurement code: the audit of a P x K epoch."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the script imports its sibling _timing
-spec = importlib.util.spec_from_file_location("bench_classes_per_batch",
-                                              ROOT / "benchmarks" / "bench_classes_per_batch.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("benchmarks/bench_classes_per_batch.py")
 sys.path.remove(str(ROOT / "benchmarks"))
 
 

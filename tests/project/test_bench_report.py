@@ -1,15 +1,13 @@
 """benchmarks/report.py's measurement code: workloads, guarantee columns, one worker run."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_report", ROOT / "benchmarks" / "report.py")
-report = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(report)
+report = load_script("benchmarks/report.py", "bench_report")
 
 
 @pytest.mark.parametrize("n", [20_000, 1_000_000])

@@ -2,16 +2,14 @@
 with the figures shard_retention_profile gives (itself held equal to a real BatchServer in
 tests/shards/test_plan_aware_retention.py)."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "bench_shard_retention.py"
-spec = importlib.util.spec_from_file_location("bench_shard_retention", SCRIPT)
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("benchmarks/bench_shard_retention.py")
 
 
 def test_a_tiny_run_writes_every_policy_layout_and_window(tmp_path):

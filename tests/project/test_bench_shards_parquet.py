@@ -1,17 +1,15 @@
 """benchmarks/bench_shards_parquet.py: its results section and a tiny --quick run (its LRU replay is
 pystratum.shards.shard_load_profile, tested in tests/shards/test_load_profile.py)."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from _scripts import load_script
 
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "bench_shards_parquet.py"
-spec = importlib.util.spec_from_file_location("bench_shards_parquet", SCRIPT)
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = load_script("benchmarks/bench_shards_parquet.py")
 
 
 def test_write_section_replaces_its_own_part_only(tmp_path):

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 
 import pystratum
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("_multi_label_data",
-                                              ROOT / "benchmarks" / "_multi_label_data.py")
-data = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(data)
+data = load_script("benchmarks/_multi_label_data.py")
 
 
 def test_prevalences_match_the_targets_for_a_fixed_seed():

@@ -13,7 +13,6 @@ an error here even on a machine that has one.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 import shutil
 import threading
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests._env import subprocess_environ
+from tests._scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -33,11 +33,7 @@ WAIT = 30  # seconds a rendered element may take to appear (a bound, not a timin
 
 
 def _load_builder():
-    spec = importlib.util.spec_from_file_location(
-        "build_sites", ROOT / "docs" / "website" / "build_sites.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs/website/build_sites.py")
 
 
 def _vignette_titles():
