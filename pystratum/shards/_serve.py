@@ -8,7 +8,7 @@ from ..base._validation import check_int, show
 from ._cache import ShardCache
 from ._checks import checked_loads
 from ._reader import RowLocator, RowOps, check_shard_sizes
-from ._retain import KEEP, RunNeeds
+from ._retain import KEEP, RunNeeds, default_retain_rows
 
 __all__ = ["BatchServer"]
 
@@ -234,8 +234,3 @@ class BatchServer:
         stats.kept_bytes += self._kept_bytes[h]
         stats.peak_kept_rows = max(stats.peak_kept_rows, stats.kept_rows)
         stats.peak_kept_bytes = max(stats.peak_kept_bytes, stats.kept_bytes)
-
-
-def default_retain_rows(sizes: np.ndarray, cache_shards: int) -> int:
-    """The default budget of rows held aside: as many as a full cache holds."""
-    return int(cache_shards) * int(sizes.max())
