@@ -90,9 +90,12 @@ class BatchServer:
         rows stay); a later :meth:`plan_run` starts a new one.
         """
         start = check_int(start, "start", minimum=0, maximum=len(batches))
-        # Not cast: locate() refuses rows that are not integers (1.5 is no row).
+        # Not cast: locate() refuses rows that are not integers (1.5 is no row). The caller's
+        # 1-D arrays are kept as they are (reshape would make new objects), so serve() knows
+        # the run's next batch by identity, without comparing its rows.
         arrays = [np.asarray(b) for b in batches[start:]]
-        arrays = [(a if a.size else a.astype(np.int64)).reshape(-1) for a in arrays]
+        arrays = [a if a.ndim == 1 and a.size else
+                  (a if a.size else a.astype(np.int64)).reshape(-1) for a in arrays]
         rows = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
         shard, offset = self.locator.locate(rows, "batches")
         needs = RunNeeds(np.array([a.shape[0] for a in arrays], dtype=np.int64), rows, shard,
