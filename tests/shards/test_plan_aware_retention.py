@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _reader_data import ArrayShards
+from _reader_data import ArrayShards, serve_epochs_each_shard_read_once
 from pystratum import plan_batches, shard_sizes
 from pystratum.policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
                                 MultiLabel, Targets)
@@ -129,13 +129,7 @@ def test_sharded_batches_plan_each_epoch_and_resume_from_the_middle():
     plans = lambda epoch: plan_batches(labels, FixedSize(64), seed=1, epoch=epoch,  # noqa: E731
                                        shards=shard_sizes(sizes), window=1)
     served = ShardedBatches(ArrayShards(sizes), plans, cache_shards=4)
-    for epoch in range(2):
-        served.set_epoch(epoch)
-        before = served.server.cache.loads_per_shard.copy()
-        for rows, values in served.run():
-            assert values.tolist() == rows.tolist()
-        # Each shard read once (in the second epoch, not at all if still cached from the first).
-        assert (served.server.cache.loads_per_shard - before).max() == 1
+    serve_epochs_each_shard_read_once(served, epochs=2)
     # Resumed after 30 batches: the plan starts at the first batch served.
     state = {**served.state_dict(), "epoch": 1, "batches_yielded": 30}
     resumed = ShardedBatches(ArrayShards(sizes), plans, cache_shards=4)
