@@ -160,16 +160,27 @@ def test_recycled_rows_stay_across_runs_and_planned_rows_do_not():
     labels, sizes = spread_case()
     plan = plan_batches(labels, Targets({0: 0.5, 1: 0.5}, 64), seed=1,
                         shards=shard_sizes(sizes), window=1)
-    server = BatchServer(ArrayShards(sizes), cache_shards=4, retain_rows=5000)
-    recycled = int(np.count_nonzero(np.bincount(np.concatenate(plan.batches)) > 1))
+    reader = ArrayShards(sizes)
+    server = BatchServer(reader, cache_shards=4, retain_rows=5000)
+    served = np.concatenate(plan.batches)
+    is_recycled = np.bincount(served) > 1
+    recycled = int(np.count_nonzero(is_recycled))
+    shard_of_row = np.repeat(np.arange(50), 100)
     for epoch in range(2):
         server.plan_run(plan.batches)
         before = server.cache.loads_per_shard.copy()
+        loads_for_recycled_only = 0
         for batch in plan.batches:
+            calls = len(reader.calls)
             assert server.serve(batch).tolist() == batch.tolist()
+            # A shard read for this batch whose rows in it are all recycled was read for them.
+            loads_for_recycled_only += sum(
+                bool(is_recycled[batch[shard_of_row[batch] == h]].all())
+                for h in reader.calls[calls:])
         assert (server.cache.loads_per_shard - before).max() == 1
         assert server.stats.kept_rows == recycled  # the recycled rows only
     # The second run found the recycled rows kept: it read no shard for them.
+    assert loads_for_recycled_only == 0
     second = server.cache.loads_per_shard - before
     assert second.sum() <= 50  # shards still cached from the first run are not read
 
