@@ -156,8 +156,9 @@ class RetentionProfile:
 
     ``loads``: shard loads; ``peak_kept_rows``: the most rows held aside at once (recycled
     rows and rows evicted shards still owe); ``retain_refused``: evictions whose rows did not
-    fit ``retain_rows`` (0 means every shard is loaded at most once); ``loads_per_shard``;
-    ``cache_shards`` and ``retain_rows``, the settings simulated.
+    fit ``retain_rows`` (0 means every shard is loaded at most once); ``loads_per_shard``,
+    its largest value ``max_loads_per_shard`` and ``first_reads`` (the shards loaded at all);
+    ``num_batches``; ``cache_shards`` and ``retain_rows``, the settings simulated.
     """
 
     loads: int
