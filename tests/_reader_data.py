@@ -49,3 +49,15 @@ class shard_blocked_plans:
         plan = plan_batches(self.labels[sequence], self.policy, shuffle=False,
                             allow_single_batch=True)
         return [sequence[batch] for batch in plan.batches]
+
+
+def serve_epochs_each_shard_read_once(served, epochs: int = 2) -> None:
+    """Serves ``epochs`` epochs of ``served`` (a ``ShardedBatches`` over :class:`ArrayShards`, whose
+    values are the rows' positions): every batch's values are its rows, and each epoch loads
+    every shard at most once (a shard still cached from the last epoch may not be read again)."""
+    for epoch in range(epochs):
+        served.set_epoch(epoch)
+        before = served.server.cache.loads_per_shard.copy()
+        for rows, values in served.run():
+            assert values.tolist() == rows.tolist()
+        assert (served.server.cache.loads_per_shard - before).max() == 1

@@ -16,7 +16,7 @@ import numpy as np
 from .. import kernels as kernel_gate
 from ..base._validation import check_bool, check_int, show
 from ..kernels import _stack_distance as plain_loops
-from ._retain import RunNeeds, simulate_retention
+from ._retain import RunNeeds, default_retain_rows, simulate_retention
 
 __all__ = ["RetentionProfile", "ShardLoadProfile", "shard_load_profile",
            "shard_retention_profile"]
@@ -156,8 +156,9 @@ class RetentionProfile:
 
     ``loads``: shard loads; ``peak_kept_rows``: the most rows held aside at once (recycled
     rows and rows evicted shards still owe); ``retain_refused``: evictions whose rows did not
-    fit ``retain_rows`` (0 means every shard is loaded at most once); ``loads_per_shard``;
-    ``cache_shards`` and ``retain_rows``, the settings simulated.
+    fit ``retain_rows`` (0 means every shard is loaded at most once); ``loads_per_shard``,
+    its largest value ``max_loads_per_shard`` and ``first_reads`` (the shards loaded at all);
+    ``num_batches``; ``cache_shards`` and ``retain_rows``, the settings simulated.
     """
 
     loads: int
@@ -189,7 +190,7 @@ def shard_retention_profile(plan, shard_of_row, *, cache_shards: int,
     shard_of_row = _checked_shards(order, shard_of_row)
     n_shards = int(shard_of_row.max()) + 1 if shard_of_row.size else 1
     if retain_rows is None:
-        retain_rows = cache_shards * int(np.bincount(shard_of_row, minlength=1).max())
+        retain_rows = default_retain_rows(np.bincount(shard_of_row, minlength=1), cache_shards)
     else:
         retain_rows = check_int(retain_rows, "retain_rows", minimum=0)
     needs = RunNeeds(np.diff(bounds), order, shard_of_row[order], order, n_shards)

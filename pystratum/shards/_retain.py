@@ -15,10 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KEEP", "RunNeeds"]
+__all__ = ["KEEP", "RunNeeds", "default_retain_rows", "simulate_retention"]
 
 # The release access of a row kept for as long as the run recycles it (past the run's end).
 KEEP = np.iinfo(np.int64).max
+
+
+def default_retain_rows(sizes: np.ndarray, cache_shards: int) -> int:
+    """The default budget of rows held aside: as many as a full cache holds (``cache_shards``
+    times the largest shard), for the server and its profile alike."""
+    return int(cache_shards) * int(sizes.max())
 
 
 def _smallest_int(values: np.ndarray, limit: int) -> np.ndarray:

@@ -8,7 +8,7 @@ from ..base._validation import check_int, show
 from ._cache import ShardCache
 from ._checks import checked_loads
 from ._reader import RowLocator, RowOps, check_shard_sizes
-from ._retain import KEEP, RunNeeds
+from ._retain import KEEP, RunNeeds, default_retain_rows
 
 __all__ = ["BatchServer"]
 
@@ -34,11 +34,11 @@ class BatchServer:
     shard and offset, whatever is served). Rows the run serves more than once
     (the strata ``Targets`` or ``small="repeat"`` recycle) are copied aside
     the first time their shard is read, whatever the budget, and kept into
-    the next runs while those recycle them, as :meth:`keep_recycled` alone
-    does. Memory: the cache plus the rows held aside (``stats.kept_rows``,
-    ``stats.kept_bytes``, their peaks ``stats.peak_kept_rows`` and
-    ``stats.peak_kept_bytes``); :func:`~pystratum.shards.shard_retention_profile`
-    computes the loads and the peak of a run without reading anything.
+    the next runs while those recycle them. Memory: the cache plus the rows
+    held aside (``stats.kept_rows``, ``stats.kept_bytes``, their peaks
+    ``stats.peak_kept_rows`` and ``stats.peak_kept_bytes``);
+    :func:`~pystratum.shards.shard_retention_profile` computes the loads and
+    the peak of a run without reading anything.
     """
 
     def __init__(self, reader, *, cache_shards: int = 8, retain_rows: int | None = None):
@@ -79,31 +79,23 @@ class BatchServer:
         if callable(check):
             check()
 
-    def keep_recycled(self, batches) -> None:
-        """Keep aside exactly the rows that ``batches`` (a run, e.g. an epoch) serve more than once.
-
-        Rows kept before and still recycled stay, without a new read; rows no
-        longer recycled are released; rows newly recycled are copied aside
-        the next time their shard is read (their first pass reads it anyway).
-        Nothing else is held aside (see :meth:`plan_run`).
-        """
-        self._start_run(batches, plan=False)
-
     def plan_run(self, batches, *, start: int = 0) -> None:
         """Serve ``batches[start:]`` next, in order, with plan-aware retention (class docstring).
 
-        Also keeps the recycled rows as :meth:`keep_recycled` does. Serving
-        another batch than the next one of the run ends the plan (rows held
-        for it are released; recycled rows stay); a later :meth:`plan_run`
-        starts a new one.
+        Recycled rows: rows kept before and still recycled by this run stay,
+        without a new read; rows no longer recycled are released; rows newly
+        recycled are copied aside the next time their shard is read (their
+        first pass reads it anyway). Serving another batch than the next one
+        of the run ends the plan (rows held for it are released; recycled
+        rows stay); a later :meth:`plan_run` starts a new one.
         """
         start = check_int(start, "start", minimum=0, maximum=len(batches))
-        self._start_run(batches[start:], plan=True)
-
-    def _start_run(self, batches, plan: bool) -> None:
-        # Not cast: locate() refuses rows that are not integers (1.5 is no row).
-        arrays = [np.asarray(b) for b in batches]
-        arrays = [(a if a.size else a.astype(np.int64)).reshape(-1) for a in arrays]
+        # Not cast: locate() refuses rows that are not integers (1.5 is no row). The caller's
+        # 1-D arrays are kept as they are (reshape would make new objects), so serve() knows
+        # the run's next batch by identity, without comparing its rows.
+        arrays = [np.asarray(b) for b in batches[start:]]
+        arrays = [a if a.ndim == 1 and a.size else
+                  (a if a.size else a.astype(np.int64)).reshape(-1) for a in arrays]
         rows = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
         shard, offset = self.locator.locate(rows, "batches")
         needs = RunNeeds(np.array([a.shape[0] for a in arrays], dtype=np.int64), rows, shard,
@@ -119,8 +111,8 @@ class BatchServer:
             missing = np.setdiff1d(offsets, self._kept_offsets.get(h, ()), assume_unique=True)
             if missing.size:
                 self._pending[h] = missing
-        self._run = needs if plan else None
-        self._run_batches = arrays if plan else None
+        self._run = needs
+        self._run_batches = arrays
         self._next_batch = 0
 
     def serve(self, batch):
@@ -234,8 +226,3 @@ class BatchServer:
         stats.kept_bytes += self._kept_bytes[h]
         stats.peak_kept_rows = max(stats.peak_kept_rows, stats.kept_rows)
         stats.peak_kept_bytes = max(stats.peak_kept_bytes, stats.kept_bytes)
-
-
-def default_retain_rows(sizes: np.ndarray, cache_shards: int) -> int:
-    """The default budget of rows held aside: as many as a full cache holds."""
-    return int(cache_shards) * int(sizes.max())

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _reader_data import ArrayShards
+from _reader_data import ArrayShards, serve_epochs_each_shard_read_once
 from pystratum import plan_batches, shard_sizes
 from pystratum.policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
                                 MultiLabel, Targets)
@@ -129,13 +129,7 @@ def test_sharded_batches_plan_each_epoch_and_resume_from_the_middle():
     plans = lambda epoch: plan_batches(labels, FixedSize(64), seed=1, epoch=epoch,  # noqa: E731
                                        shards=shard_sizes(sizes), window=1)
     served = ShardedBatches(ArrayShards(sizes), plans, cache_shards=4)
-    for epoch in range(2):
-        served.set_epoch(epoch)
-        before = served.server.cache.loads_per_shard.copy()
-        for rows, values in served.run():
-            assert values.tolist() == rows.tolist()
-        # Each shard read once (in the second epoch, not at all if still cached from the first).
-        assert (served.server.cache.loads_per_shard - before).max() == 1
+    serve_epochs_each_shard_read_once(served, epochs=2)
     # Resumed after 30 batches: the plan starts at the first batch served.
     state = {**served.state_dict(), "epoch": 1, "batches_yielded": 30}
     resumed = ShardedBatches(ArrayShards(sizes), plans, cache_shards=4)
@@ -166,16 +160,27 @@ def test_recycled_rows_stay_across_runs_and_planned_rows_do_not():
     labels, sizes = spread_case()
     plan = plan_batches(labels, Targets({0: 0.5, 1: 0.5}, 64), seed=1,
                         shards=shard_sizes(sizes), window=1)
-    server = BatchServer(ArrayShards(sizes), cache_shards=4, retain_rows=5000)
-    recycled = int(np.count_nonzero(np.bincount(np.concatenate(plan.batches)) > 1))
+    reader = ArrayShards(sizes)
+    server = BatchServer(reader, cache_shards=4, retain_rows=5000)
+    served = np.concatenate(plan.batches)
+    is_recycled = np.bincount(served) > 1
+    recycled = int(np.count_nonzero(is_recycled))
+    shard_of_row = np.repeat(np.arange(50), 100)
     for epoch in range(2):
         server.plan_run(plan.batches)
         before = server.cache.loads_per_shard.copy()
+        loads_for_recycled_only = 0
         for batch in plan.batches:
+            calls = len(reader.calls)
             assert server.serve(batch).tolist() == batch.tolist()
+            # A shard read for this batch whose rows in it are all recycled was read for them.
+            loads_for_recycled_only += sum(
+                bool(is_recycled[batch[shard_of_row[batch] == h]].all())
+                for h in reader.calls[calls:])
         assert (server.cache.loads_per_shard - before).max() == 1
         assert server.stats.kept_rows == recycled  # the recycled rows only
     # The second run found the recycled rows kept: it read no shard for them.
+    assert loads_for_recycled_only == 0
     second = server.cache.loads_per_shard - before
     assert second.sum() <= 50  # shards still cached from the first run are not read
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _reader_data import ArrayShards, shard_blocked_plans
+from _reader_data import ArrayShards, serve_epochs_each_shard_read_once, shard_blocked_plans
 import pystratum
 from pystratum import parquet_strata, plan_batches, shard_sizes
 from pystratum.policies import MinPerStratum, Targets
@@ -150,13 +150,7 @@ def test_a_shard_blocked_plan_reads_each_shard_once_per_epoch(window):
     plans = shard_blocked_plans(labels, MinPerStratum(4), sizes, window=window)
     reader = ArrayShards(sizes)
     served = ShardedBatches(reader, plans, cache_shards=2 * window + 2)
-    for epoch in range(2):
-        served.set_epoch(epoch)
-        before = served.server.cache.loads_per_shard.copy()
-        for rows, values in served.run():
-            assert values.tolist() == rows.tolist()
-        # At most once each (a shard still cached from the last epoch may not be read again).
-        assert (served.server.cache.loads_per_shard - before).max() == 1
+    serve_epochs_each_shard_read_once(served, epochs=2)
     assert served.stats.loads >= 40 + 40 - served.server.cache.capacity
 
 
