@@ -262,7 +262,7 @@ print.summary.pystratum_count_table = function(x, ...) {
     print(records, row.names = FALSE)
     return(invisible(x))
   }
-  shown = utils::head(order(records$min_per_batch), strata_shown)
+  shown = least_served(records$min_per_batch)
   cells = vapply(records[shown, , drop = FALSE], function(column) {
     if (is.numeric(column)) sprintf("%.0f", column) else as.character(column)
   }, character(length(shown)))
@@ -281,6 +281,11 @@ wide_from = 20L
 strata_shown = 10L
 
 big_number = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+
+# The strata_shown strata (labels) with the fewest in a batch, fewest first, ties in
+# stratum order (order() is stable): what a compact table or summary shows (Python:
+# _least_served()).
+least_served = function(least) utils::head(order(least), strata_shown)
 
 more_line = function(n, noun) sprintf("... and %s more %s", big_number(n), noun)
 
@@ -303,14 +308,13 @@ wide_table_lines = function(x) {
   noun = if (labels) "labels" else "strata"
   singular = if (labels) "label" else "stratum"
   value_name = if (labels) "positives" else "rows"
-  least = apply(counts, 2L, min)
-  median = apply(counts, 2L, stats::median)
-  shown = utils::head(order(least), strata_shown)
-  cells = cbind(colnames(counts)[shown], sprintf("%.0f", least[shown]),
-                ifelse(median[shown] == floor(median[shown]), sprintf("%.0f", median[shown]),
-                       sprintf("%.1f", median[shown])),
-                sprintf("%.0f", apply(counts[, shown, drop = FALSE], 2L, max)),
-                sprintf("%.0f", colSums(counts[, shown, drop = FALSE])))
+  shown = least_served(apply(counts, 2L, min))
+  # Median, most and total of the shown columns only: the others are not printed.
+  kept = counts[, shown, drop = FALSE]
+  median = apply(kept, 2L, stats::median)
+  cells = cbind(colnames(counts)[shown], sprintf("%.0f", apply(kept, 2L, min)),
+                ifelse(median == floor(median), sprintf("%.0f", median), sprintf("%.1f", median)),
+                sprintf("%.0f", apply(kept, 2L, max)), sprintf("%.0f", colSums(kept)))
   c(sprintf(paste0("%s %s over %s batches, more than %d to show as columns: %s of each %s ",
                    "in a batch, the least served first"), big_number(ncol(counts)), noun,
             big_number(nrow(counts)), wide_from, value_name, singular),
