@@ -185,8 +185,8 @@ stratum_promise = function(name, params) {
 
 # "all 50" or "3 of 50", as Python's _share_of().
 share_of = function(kept, n) {
-  big = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
-  if (kept == n) sprintf("all %s", big(n)) else sprintf("%s of %s", big(kept), big(n))
+  if (kept == n) sprintf("all %s", big_number(n)) else
+    sprintf("%s of %s", big_number(kept), big_number(n))
 }
 
 # The headline of a count table: the policy's promise and how many batches keep
@@ -354,10 +354,10 @@ summary.pystratum_class_table = function(object, ...) {
   k = policy$params$per_class
   distinct = rowSums(!is.na(unclass(object))) == p & attr(object, "k_rows")
   served = appearances[appearances > 0L]
-  big = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
   headline = sprintf(paste0("every batch holds %s distinct classes x %s rows: %s batches do; ",
-    "%s of %s classes served, each in %s batches"), big(p), big(k),
-    share_of(sum(distinct), nrow(object)), big(length(served)), big(length(appearances)),
+    "%s of %s classes served, each in %s batches"), big_number(p), big_number(k),
+    share_of(sum(distinct), nrow(object)), big_number(length(served)),
+    big_number(length(appearances)),
     if (length(served)) sprintf("%d-%d", min(served), max(served)) else "0")
   times = sort(unique(appearances))
   records = data.frame(batches_per_class = times,
