@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
 from pystratum import plan_batches
-from pystratum.plot import batch_counts, plot_counts
+from pystratum.plot import batch_counts, plot_counts, plot_distribution
 from pystratum.policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
                                 MultiLabel, Targets)
 from pystratum.r import _to_r
@@ -269,3 +269,12 @@ def test_plot_arguments_are_checked_in_every_family(family):
         plan.plot(max_strata=0)
     with pytest.raises(ValueError, match=r"^view must be one of"):
         plan.plot(view="x")
+
+
+@pytest.mark.parametrize("max_strata", [0, 1, 1.5, "3"])
+def test_the_distribution_view_called_directly_checks_max_strata(max_strata):
+    # It drew the strata but one for 0 and one "other" column for 1, without a word.
+    with pytest.raises(ValueError, match=r"^max_strata must be an integer >= 2, got "
+                                         r"max_strata="):
+        plot_distribution(np.array([[1, 2, 3], [2, 2, 2]]), ["a", "b", "c"],
+                          max_strata=max_strata)
