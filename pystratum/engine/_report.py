@@ -76,7 +76,11 @@ class PlanSummary:
             rows = [rows[k] for k in _least_served(least)]
             lines.append(f"{len(self.rows):,} {self.noun}, more than {WIDE_FROM} to show: "
                          f"the least served first")
-        lines.append(_text_table(list(self.columns), [[str(v) for v in row] for row in rows]))
+        cells = [[str(v) for v in row] for row in rows]
+        if self.noun is not None:  # the stratum (label) column: quoted where odd, as a table
+            for row in cells:
+                row[0] = shown_label(row[0])
+        lines.append(_text_table(list(self.columns), cells))
         if compact:
             lines.append(_more_line(len(self.rows) - len(rows), self.noun))
         return "\n".join(lines)

@@ -266,6 +266,7 @@ print.summary.pystratum_count_table = function(x, ...) {
   cells = vapply(records[shown, , drop = FALSE], function(column) {
     if (is.numeric(column)) sprintf("%.0f", column) else as.character(column)
   }, character(length(shown)))
+  cells[, 1L] = shown_label(cells[, 1L])  # the stratum (label) column
   cat(sprintf("%s %s, more than %d to show: the least served first", big_number(nrow(records)),
               noun, wide_from),
       text_table(rbind(names(records), matrix(cells, nrow = length(shown)))),
@@ -281,6 +282,16 @@ wide_from = 20L
 strata_shown = 10L
 
 big_number = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+
+# A label as a table cell shows it (Python: strata/_labels.py, shown_label()): quoted,
+# with escapes, when its plain text would not read as one label: empty, holding line
+# breaks, tabs or other control characters (a broken table), spaces at an end, or ", ".
+shown_label = function(text) {
+  odd = !nzchar(text) | grepl("[[:cntrl:]]", text) | text != trimws(text) |
+    grepl(", ", text, fixed = TRUE)
+  text[odd] = encodeString(text[odd], quote = "'")
+  text
+}
 
 # The strata_shown strata (labels) with the fewest in a batch, fewest first, ties in
 # stratum order (order() is stable): what a compact table or summary shows (Python:
@@ -312,7 +323,7 @@ wide_table_lines = function(x) {
   # Median, most and total of the shown columns only: the others are not printed.
   kept = counts[, shown, drop = FALSE]
   median = apply(kept, 2L, stats::median)
-  cells = cbind(colnames(counts)[shown], sprintf("%.0f", apply(kept, 2L, min)),
+  cells = cbind(shown_label(colnames(counts)[shown]), sprintf("%.0f", apply(kept, 2L, min)),
                 ifelse(median == floor(median), sprintf("%.0f", median), sprintf("%.1f", median)),
                 sprintf("%.0f", apply(kept, 2L, max)), sprintf("%.0f", colSums(kept)))
   c(sprintf(paste0("%s %s over %s batches, more than %d to show as columns: %s of each %s ",

@@ -144,3 +144,32 @@ def test_both_languages_turn_compact_past_the_same_number_of_strata(r_session, e
         # R's own matrix and data.frame prints: every stratum in the header, a line each.
         assert all(f"s{k}" in table for k in range(n_strata)) and "more strata" not in table
         assert len(summary.splitlines()) == len(str(plan.summary()).splitlines()) == 2 + n_strata
+
+
+R_ODD_WIDE_TEXT = """function(strata, seed) {
+  batches = pystratum::stratified_batches(strata, 1, seed = seed, rng = "R")
+  table = pystratum::batch_count_table(strata, batches, policy = 1)
+  c(paste(utils::capture.output(print(table)), collapse = "\\n"),
+    paste(utils::capture.output(print(summary(table))), collapse = "\\n"))
+}"""
+
+
+def test_both_languages_quote_odd_labels_alike_in_the_compact_report(r_session):
+    """An empty label, a line break, a tab, spaces at an end, the ", " of a list: quoted in
+    both languages' compact table and summary, so each shown stratum is one line (R
+    printed them raw: a blank cell and a broken line; Python's summary too)."""
+    odd = ["", "a\nb", "c\td", " a", "a, b"]
+    labels = odd + [f"s{k}" for k in range(20)]
+    strata = np.repeat(np.array(labels, dtype=object), 4)
+    np.random.default_rng(10).shuffle(strata)
+    plan = plan_batches(strata, MinPerStratum(1), seed=3, rng="R")
+    call = r_function(r_session, R_ODD_WIDE_TEXT)
+    with r_session.calling():
+        table, summary = list(call(r_session.ro.StrVector(strata.tolist()), 3))
+    assert table == plan.counts_table()
+    assert summary == str(plan.summary())
+    quoted = ["''", "'a\\nb'", "'c\\td'", "' a'", "'a, b'"]
+    shown = [line.rsplit(None, 4)[0].strip() for line in table.splitlines()[2:12]]
+    assert set(quoted) <= set(shown)
+    assert len(table.splitlines()) == 2 + 10 + 1
+    assert len(summary.splitlines()) == 1 + 2 + 10 + 1
