@@ -146,10 +146,11 @@ def _wide_table(plan, counts, noun, value_name) -> str:
 
 
 def _count_table(plan, counts, totals, max_rows) -> str:
-    """Batches x columns of ``counts`` with a ``total`` column, batches from 0."""
+    """Batches x columns of ``counts`` with a ``total`` column, batches from 0 (``max_rows``
+    already checked by the caller)."""
     header = ["batch"] + [shown_label(label) for label in plan.strata] + ["total"]
     rows = []
-    for b in _shown_batches(plan.num_batches, _check_max_rows(max_rows)):
+    for b in _shown_batches(plan.num_batches, max_rows):
         if b is None:
             rows.append(["..."] * len(header))
         else:
