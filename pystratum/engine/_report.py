@@ -57,7 +57,8 @@ class PlanSummary:
     ``columns`` names the fields of each record in ``rows`` (every record, however
     many); ``str()`` and ``repr()`` print both as a table under the headline, compact
     past ``WIDE_FROM`` strata or labels (the least served first, then "... and N more
-    strata"), so a summary shown at a prompt stays short.
+    strata"), so a summary shown at a prompt stays short; a stratum (label) is shown as
+    a table cell shows it (``shown_label``: an empty or multi-line label quoted).
     """
 
     family: str
