@@ -57,7 +57,8 @@ class PlanSummary:
     ``columns`` names the fields of each record in ``rows`` (every record, however
     many); ``str()`` and ``repr()`` print both as a table under the headline, compact
     past ``WIDE_FROM`` strata or labels (the least served first, then "... and N more
-    strata"), so a summary shown at a prompt stays short.
+    strata"), so a summary shown at a prompt stays short; a stratum (label) is shown as
+    a table cell shows it (``shown_label``: an empty or multi-line label quoted).
     """
 
     family: str
@@ -73,11 +74,14 @@ class PlanSummary:
         compact = self.noun is not None and len(rows) > WIDE_FROM
         if compact:
             least = [row[self.columns.index("min_per_batch")] for row in rows]
-            order = np.lexsort((np.arange(len(rows)), least))[:STRATA_SHOWN]
-            rows = [rows[k] for k in order]
+            rows = [rows[k] for k in _least_served(least)]
             lines.append(f"{len(self.rows):,} {self.noun}, more than {WIDE_FROM} to show: "
                          f"the least served first")
-        lines.append(_text_table(list(self.columns), [[str(v) for v in row] for row in rows]))
+        cells = [[str(v) for v in row] for row in rows]
+        if self.noun is not None:  # the stratum (label) column: quoted where odd, as a table
+            for row in cells:
+                row[0] = shown_label(row[0])
+        lines.append(_text_table(list(self.columns), cells))
         if compact:
             lines.append(_more_line(len(self.rows) - len(rows), self.noun))
         return "\n".join(lines)
@@ -110,6 +114,12 @@ def _more_line(n: int, noun: str) -> str:
     return f"... and {n:,} more {noun}"
 
 
+def _least_served(least) -> list:
+    """The ``STRATA_SHOWN`` strata (labels) with the fewest in a batch, fewest first, ties
+    in stratum order: what a compact table or summary shows (R: ``least_served()``)."""
+    return np.argsort(np.asarray(least), kind="stable")[:STRATA_SHOWN].tolist()
+
+
 def _median_text(value) -> str:
     """A median of counts as text: a whole number, or one ending in .5 (R prints it alike)."""
     return str(int(value)) if value == int(value) else f"{value:.1f}"
@@ -120,11 +130,14 @@ def _wide_table(plan, counts, noun, value_name) -> str:
     (least, median, most) and its total, the ``STRATA_SHOWN`` least served first (fewest
     in a batch; ties in stratum order), then how many more there are."""
     singular = "stratum" if noun == "strata" else "label"
-    least, most = counts.min(axis=0), counts.max(axis=0)
-    median, totals = np.median(counts, axis=0), counts.sum(axis=0)
-    shown = np.lexsort((np.arange(counts.shape[1]), least))[:STRATA_SHOWN]
-    rows = [[shown_label(plan.strata[k]), str(int(least[k])), _median_text(median[k]),
-             str(int(most[k])), str(int(totals[k]))] for k in shown.tolist()]
+    shown = _least_served(counts.min(axis=0))
+    # Median, most and total of the shown columns only: the others are not printed.
+    kept = counts[:, shown]
+    rows = [[shown_label(plan.strata[k]), str(int(least)), _median_text(median),
+             str(int(most)), str(int(total))]
+            for k, least, median, most, total in zip(shown, kept.min(axis=0),
+                                                     np.median(kept, axis=0), kept.max(axis=0),
+                                                     kept.sum(axis=0))]
     return "\n".join([
         f"{counts.shape[1]:,} {noun} over {counts.shape[0]:,} batches, more than {WIDE_FROM} "
         f"to show as columns: {value_name} of each {singular} in a batch, the least served "
@@ -134,10 +147,11 @@ def _wide_table(plan, counts, noun, value_name) -> str:
 
 
 def _count_table(plan, counts, totals, max_rows) -> str:
-    """Batches x columns of ``counts`` with a ``total`` column, batches from 0."""
+    """Batches x columns of ``counts`` with a ``total`` column, batches from 0 (``max_rows``
+    already checked by the caller)."""
     header = ["batch"] + [shown_label(label) for label in plan.strata] + ["total"]
     rows = []
-    for b in _shown_batches(plan.num_batches, _check_max_rows(max_rows)):
+    for b in _shown_batches(plan.num_batches, max_rows):
         if b is None:
             rows.append(["..."] * len(header))
         else:

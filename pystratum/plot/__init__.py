@@ -222,6 +222,9 @@ def plot_distribution(counts, labels, *, ax=None, title=None,
     if counts.ndim != 2 or counts.shape[1] != len(labels):
         raise ValueError(f"counts must be a (num_batches, n_strata) table with one column per "
                          f"label, got shape {counts.shape} for {len(labels)} labels.")
+    # Checked here too, not only in plot_counts: called directly, max_strata=0 would keep
+    # all but one stratum and 1 would lump every stratum into "other".
+    _check_max_strata(max_strata)
     ax = _axes_or_new(ax)
     import matplotlib
 

@@ -185,8 +185,8 @@ stratum_promise = function(name, params) {
 
 # "all 50" or "3 of 50", as Python's _share_of().
 share_of = function(kept, n) {
-  big = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
-  if (kept == n) sprintf("all %s", big(n)) else sprintf("%s of %s", big(kept), big(n))
+  if (kept == n) sprintf("all %s", big_number(n)) else
+    sprintf("%s of %s", big_number(kept), big_number(n))
 }
 
 # The headline of a count table: the policy's promise and how many batches keep
@@ -262,10 +262,11 @@ print.summary.pystratum_count_table = function(x, ...) {
     print(records, row.names = FALSE)
     return(invisible(x))
   }
-  shown = utils::head(order(records$min_per_batch), strata_shown)
+  shown = least_served(records$min_per_batch)
   cells = vapply(records[shown, , drop = FALSE], function(column) {
     if (is.numeric(column)) sprintf("%.0f", column) else as.character(column)
   }, character(length(shown)))
+  cells[, 1L] = shown_label(cells[, 1L])  # the stratum (label) column
   cat(sprintf("%s %s, more than %d to show: the least served first", big_number(nrow(records)),
               noun, wide_from),
       text_table(rbind(names(records), matrix(cells, nrow = length(shown)))),
@@ -281,6 +282,21 @@ wide_from = 20L
 strata_shown = 10L
 
 big_number = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
+
+# A label as a table cell shows it (Python: strata/_labels.py, shown_label()): quoted,
+# with escapes, when its plain text would not read as one label: empty, holding line
+# breaks, tabs or other control characters (a broken table), spaces at an end, or ", ".
+shown_label = function(text) {
+  odd = !nzchar(text) | grepl("[[:cntrl:]]", text) | text != trimws(text) |
+    grepl(", ", text, fixed = TRUE)
+  text[odd] = encodeString(text[odd], quote = "'")
+  text
+}
+
+# The strata_shown strata (labels) with the fewest in a batch, fewest first, ties in
+# stratum order (order() is stable): what a compact table or summary shows (Python:
+# _least_served()).
+least_served = function(least) utils::head(order(least), strata_shown)
 
 more_line = function(n, noun) sprintf("... and %s more %s", big_number(n), noun)
 
@@ -303,14 +319,13 @@ wide_table_lines = function(x) {
   noun = if (labels) "labels" else "strata"
   singular = if (labels) "label" else "stratum"
   value_name = if (labels) "positives" else "rows"
-  least = apply(counts, 2L, min)
-  median = apply(counts, 2L, stats::median)
-  shown = utils::head(order(least), strata_shown)
-  cells = cbind(colnames(counts)[shown], sprintf("%.0f", least[shown]),
-                ifelse(median[shown] == floor(median[shown]), sprintf("%.0f", median[shown]),
-                       sprintf("%.1f", median[shown])),
-                sprintf("%.0f", apply(counts[, shown, drop = FALSE], 2L, max)),
-                sprintf("%.0f", colSums(counts[, shown, drop = FALSE])))
+  shown = least_served(apply(counts, 2L, min))
+  # Median, most and total of the shown columns only: the others are not printed.
+  kept = counts[, shown, drop = FALSE]
+  median = apply(kept, 2L, stats::median)
+  cells = cbind(shown_label(colnames(counts)[shown]), sprintf("%.0f", apply(kept, 2L, min)),
+                ifelse(median == floor(median), sprintf("%.0f", median), sprintf("%.1f", median)),
+                sprintf("%.0f", apply(kept, 2L, max)), sprintf("%.0f", colSums(kept)))
   c(sprintf(paste0("%s %s over %s batches, more than %d to show as columns: %s of each %s ",
                    "in a batch, the least served first"), big_number(ncol(counts)), noun,
             big_number(nrow(counts)), wide_from, value_name, singular),
@@ -350,10 +365,10 @@ summary.pystratum_class_table = function(object, ...) {
   k = policy$params$per_class
   distinct = rowSums(!is.na(unclass(object))) == p & attr(object, "k_rows")
   served = appearances[appearances > 0L]
-  big = function(x) format(x, big.mark = ",", scientific = FALSE, trim = TRUE)
   headline = sprintf(paste0("every batch holds %s distinct classes x %s rows: %s batches do; ",
-    "%s of %s classes served, each in %s batches"), big(p), big(k),
-    share_of(sum(distinct), nrow(object)), big(length(served)), big(length(appearances)),
+    "%s of %s classes served, each in %s batches"), big_number(p), big_number(k),
+    share_of(sum(distinct), nrow(object)), big_number(length(served)),
+    big_number(length(appearances)),
     if (length(served)) sprintf("%d-%d", min(served), max(served)) else "0")
   times = sort(unique(appearances))
   records = data.frame(batches_per_class = times,

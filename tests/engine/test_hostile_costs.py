@@ -153,7 +153,6 @@ def test_recycled_passes_within_the_price_are_served():
         assert plan.num_batches == 8000 and (plan.counts == 1).all()
 
 
-
 def test_recycled_passes_of_a_large_epoch_are_priced_by_what_it_serves():
     # Targets({0: .5, 1: .5}, 256) on 10**8 rows with a 3% stratum: 757,813 batches, a
     # second pass of the 97% stratum and 32 more of the 3%: 193,066,000 row draws for

@@ -201,7 +201,7 @@ def wide_strata(n_strata=10_000, seed=4):
     return np.array([f"s{k}" for k in np.repeat(np.arange(n_strata), sizes)])
 
 
-def expected_wide_lines(plan, noun, value_name):
+def expected_wide_lines(plan):
     """The compact table computed here from ``plan.counts``: the 10 least served strata
     (fewest rows in a batch, ties in stratum order) with their least, median, most, total."""
     counts = plan.counts
@@ -225,7 +225,7 @@ def test_counts_table_past_20_strata_shows_the_least_served_strata_then_how_many
                         f"show as columns: rows of each stratum in a batch, the least served "
                         f"first")
     assert lines[1].split() == ["stratum", "min", "median", "max", "rows"]
-    assert [line.split() for line in lines[2:12]] == expected_wide_lines(plan, "strata", "rows")
+    assert [line.split() for line in lines[2:12]] == expected_wide_lines(plan)
     assert lines[12:] == ["... and 9,990 more strata"]
     assert max(len(line) for line in lines) < 140
     assert plan.counts_table(max_rows=None) == plan.counts_table()
@@ -273,8 +273,7 @@ def test_label_table_past_20_labels_counts_positives_per_label():
     assert lines[0] == (f"25 labels over {plan.num_batches} batches, more than 20 to show as "
                         f"columns: positives of each label in a batch, the least served first")
     assert lines[1].split() == ["label", "min", "median", "max", "positives"]
-    assert [line.split() for line in lines[2:12]] == \
-        expected_wide_lines(plan, "labels", "positives")
+    assert [line.split() for line in lines[2:12]] == expected_wide_lines(plan)
     assert lines[12:] == ["... and 15 more labels"]
     summary_lines = str(plan.summary()).splitlines()
     assert summary_lines[1] == "25 labels, more than 20 to show: the least served first"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
 from pystratum import plan_batches
-from pystratum.plot import batch_counts, plot_counts
+from pystratum.plot import batch_counts, plot_counts, plot_distribution
 from pystratum.policies import (ClassesPerBatch, Downsample, FixedSize, MinPerStratum,
                                 MultiLabel, Targets)
 from pystratum.r import _to_r
@@ -174,21 +174,16 @@ def test_empty_batches_count_as_batches_missing_every_stratum():
 
 # --- R's batch_count_table() on the same plans ----------------------------------------
 
-R_STRATA_SUMMARY = """function(kind, strata, seed) {
+# Strata (a vector) or, for kind "labels", a label data.frame.
+R_SUMMARY = """function(kind, strata, seed) {
   policy = switch(kind,
     min = pystratum::policy_min_per_stratum(1),
     fixed = pystratum::policy_fixed_size(8),
     classes = pystratum::policy_classes_per_batch(2, 2),
-    targets = pystratum::policy_targets("balanced", 8))
+    targets = pystratum::policy_targets("balanced", 8),
+    labels = pystratum::policy_multi_label(batch_size = 8))
   batches = pystratum::stratified_batches(strata, policy, seed = seed, rng = "R")
   result = summary(pystratum::batch_count_table(strata, batches, policy = policy))
-  list(headline = result$headline, records = lapply(result$records, function(column) {
-    if (is.numeric(column)) as.integer(column) else as.character(column) }))
-}"""
-R_LABEL_SUMMARY = """function(frame, seed) {
-  policy = pystratum::policy_multi_label(batch_size = 8)
-  batches = pystratum::stratified_batches(frame, policy, seed = seed, rng = "R")
-  result = summary(pystratum::batch_count_table(frame, batches, policy = policy))
   list(headline = result$headline, records = lapply(result$records, function(column) {
     if (is.numeric(column)) as.integer(column) else as.character(column) }))
 }"""
@@ -208,10 +203,18 @@ ODD_SETS = {
 }
 
 
-def _r_records(session, out):
-    records = out.rx2("records")
-    columns = [list(records.rx2(name)) for name in records.names]
-    return out.rx2("headline")[0], [tuple(row) for row in zip(*columns)]
+def _assert_r_summary_is_pythons(session, kind, strata_in_r, plan):
+    """R's ``summary(batch_count_table())`` of the same plan (``kind``'s policy, the plan's
+    seed, ``rng = "R"``) has Python's headline and records."""
+    call = r_function(session, R_SUMMARY)
+    with session.calling():
+        out = call(kind, strata_in_r, plan.seed)
+        records = out.rx2("records")
+        columns = [list(records.rx2(name)) for name in records.names]
+        headline = out.rx2("headline")[0]
+    summary = plan.summary()
+    assert headline == summary.headline
+    assert [tuple(row) for row in zip(*columns)] == [tuple(row) for row in summary.rows]
 
 
 @pytest.mark.parametrize("name, kind", [(name, kind) for name in sorted(ODD_SETS)
@@ -222,12 +225,7 @@ def test_r_reports_odd_labels_with_the_same_numbers(r_session, name, kind):
     strata = np.repeat(labels, 12)
     np.random.default_rng(0).shuffle(strata)
     plan = plan_batches(strata, PY_POLICIES[kind], seed=3, rng="R", allow_single_batch=True)
-    call = r_function(r_session, R_STRATA_SUMMARY)
-    with r_session.calling():
-        headline, records = _r_records(r_session, call(kind, r_session.ro.StrVector(
-            strata.tolist()), 3))
-    assert headline == plan.summary().headline
-    assert records == [tuple(row) for row in plan.summary().rows]
+    _assert_r_summary_is_pythons(r_session, kind, r_session.ro.StrVector(strata.tolist()), plan)
 
 
 @pytest.mark.parametrize("kind", ["min", "classes"])
@@ -235,12 +233,7 @@ def test_r_reports_ten_thousand_classes_with_the_same_numbers(r_session, kind):
     strata = np.array([f"c{i}" for i in np.repeat(np.arange(10**4), 4)])
     np.random.default_rng(1).shuffle(strata)
     plan = plan_batches(strata, PY_POLICIES[kind], seed=3, rng="R")
-    call = r_function(r_session, R_STRATA_SUMMARY)
-    with r_session.calling():
-        headline, records = _r_records(r_session, call(kind, r_session.ro.StrVector(
-            strata.tolist()), 3))
-    assert headline == plan.summary().headline
-    assert records == [tuple(row) for row in plan.summary().rows]
+    _assert_r_summary_is_pythons(r_session, kind, r_session.ro.StrVector(strata.tolist()), plan)
 
 
 @pytest.mark.parametrize("names", [["\u00fc", "\u65e5\u672c", "x" * 200], ["1", "2", "10"],
@@ -249,11 +242,7 @@ def test_r_reports_odd_label_names_with_the_same_numbers(r_session, names):
     values = (np.random.default_rng(2).random((40, len(names))) < 0.4).astype(int)
     frame = pd.DataFrame(values, columns=names)
     plan = plan_batches(frame, MultiLabel(batch_size=8), seed=3, rng="R")
-    call = r_function(r_session, R_LABEL_SUMMARY)
-    with r_session.calling():
-        headline, records = _r_records(r_session, call(_to_r.strata_to_r(r_session, frame), 3))
-    assert headline == plan.summary().headline
-    assert records == [tuple(row) for row in plan.summary().rows]
+    _assert_r_summary_is_pythons(r_session, "labels", _to_r.strata_to_r(r_session, frame), plan)
 
 
 def test_r_counts_empty_batches_as_python_does(r_session):
@@ -280,3 +269,12 @@ def test_plot_arguments_are_checked_in_every_family(family):
         plan.plot(max_strata=0)
     with pytest.raises(ValueError, match=r"^view must be one of"):
         plan.plot(view="x")
+
+
+@pytest.mark.parametrize("max_strata", [0, 1, 1.5, "3"])
+def test_the_distribution_view_called_directly_checks_max_strata(max_strata):
+    # It drew the strata but one for 0 and one "other" column for 1, without a word.
+    with pytest.raises(ValueError, match=r"^max_strata must be an integer >= 2, got "
+                                         r"max_strata="):
+        plot_distribution(np.array([[1, 2, 3], [2, 2, 2]]), ["a", "b", "c"],
+                          max_strata=max_strata)

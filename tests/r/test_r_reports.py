@@ -12,6 +12,7 @@ import pytest
 
 from _r_helpers import r_function, r_session  # noqa: F401 (fixture)
 from pystratum import plan_batches
+from pystratum.engine._report import STRATA_SHOWN, WIDE_FROM
 from pystratum.policies import ClassesPerBatch, FixedSize, MinPerStratum, MultiLabel, Targets
 
 R_SUMMARY = """function(kind, codes, values, n_rows, seed) {
@@ -115,3 +116,60 @@ def test_both_languages_print_the_same_compact_report_past_20_columns(r_session,
     assert summary == str(plan.summary())
     noun = "labels" if kind == "labels" else "strata"
     assert table.splitlines()[-1] == f"... and {plan.counts.shape[1] - 10:,} more {noun}"
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_both_languages_turn_compact_past_the_same_number_of_strata(r_session, extra):
+    """The two constants agree by value, not by comment: R's ``wide_from`` and
+    ``strata_shown`` are Python's ``WIDE_FROM`` and ``STRATA_SHOWN``, and at exactly
+    ``WIDE_FROM`` strata both print a column (a summary line) per stratum, one more and
+    both print the same compact lines."""
+    constants = r_function(r_session, "function() c(pystratum:::wide_from, "
+                                      "pystratum:::strata_shown)")
+    with r_session.calling():
+        assert list(constants()) == [WIDE_FROM, STRATA_SHOWN]
+    n_strata = WIDE_FROM + extra
+    codes = np.repeat(np.arange(n_strata), 4)
+    np.random.default_rng(9).shuffle(codes)
+    plan = plan_batches(np.array([f"s{c}" for c in codes]), MinPerStratum(1), seed=3, rng="R")
+    call = r_function(r_session, R_WIDE_TEXT)
+    with r_session.calling():
+        table, summary = list(call("strata", r_session.ro.IntVector(codes.tolist()),
+                                   r_session.ro.IntVector([]), 0, 0, 3))
+    if extra:
+        assert table == plan.counts_table()
+        assert summary == str(plan.summary())
+        assert table.splitlines()[-1] == f"... and {n_strata - STRATA_SHOWN} more strata"
+    else:
+        # R's own matrix and data.frame prints: every stratum in the header, a line each.
+        assert all(f"s{k}" in table for k in range(n_strata)) and "more strata" not in table
+        assert len(summary.splitlines()) == len(str(plan.summary()).splitlines()) == 2 + n_strata
+
+
+R_ODD_WIDE_TEXT = """function(strata, seed) {
+  batches = pystratum::stratified_batches(strata, 1, seed = seed, rng = "R")
+  table = pystratum::batch_count_table(strata, batches, policy = 1)
+  c(paste(utils::capture.output(print(table)), collapse = "\\n"),
+    paste(utils::capture.output(print(summary(table))), collapse = "\\n"))
+}"""
+
+
+def test_both_languages_quote_odd_labels_alike_in_the_compact_report(r_session):
+    """An empty label, a line break, a tab, spaces at an end, the ", " of a list: quoted in
+    both languages' compact table and summary, so each shown stratum is one line (R
+    printed them raw: a blank cell and a broken line; Python's summary too)."""
+    odd = ["", "a\nb", "c\td", " a", "a, b"]
+    labels = odd + [f"s{k}" for k in range(20)]
+    strata = np.repeat(np.array(labels, dtype=object), 4)
+    np.random.default_rng(10).shuffle(strata)
+    plan = plan_batches(strata, MinPerStratum(1), seed=3, rng="R")
+    call = r_function(r_session, R_ODD_WIDE_TEXT)
+    with r_session.calling():
+        table, summary = list(call(r_session.ro.StrVector(strata.tolist()), 3))
+    assert table == plan.counts_table()
+    assert summary == str(plan.summary())
+    quoted = ["''", "'a\\nb'", "'c\\td'", "' a'", "'a, b'"]
+    shown = [line.rsplit(None, 4)[0].strip() for line in table.splitlines()[2:12]]
+    assert set(quoted) <= set(shown)
+    assert len(table.splitlines()) == 2 + 10 + 1
+    assert len(summary.splitlines()) == 1 + 2 + 10 + 1
