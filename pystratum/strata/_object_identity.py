@@ -9,12 +9,11 @@ integers, leaves only the few distinct objects to compare by value, in Python.
 Identity only ever merges rows that are equal, never rows that are not: the
 caller still compares the distinct objects by value and checks their types.
 The pointers are read as integers and never followed; they are valid while the
-array (which holds a reference to each object) is alive, and the caller keeps it.
+array (which holds a reference to each object) is alive, and the integer view keeps it so.
 """
 
 from __future__ import annotations
 
-import ctypes
 import sys
 
 import numpy as np
@@ -34,8 +33,7 @@ def codes_by_identity(values: np.ndarray, *, sampled: bool = False):
     per row, where hashing by value costs no more; ``sampled=True``: the caller has
     looked already) or without pandas and pyarrow.
     """
-    contiguous = np.ascontiguousarray(values)  # a copy holds the same objects
-    pointers = _pointers(contiguous)
+    pointers = _pointers(values)
     if not sampled and not _objects_repeat(pointers):
         return None
     return _hash_integers(pointers)
@@ -48,9 +46,10 @@ def _objects_repeat(pointers: np.ndarray) -> bool:
 
 
 def _pointers(values: np.ndarray) -> np.ndarray:
-    """The object pointers of a C-contiguous object array, as an intp view (no copy)."""
-    buffer = (ctypes.c_ssize_t * values.shape[0]).from_address(values.ctypes.data)
-    return np.ctypeslib.as_array(buffer)
+    """The object pointers of a 1-D object array, as intp (a view of a contiguous array, or of
+    its contiguous copy, which holds the same objects). The view's base is that array, so the
+    objects outlive the integers read from it."""
+    return np.frombuffer(np.ascontiguousarray(values), dtype=np.intp)
 
 
 def _hash_integers(integers: np.ndarray):

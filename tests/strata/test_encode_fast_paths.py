@@ -245,7 +245,7 @@ POOL_OBJECTS = st.one_of(
 @given(pool=st.one_of(st.lists(STR_OBJECTS, min_size=1, max_size=6),
                       st.lists(POOL_OBJECTS, min_size=1, max_size=6)),
        rows=st.lists(st.integers(0, 5), min_size=1, max_size=60),
-       layout=st.sampled_from(["contiguous", "every other row", "reversed"]),
+       layout=st.sampled_from(["contiguous", "every other row", "reversed", "read-only"]),
        hasher=st.sampled_from(HASHERS))
 def test_repeated_objects_equal_the_general_path(pool, rows, layout, hasher):
     objects = [pool[k % len(pool)] for k in rows]
@@ -258,6 +258,7 @@ def test_repeated_objects_equal_the_general_path(pool, rows, layout, hasher):
         strata = np.empty(len(objects), dtype=object)
         strata[:] = objects[::-1] if layout == "reversed" else objects
         strata = strata[::-1] if layout == "reversed" else strata
+        strata.flags.writeable = layout != "read-only"
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(_object_identity, "_MAX_DISTINCT_SHARE", 1.0)  # always by identity
         try:
