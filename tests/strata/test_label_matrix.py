@@ -335,6 +335,30 @@ def rows_one_at_a_time(label_sets, labels=None):
         return pystratum.label_matrix_from_sets(label_sets, labels)
 
 
+def assert_as_row_by_row(label_sets, given_labels, **patches):
+    """label_matrix_from_sets, with ``patches`` set on ``_label_matrix``, gives the row-by-row
+    path's labels, matrix and dtype, or its refusal (same type, same message; then None)."""
+    from pystratum.strata import _label_matrix
+
+    try:
+        expected = rows_one_at_a_time(label_sets, given_labels)
+    except (TypeError, ValueError) as error:
+        expected = error
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in patches.items():
+            patch.setattr(_label_matrix, name, value)
+        try:
+            result = pystratum.label_matrix_from_sets(label_sets, given_labels)
+        except (TypeError, ValueError) as error:
+            assert type(error) is type(expected) and str(error) == str(expected)
+            return None
+    assert not isinstance(expected, Exception), expected
+    assert result.labels == expected.labels
+    assert result.matrix.dtype == expected.matrix.dtype
+    assert np.array_equal(result.matrix, expected.matrix)
+    return result
+
+
 @settings(max_examples=200)
 @given(rows=st.lists(st.tuples(st.lists(MIXED_LABELS, max_size=4),
                                st.sampled_from([list, tuple, set, frozenset])),
@@ -347,17 +371,7 @@ def test_label_sets_in_one_pass_equal_the_row_by_row_path(rows, given_labels):
             label_sets.append(kind(cells))
         except TypeError:
             label_sets.append(list(cells))
-    try:
-        expected = rows_one_at_a_time(label_sets, given_labels)
-    except (TypeError, ValueError) as error:
-        with pytest.raises(type(error)) as raised:
-            pystratum.label_matrix_from_sets(label_sets, given_labels)
-        assert str(raised.value) == str(error)
-        return
-    result = pystratum.label_matrix_from_sets(label_sets, given_labels)
-    assert result.labels == expected.labels
-    assert result.matrix.dtype == expected.matrix.dtype
-    assert np.array_equal(result.matrix, expected.matrix)
+    assert_as_row_by_row(label_sets, given_labels)
 
 
 def test_label_sets_past_the_cell_limit_are_refused_as_row_by_row(monkeypatch):
@@ -408,8 +422,6 @@ POOL_LABELS = st.one_of(MIXED_LABELS, st.sampled_from(["ab", "z z", "tag"]).map(
                      min_size=1, max_size=8),
        given_labels=st.one_of(st.none(), st.lists(POOL_LABELS, max_size=6)))
 def test_label_sets_read_by_identity_equal_the_row_by_row_path(pool, rows, given_labels):
-    from pystratum.strata import _label_matrix
-
     label_sets = []
     for picks, kind in rows:
         cells = [pool[k % len(pool)] for k in picks]
@@ -417,21 +429,8 @@ def test_label_sets_read_by_identity_equal_the_row_by_row_path(pool, rows, given
             label_sets.append(kind(cells))
         except TypeError:
             label_sets.append(cells)
-    try:
-        expected = rows_one_at_a_time(label_sets, given_labels)
-    except (TypeError, ValueError) as error:
-        expected = error
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_label_matrix, "_IDENTITY_MAX_DISTINCT_SHARE", 1.0)  # always by identity
-        try:
-            result = pystratum.label_matrix_from_sets(label_sets, given_labels)
-        except (TypeError, ValueError) as error:
-            assert type(error) is type(expected) and str(error) == str(expected)
-            return
-    assert not isinstance(expected, Exception), expected
-    assert result.labels == expected.labels
-    assert result.matrix.dtype == expected.matrix.dtype
-    assert np.array_equal(result.matrix, expected.matrix)
+    # Always by identity.
+    assert_as_row_by_row(label_sets, given_labels, _IDENTITY_MAX_DISTINCT_SHARE=1.0)
 
 
 def test_label_sets_repeating_a_few_objects_are_read_by_identity(monkeypatch):
@@ -504,26 +503,13 @@ def test_label_sets_read_by_pyarrow_equal_the_row_by_row_path(rows, odd_row, wit
             label_sets.append(list(cells))
     if with_odd_row:
         label_sets.append(odd_row)
-    try:
-        expected = rows_one_at_a_time(label_sets, given_labels)
-    except (TypeError, ValueError) as error:
-        expected = error
     served = []
     real = _label_matrix._str_cells_by_arrow
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_label_matrix, "_ARROW_MIN_ROWS", 0)
-        patch.setattr(_label_matrix, "_IDENTITY_MAX_DISTINCT_SHARE", 0.0)  # never by identity
-        patch.setattr(_label_matrix, "_str_cells_by_arrow",
-                      lambda rows: served.append(real(rows)) or served[-1])
-        try:
-            result = pystratum.label_matrix_from_sets(label_sets, given_labels)
-        except (TypeError, ValueError) as error:
-            assert type(error) is type(expected) and str(error) == str(expected)
-            return
-    assert not isinstance(expected, Exception), expected
-    assert result.labels == expected.labels
-    assert result.matrix.dtype == expected.matrix.dtype
-    assert np.array_equal(result.matrix, expected.matrix)
+    # pyarrow at any size, never by identity.
+    if assert_as_row_by_row(
+            label_sets, given_labels, _ARROW_MIN_ROWS=0, _IDENTITY_MAX_DISTINCT_SHARE=0.0,
+            _str_cells_by_arrow=lambda rows: served.append(real(rows)) or served[-1]) is None:
+        return
     plain = all(type(entry) in (list, tuple, set) for entry in label_sets) and \
         {type(cell) for entry in label_sets for cell in entry} == {str} and \
         "\ud800" not in {cell for entry in label_sets for cell in entry}
