@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import pystratum
 from pystratum.strata._label_matrix import value_text
+from _strategies import Text, equal_copy
 
 NUMERIC_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                   "uint64", "float16", "float32", "float64"]
@@ -397,24 +398,15 @@ def test_labels_given_as_an_iterator_are_read_once():
         [[True], [False]]
 
 
-class Text(str):
-    """A str subclass: equal to its str, so only the row-by-row path may decide its label."""
-
-
-def _equal_copy(text):
-    """An equal str that is another object (CPython shares only the empty and 1-char ones)."""
-    return (text + "!")[:-1]
-
-
 # Rows drawn from a small pool of objects, so that cells repeat objects and are read by
 # identity (pointers hashed, then the distinct objects compared): equal texts held by
 # different objects, str subclasses and every hostile cell above among them.
-POOL_LABELS = st.one_of(MIXED_LABELS, st.sampled_from(["ab", "z z", "tag"]).map(_equal_copy),
+POOL_LABELS = st.one_of(MIXED_LABELS, st.sampled_from(["ab", "z z", "tag"]).map(equal_copy),
                         st.sampled_from(["ab", "a"]).map(Text))
 
 
 @settings(max_examples=200)
-@given(pool=st.one_of(st.lists(st.sampled_from(["ab", "z z", "tag"]).map(_equal_copy),
+@given(pool=st.one_of(st.lists(st.sampled_from(["ab", "z z", "tag"]).map(equal_copy),
                                min_size=1, max_size=5),
                       st.lists(POOL_LABELS, min_size=1, max_size=5)),
        rows=st.lists(st.tuples(st.lists(st.integers(0, 4), max_size=4),
@@ -436,7 +428,7 @@ def test_label_sets_read_by_identity_equal_the_row_by_row_path(pool, rows, given
 def test_label_sets_repeating_a_few_objects_are_read_by_identity(monkeypatch):
     from pystratum.strata import _label_matrix
 
-    names = ["tag0", "tag1", _equal_copy("tag1"), 7, "x y"]
+    names = ["tag0", "tag1", equal_copy("tag1"), 7, "x y"]
     picks = np.random.default_rng(8).random((20_000, len(names))) < 0.3
     label_sets = [[names[k] for k in np.flatnonzero(row)] for row in picks]
     served = []
@@ -475,7 +467,7 @@ class Colour(str, enum.Enum):
 NOT_PLAIN_STR = st.sampled_from([b"ab", bytearray(b"red"), memoryview(b"tag"), np.str_("ab"),
                                  np.bytes_(b"ab"), Text("ab"), Colour.RED, "\ud800", None, 1,
                                  True, 2.5, float("nan"), ("ab",), "red"])
-FRESH_TEXT = st.sampled_from(["ab", "z z", "red", "", "\u00e9", "Colour.RED"]).map(_equal_copy)
+FRESH_TEXT = st.sampled_from(["ab", "z z", "red", "", "\u00e9", "Colour.RED"]).map(equal_copy)
 MOSTLY_FRESH_TEXT = st.one_of(FRESH_TEXT, FRESH_TEXT, FRESH_TEXT, NOT_PLAIN_STR)
 
 
