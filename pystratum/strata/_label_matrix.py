@@ -23,9 +23,8 @@ import numpy as np
 
 from ..base._optional import require_torch
 from ..base._validation import show
-from ._encode import _arrow_modules, first_rows_of_codes, is_dataframe
+from ._encode import _arrow_modules, is_dataframe, objects_by_identity
 from ._labels import label_key
-from ._object_identity import codes_by_identity
 
 __all__ = ["LabelMatrix", "label_matrix", "label_matrix_from_sets"]
 
@@ -642,11 +641,11 @@ def _cells_by_identity(rows, n_cells):
     in order of first cell, and each cell's object number (pointers hashed as integers, see
     ``_object_identity``); None without a library to hash them."""
     cells = np.fromiter(itertools.chain.from_iterable(rows), dtype=object, count=n_cells)
-    identified = codes_by_identity(cells, sampled=True)
+    identified = objects_by_identity(cells, sampled=True)
     if identified is None:
         return None
-    codes, n_objects = identified
-    return cells[first_rows_of_codes(codes, n_objects)].tolist(), codes
+    codes, objects = identified
+    return objects, codes
 
 
 # Below this many rows, reading the cells in Python costs less than loading pyarrow.

@@ -273,7 +273,6 @@ def test_rows_repeating_a_few_str_objects_are_numbered_by_identity(hasher, monke
     general = encode_strata(strata.tolist())  # a list: the general path
     if hasher == "pyarrow":
         monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
-        monkeypatch.setattr(_object_identity, "_loaded_pandas", lambda: None)
     # Hashing each row's value is not needed: only the six objects are compared.
     monkeypatch.setattr(_encode, "_factorize_objects", None)
     assert_same(encode_strata(strata), general)
@@ -284,7 +283,7 @@ def test_fresh_objects_per_row_are_hashed_by_value(monkeypatch):
     # One object per row (numpy's astype(object)): the sample sees no repeats, so the
     # pointers are not hashed at all.
     strata = np.random.default_rng(6).choice(["x", "yy", "zzz"], 50_000).astype(object)
-    monkeypatch.setattr(_object_identity, "_hash_integers", None)
+    monkeypatch.setattr(_encode, "_factorize_integers", None)
     assert encode_strata(strata).labels == ("x", "yy", "zzz")
 
 
@@ -292,7 +291,7 @@ def test_repeated_objects_without_a_hashing_library_take_the_general_path(monkey
     names = np.array(["b", "a", equal_copy("ab"), "ab"], dtype=object)
     strata = names[np.random.default_rng(7).integers(0, len(names), 40_000)]
     general = encode_strata(strata.tolist())
-    monkeypatch.setattr(_object_identity, "_loaded_pandas", lambda: None)
+    monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow fails
-    assert _object_identity.codes_by_identity(strata) is None
+    assert _encode.objects_by_identity(strata) is None
     assert_same(encode_strata(strata), general)

@@ -432,17 +432,17 @@ def test_label_sets_repeating_a_few_objects_are_read_by_identity(monkeypatch):
     picks = np.random.default_rng(8).random((20_000, len(names))) < 0.3
     label_sets = [[names[k] for k in np.flatnonzero(row)] for row in picks]
     served = []
-    real = _label_matrix.codes_by_identity
+    real = _label_matrix.objects_by_identity
 
     def counted(cells, **options):
         served.append(real(cells, **options))
         return served[-1]
 
-    monkeypatch.setattr(_label_matrix, "codes_by_identity", counted)
+    monkeypatch.setattr(_label_matrix, "objects_by_identity", counted)
     result = pystratum.label_matrix_from_sets(label_sets)
     expected = rows_one_at_a_time(label_sets)
     assert len(served) == 1 and served[0] is not None
-    assert served[0][1] == len(names)  # five objects, four labels: "tag1" twice
+    assert len(served[0][1]) == len(names)  # five objects, four labels: "tag1" twice
     assert result.labels == expected.labels == ("7", "tag0", "tag1", "x y")
     assert np.array_equal(result.matrix, expected.matrix)
 
@@ -452,7 +452,7 @@ def test_label_sets_of_fresh_objects_are_not_read_by_identity(monkeypatch):
 
     # Each cell its own object (split text): the sample sees no repeats, no pointer is hashed.
     label_sets = [f"a;b{k % 3};c".split(";") for k in range(20_000)]
-    monkeypatch.setattr(_label_matrix, "codes_by_identity", None)
+    monkeypatch.setattr(_label_matrix, "objects_by_identity", None)
     assert pystratum.label_matrix_from_sets(label_sets).labels == ("a", "b0", "b1", "b2", "c")
 
 
