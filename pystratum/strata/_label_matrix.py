@@ -25,6 +25,7 @@ from ..base._optional import require_torch
 from ..base._validation import show
 from ._encode import _arrow_modules, is_dataframe, objects_by_identity
 from ._labels import label_key
+from ._object_identity import objects_repeat
 
 __all__ = ["LabelMatrix", "label_matrix", "label_matrix_from_sets"]
 
@@ -630,10 +631,11 @@ def _row_lengths(rows):
 
 
 def _cells_repeat_objects(rows):
-    """Whether a sample of rows shows cells repeating a few objects (not fresh ones per cell)."""
+    """Whether a sample of rows shows cells repeating a few objects (not fresh ones per cell),
+    by ``_object_identity``'s rule, before any pass over every cell."""
     step = max(1, len(rows) // _IDENTITY_SAMPLE_ROWS)
-    sampled = list(map(id, itertools.chain.from_iterable(rows[::step])))
-    return bool(sampled) and len(set(sampled)) <= _IDENTITY_MAX_DISTINCT_SHARE * len(sampled)
+    sampled = np.fromiter(map(id, itertools.chain.from_iterable(rows[::step])), dtype=np.intp)
+    return sampled.shape[0] > 0 and objects_repeat(sampled)
 
 
 def _cells_by_identity(rows, n_cells):
@@ -680,9 +682,8 @@ def _str_cells_by_arrow(rows):
     return np.diff(offsets).astype(np.int64), (encoded.dictionary.to_pylist(), codes)
 
 
-# Rows sampled to decide whether cells repeat objects; at most this share of them distinct.
+# Rows sampled to decide whether cells repeat objects.
 _IDENTITY_SAMPLE_ROWS = 1024
-_IDENTITY_MAX_DISTINCT_SHARE = 1 / 16
 
 
 def _plain_label_positions(cells, labels):

@@ -422,7 +422,7 @@ def test_label_sets_read_by_identity_equal_the_row_by_row_path(pool, rows, given
         except TypeError:
             label_sets.append(cells)
     # Always by identity.
-    assert_as_row_by_row(label_sets, given_labels, _IDENTITY_MAX_DISTINCT_SHARE=1.0)
+    assert_as_row_by_row(label_sets, given_labels, objects_repeat=lambda ids: True)
 
 
 def test_label_sets_repeating_a_few_objects_are_read_by_identity(monkeypatch):
@@ -499,7 +499,7 @@ def test_label_sets_read_by_pyarrow_equal_the_row_by_row_path(rows, odd_row, wit
     real = _label_matrix._str_cells_by_arrow
     # pyarrow at any size, never by identity.
     if assert_as_row_by_row(
-            label_sets, given_labels, _ARROW_MIN_ROWS=0, _IDENTITY_MAX_DISTINCT_SHARE=0.0,
+            label_sets, given_labels, _ARROW_MIN_ROWS=0, objects_repeat=lambda ids: False,
             _str_cells_by_arrow=lambda rows: served.append(real(rows)) or served[-1]) is None:
         return
     plain = all(type(entry) in (list, tuple, set) for entry in label_sets) and \
