@@ -493,6 +493,8 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
         label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
     if not rows:
         raise ValueError(f"{name} has 0 rows; pass one set of labels per data row.")
+    if isinstance(labels, Iterator):  # read once: the row-by-row path may need it after
+        labels = list(labels)
     matrix = _matrix_of_plain_sets(rows, labels, name)
     if matrix is not None:
         return matrix
@@ -703,10 +705,10 @@ def _plain_label_positions(cells, labels):
         return None
     if labels is None:
         columns = sorted(found, key=label_key)
-    elif isinstance(labels, (list, tuple)):  # not an iterator the row-by-row path reads again
-        columns = list(labels)
-    else:
+    elif isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
         return None
+    else:
+        columns = list(labels)
     texts = [label_key(label) for label in columns]
     if not columns or len(set(texts)) < len(texts):
         return None

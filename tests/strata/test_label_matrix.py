@@ -456,6 +456,24 @@ def test_label_sets_of_fresh_objects_are_not_read_by_identity(monkeypatch):
     assert pystratum.label_matrix_from_sets(label_sets).labels == ("a", "b0", "b1", "b2", "c")
 
 
+def test_labels_given_as_an_array_or_index_are_read_in_one_pass(monkeypatch):
+    from pystratum.strata import _label_matrix
+
+    label_sets = [["b", "a"], [], ["c"]] * 10
+    expected = rows_one_at_a_time(label_sets, ["c", "a", "b"])
+    real = _label_matrix._matrix_of_plain_sets
+    served = []
+    monkeypatch.setattr(_label_matrix, "_matrix_of_plain_sets",
+                        lambda *args: served.append(real(*args)) or served[-1])
+    for labels in (np.array(["c", "a", "b"], dtype=object), pd.Index(["c", "a", "b"]),
+                   ("c", "a", "b"), iter(["c", "a", "b"])):
+        served.clear()
+        result = pystratum.label_matrix_from_sets(label_sets, labels)
+        assert served[0] is not None, type(labels)  # the one-pass path, not row by row
+        assert result.labels == expected.labels
+        assert np.array_equal(result.matrix, expected.matrix)
+
+
 class Colour(str, enum.Enum):
     """A str subclass pyarrow reads by its value ("red") while str() writes "Colour.RED"."""
 
