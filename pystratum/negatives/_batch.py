@@ -84,9 +84,8 @@ class _BatchRows:
         log_q[:n] = 0.0
         weight[:n] = 1.0
         # Same arithmetic as R (log w_i - log free, weight exp(-log_q) / k, the C library's exp
-        # and log: ._libm), so
-        # the values agree bit for bit; per-user terms are computed once per
-        # user (at construction) and copied to the k rows of each positive.
+        # and log: ._libm), so the values agree bit for bit; per-user terms are computed once
+        # per user (at construction) and copied to the k rows of each positive.
         if self.pair_with == "user":
             terms = np.take(self._user_terms, user[:n])
             _fill_columns(log_q[n:], -terms.real, k)

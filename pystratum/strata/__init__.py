@@ -1,8 +1,8 @@
 """Strata: any accepted input form -> one integer code per row, the labels, the sizes.
 
 * ``_encode``: the input forms (see docs/INPUTS.md), encoding by equality, missing values refused;
-* ``_object_identity``: the rows of an object array holding the same object (pointers hashed as
-  integers), so ``_encode`` compares only the distinct objects by value;
+* ``_object_identity``: an object array's pointers as integers, and whether its rows repeat a few
+  objects, so ``_encode`` numbers rows by identity and compares only the distinct objects by value;
 * ``_label_matrix``: label matrices (rows x labels of 0/1) for multi-label policies, from
   arrays, tensors, DataFrames, scipy.sparse or label sets per row;
 * ``_labels``: how a label reads as text (for people, and as a policy's key, as in R);

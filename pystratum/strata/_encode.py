@@ -17,7 +17,7 @@ where pyarrow is installed (the ``arrow`` extra): the same codes and labels as
 the general paths (sorting or a Python dict), at integer speed; object arrays of
 Python ``str`` by ``pandas.factorize`` instead when the caller has loaded pandas
 (faster on Python objects, and hashing by Python's own ``==``); rows that repeat a few
-``str`` objects are numbered by object identity first (``_object_identity``), so only
+``str`` objects are numbered by object identity first (``objects_by_identity``), so only
 the distinct objects are compared by value.
 """
 
@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import kernels as kernel_gate
 from ._members import StratumMembers
-from ._object_identity import codes_by_identity
+from ._object_identity import object_pointers, objects_repeat
 from ..base._validation import show
 
 # Besides the encoder, the input predicates and the missing-value check are
@@ -645,11 +645,10 @@ def _encode_repeated_text_objects(values):
     code, and each label is the object of the first row holding its value. None (the caller's
     path decides) when the objects do not repeat or any distinct object is not exactly a
     ``str``."""
-    identified = codes_by_identity(values)
+    identified = objects_by_identity(values)
     if identified is None:
         return None
-    object_codes, n_objects = identified
-    objects = values[first_rows_of_codes(object_codes, n_objects)].tolist()
+    object_codes, objects = identified
     if set(map(type, objects)) != {str}:
         return None
     # Objects come in order of first row, so each value's first object is its first row's.
@@ -657,6 +656,39 @@ def _encode_repeated_text_objects(values):
     value_of_object = [value_codes.setdefault(text, len(value_codes)) for text in objects]
     rank, labels = _sorted_text_ranks(list(value_codes))
     return rank[np.asarray(value_of_object, dtype=np.int64)][object_codes], labels
+
+
+def objects_by_identity(values, *, sampled: bool = False):
+    """``(codes, objects)`` for a 1-D object array whose rows repeat the same objects, or None.
+
+    ``codes`` (int64) number the distinct objects by identity (their pointers hashed as
+    integers, see ``_object_identity``) in order of first row; ``objects`` are they, in that
+    order. None when a sample of rows shows mostly distinct objects (``sampled=True``: the
+    caller has looked already) or without pandas and pyarrow.
+    """
+    pointers = object_pointers(values)
+    if not sampled and not objects_repeat(pointers):
+        return None
+    hashed = _factorize_integers(pointers)
+    if hashed is None:
+        return None
+    codes, n_objects = hashed
+    return codes, values[first_rows_of_codes(codes, n_objects)].tolist()
+
+
+def _factorize_integers(integers):
+    """``(codes, n_distinct)``: first-appearance codes (int64) of integers, hashed in C by
+    pandas (when loaded) or pyarrow; None without both."""
+    pandas = _loaded_pandas()
+    if pandas is not None:
+        codes, uniques = pandas.factorize(integers)
+        return codes.astype(np.int64, copy=False), len(uniques)
+    modules = _arrow_modules()
+    if modules is None:
+        return None
+    pa, pc = modules
+    encoded = pc.dictionary_encode(pa.array(integers))
+    return arrow_integers(encoded.indices).astype(np.int64), len(encoded.dictionary)
 
 
 def _factorize_objects(values):

@@ -23,9 +23,9 @@ import numpy as np
 
 from ..base._optional import require_torch
 from ..base._validation import show
-from ._encode import _arrow_modules, first_rows_of_codes, is_dataframe
+from ._encode import _arrow_modules, is_dataframe, objects_by_identity
 from ._labels import label_key
-from ._object_identity import codes_by_identity
+from ._object_identity import objects_repeat
 
 __all__ = ["LabelMatrix", "label_matrix", "label_matrix_from_sets"]
 
@@ -493,6 +493,8 @@ def label_matrix_from_sets(label_sets, labels=None, *, name: str = "label_sets")
         label_sets.tolist() if hasattr(label_sets, "tolist") else list(label_sets)
     if not rows:
         raise ValueError(f"{name} has 0 rows; pass one set of labels per data row.")
+    if isinstance(labels, Iterator):  # read once: the row-by-row path may need it after
+        labels = list(labels)
     matrix = _matrix_of_plain_sets(rows, labels, name)
     if matrix is not None:
         return matrix
@@ -631,10 +633,11 @@ def _row_lengths(rows):
 
 
 def _cells_repeat_objects(rows):
-    """Whether a sample of rows shows cells repeating a few objects (not fresh ones per cell)."""
+    """Whether a sample of rows shows cells repeating a few objects (not fresh ones per cell),
+    by ``_object_identity``'s rule, before any pass over every cell."""
     step = max(1, len(rows) // _IDENTITY_SAMPLE_ROWS)
-    sampled = list(map(id, itertools.chain.from_iterable(rows[::step])))
-    return bool(sampled) and len(set(sampled)) <= _IDENTITY_MAX_DISTINCT_SHARE * len(sampled)
+    sampled = np.fromiter(map(id, itertools.chain.from_iterable(rows[::step])), dtype=np.intp)
+    return sampled.shape[0] > 0 and objects_repeat(sampled)
 
 
 def _cells_by_identity(rows, n_cells):
@@ -642,11 +645,11 @@ def _cells_by_identity(rows, n_cells):
     in order of first cell, and each cell's object number (pointers hashed as integers, see
     ``_object_identity``); None without a library to hash them."""
     cells = np.fromiter(itertools.chain.from_iterable(rows), dtype=object, count=n_cells)
-    identified = codes_by_identity(cells, sampled=True)
+    identified = objects_by_identity(cells, sampled=True)
     if identified is None:
         return None
-    codes, n_objects = identified
-    return cells[first_rows_of_codes(codes, n_objects)].tolist(), codes
+    codes, objects = identified
+    return objects, codes
 
 
 # Below this many rows, reading the cells in Python costs less than loading pyarrow.
@@ -681,9 +684,8 @@ def _str_cells_by_arrow(rows):
     return np.diff(offsets).astype(np.int64), (encoded.dictionary.to_pylist(), codes)
 
 
-# Rows sampled to decide whether cells repeat objects; at most this share of them distinct.
+# Rows sampled to decide whether cells repeat objects.
 _IDENTITY_SAMPLE_ROWS = 1024
-_IDENTITY_MAX_DISTINCT_SHARE = 1 / 16
 
 
 def _plain_label_positions(cells, labels):
@@ -703,10 +705,10 @@ def _plain_label_positions(cells, labels):
         return None
     if labels is None:
         columns = sorted(found, key=label_key)
-    elif isinstance(labels, (list, tuple)):  # not an iterator the row-by-row path reads again
-        columns = list(labels)
-    else:
+    elif isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
         return None
+    else:
+        columns = list(labels)
     texts = [label_key(label) for label in columns]
     if not columns or len(set(texts)) < len(texts):
         return None

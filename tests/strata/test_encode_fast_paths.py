@@ -23,6 +23,7 @@ from pystratum import plan_batches
 from pystratum.policies import MinPerStratum
 from pystratum.strata import _encode, _object_identity
 from pystratum.strata._encode import encode_strata
+from _strategies import Text, equal_copy
 
 
 def encoded_both_ways(strata, monkeypatch, hasher="pandas"):
@@ -105,10 +106,6 @@ HASHERS = ["pandas", "pyarrow"]
 def test_hashed_paths_equal_the_general_paths(values, form, hasher):
     with pytest.MonkeyPatch.context() as monkeypatch:
         assert_same(*encoded_both_ways(as_form(values, form), monkeypatch, hasher))
-
-
-class Text(str):
-    """A str subclass: equal to its str, but a label of its own type where it comes first."""
 
 
 @given(values=st.lists(st.one_of(TEXT, TEXT.map(Text), st.integers(-3, 3), st.binary(max_size=2),
@@ -230,12 +227,7 @@ def test_pyarrow_integer_columns_equal_the_general_paths(values, unused, chunked
 # Object arrays that repeat a few objects are numbered by identity first (their pointers
 # hashed as integers), then the distinct objects by value: hostile pools of objects, each
 # row one of them, must give the general path's codes, labels and errors.
-def _equal_copy(text):
-    """An equal str that is another object (CPython shares only the empty and 1-char ones)."""
-    return (text + "!")[:-1]
-
-
-STR_OBJECTS = st.one_of(TEXT, TEXT.map(_equal_copy))
+STR_OBJECTS = st.one_of(TEXT, TEXT.map(equal_copy))
 POOL_OBJECTS = st.one_of(
     STR_OBJECTS, TEXT.map(Text), st.binary(max_size=2), st.integers(-3, 3),
     st.sampled_from([1.0, True, None, float("nan"), pd.NA, np.nan]))
@@ -245,7 +237,7 @@ POOL_OBJECTS = st.one_of(
 @given(pool=st.one_of(st.lists(STR_OBJECTS, min_size=1, max_size=6),
                       st.lists(POOL_OBJECTS, min_size=1, max_size=6)),
        rows=st.lists(st.integers(0, 5), min_size=1, max_size=60),
-       layout=st.sampled_from(["contiguous", "every other row", "reversed"]),
+       layout=st.sampled_from(["contiguous", "every other row", "reversed", "read-only"]),
        hasher=st.sampled_from(HASHERS))
 def test_repeated_objects_equal_the_general_path(pool, rows, layout, hasher):
     objects = [pool[k % len(pool)] for k in rows]
@@ -258,6 +250,7 @@ def test_repeated_objects_equal_the_general_path(pool, rows, layout, hasher):
         strata = np.empty(len(objects), dtype=object)
         strata[:] = objects[::-1] if layout == "reversed" else objects
         strata = strata[::-1] if layout == "reversed" else strata
+        strata.flags.writeable = layout != "read-only"
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(_object_identity, "_MAX_DISTINCT_SHARE", 1.0)  # always by identity
         try:
@@ -275,12 +268,11 @@ def test_repeated_objects_equal_the_general_path(pool, rows, layout, hasher):
 
 @pytest.mark.parametrize("hasher", HASHERS)
 def test_rows_repeating_a_few_str_objects_are_numbered_by_identity(hasher, monkeypatch):
-    names = np.array(["b", "a", "c\x00", "é", _equal_copy("ab"), "ab"], dtype=object)
+    names = np.array(["b", "a", "c\x00", "é", equal_copy("ab"), "ab"], dtype=object)
     strata = names[np.random.default_rng(5).integers(0, len(names), 50_000)]
     general = encode_strata(strata.tolist())  # a list: the general path
     if hasher == "pyarrow":
         monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
-        monkeypatch.setattr(_object_identity, "_loaded_pandas", lambda: None)
     # Hashing each row's value is not needed: only the six objects are compared.
     monkeypatch.setattr(_encode, "_factorize_objects", None)
     assert_same(encode_strata(strata), general)
@@ -291,15 +283,15 @@ def test_fresh_objects_per_row_are_hashed_by_value(monkeypatch):
     # One object per row (numpy's astype(object)): the sample sees no repeats, so the
     # pointers are not hashed at all.
     strata = np.random.default_rng(6).choice(["x", "yy", "zzz"], 50_000).astype(object)
-    monkeypatch.setattr(_object_identity, "_hash_integers", None)
+    monkeypatch.setattr(_encode, "_factorize_integers", None)
     assert encode_strata(strata).labels == ("x", "yy", "zzz")
 
 
 def test_repeated_objects_without_a_hashing_library_take_the_general_path(monkeypatch):
-    names = np.array(["b", "a", _equal_copy("ab"), "ab"], dtype=object)
+    names = np.array(["b", "a", equal_copy("ab"), "ab"], dtype=object)
     strata = names[np.random.default_rng(7).integers(0, len(names), 40_000)]
     general = encode_strata(strata.tolist())
-    monkeypatch.setattr(_object_identity, "_loaded_pandas", lambda: None)
+    monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow fails
-    assert _object_identity.codes_by_identity(strata) is None
+    assert _encode.objects_by_identity(strata) is None
     assert_same(encode_strata(strata), general)

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import pystratum
 from pystratum.strata._label_matrix import value_text
+from _strategies import Text, equal_copy
 
 NUMERIC_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                   "uint64", "float16", "float32", "float64"]
@@ -335,6 +336,30 @@ def rows_one_at_a_time(label_sets, labels=None):
         return pystratum.label_matrix_from_sets(label_sets, labels)
 
 
+def assert_as_row_by_row(label_sets, given_labels, **patches):
+    """label_matrix_from_sets, with ``patches`` set on ``_label_matrix``, gives the row-by-row
+    path's labels, matrix and dtype, or its refusal (same type, same message; then None)."""
+    from pystratum.strata import _label_matrix
+
+    try:
+        expected = rows_one_at_a_time(label_sets, given_labels)
+    except (TypeError, ValueError) as error:
+        expected = error
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in patches.items():
+            patch.setattr(_label_matrix, name, value)
+        try:
+            result = pystratum.label_matrix_from_sets(label_sets, given_labels)
+        except (TypeError, ValueError) as error:
+            assert type(error) is type(expected) and str(error) == str(expected)
+            return None
+    assert not isinstance(expected, Exception), expected
+    assert result.labels == expected.labels
+    assert result.matrix.dtype == expected.matrix.dtype
+    assert np.array_equal(result.matrix, expected.matrix)
+    return result
+
+
 @settings(max_examples=200)
 @given(rows=st.lists(st.tuples(st.lists(MIXED_LABELS, max_size=4),
                                st.sampled_from([list, tuple, set, frozenset])),
@@ -347,17 +372,7 @@ def test_label_sets_in_one_pass_equal_the_row_by_row_path(rows, given_labels):
             label_sets.append(kind(cells))
         except TypeError:
             label_sets.append(list(cells))
-    try:
-        expected = rows_one_at_a_time(label_sets, given_labels)
-    except (TypeError, ValueError) as error:
-        with pytest.raises(type(error)) as raised:
-            pystratum.label_matrix_from_sets(label_sets, given_labels)
-        assert str(raised.value) == str(error)
-        return
-    result = pystratum.label_matrix_from_sets(label_sets, given_labels)
-    assert result.labels == expected.labels
-    assert result.matrix.dtype == expected.matrix.dtype
-    assert np.array_equal(result.matrix, expected.matrix)
+    assert_as_row_by_row(label_sets, given_labels)
 
 
 def test_label_sets_past_the_cell_limit_are_refused_as_row_by_row(monkeypatch):
@@ -383,24 +398,15 @@ def test_labels_given_as_an_iterator_are_read_once():
         [[True], [False]]
 
 
-class Text(str):
-    """A str subclass: equal to its str, so only the row-by-row path may decide its label."""
-
-
-def _equal_copy(text):
-    """An equal str that is another object (CPython shares only the empty and 1-char ones)."""
-    return (text + "!")[:-1]
-
-
 # Rows drawn from a small pool of objects, so that cells repeat objects and are read by
 # identity (pointers hashed, then the distinct objects compared): equal texts held by
 # different objects, str subclasses and every hostile cell above among them.
-POOL_LABELS = st.one_of(MIXED_LABELS, st.sampled_from(["ab", "z z", "tag"]).map(_equal_copy),
+POOL_LABELS = st.one_of(MIXED_LABELS, st.sampled_from(["ab", "z z", "tag"]).map(equal_copy),
                         st.sampled_from(["ab", "a"]).map(Text))
 
 
 @settings(max_examples=200)
-@given(pool=st.one_of(st.lists(st.sampled_from(["ab", "z z", "tag"]).map(_equal_copy),
+@given(pool=st.one_of(st.lists(st.sampled_from(["ab", "z z", "tag"]).map(equal_copy),
                                min_size=1, max_size=5),
                       st.lists(POOL_LABELS, min_size=1, max_size=5)),
        rows=st.lists(st.tuples(st.lists(st.integers(0, 4), max_size=4),
@@ -408,8 +414,6 @@ POOL_LABELS = st.one_of(MIXED_LABELS, st.sampled_from(["ab", "z z", "tag"]).map(
                      min_size=1, max_size=8),
        given_labels=st.one_of(st.none(), st.lists(POOL_LABELS, max_size=6)))
 def test_label_sets_read_by_identity_equal_the_row_by_row_path(pool, rows, given_labels):
-    from pystratum.strata import _label_matrix
-
     label_sets = []
     for picks, kind in rows:
         cells = [pool[k % len(pool)] for k in picks]
@@ -417,41 +421,28 @@ def test_label_sets_read_by_identity_equal_the_row_by_row_path(pool, rows, given
             label_sets.append(kind(cells))
         except TypeError:
             label_sets.append(cells)
-    try:
-        expected = rows_one_at_a_time(label_sets, given_labels)
-    except (TypeError, ValueError) as error:
-        expected = error
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_label_matrix, "_IDENTITY_MAX_DISTINCT_SHARE", 1.0)  # always by identity
-        try:
-            result = pystratum.label_matrix_from_sets(label_sets, given_labels)
-        except (TypeError, ValueError) as error:
-            assert type(error) is type(expected) and str(error) == str(expected)
-            return
-    assert not isinstance(expected, Exception), expected
-    assert result.labels == expected.labels
-    assert result.matrix.dtype == expected.matrix.dtype
-    assert np.array_equal(result.matrix, expected.matrix)
+    # Always by identity.
+    assert_as_row_by_row(label_sets, given_labels, objects_repeat=lambda ids: True)
 
 
 def test_label_sets_repeating_a_few_objects_are_read_by_identity(monkeypatch):
     from pystratum.strata import _label_matrix
 
-    names = ["tag0", "tag1", _equal_copy("tag1"), 7, "x y"]
+    names = ["tag0", "tag1", equal_copy("tag1"), 7, "x y"]
     picks = np.random.default_rng(8).random((20_000, len(names))) < 0.3
     label_sets = [[names[k] for k in np.flatnonzero(row)] for row in picks]
     served = []
-    real = _label_matrix.codes_by_identity
+    real = _label_matrix.objects_by_identity
 
     def counted(cells, **options):
         served.append(real(cells, **options))
         return served[-1]
 
-    monkeypatch.setattr(_label_matrix, "codes_by_identity", counted)
+    monkeypatch.setattr(_label_matrix, "objects_by_identity", counted)
     result = pystratum.label_matrix_from_sets(label_sets)
     expected = rows_one_at_a_time(label_sets)
     assert len(served) == 1 and served[0] is not None
-    assert served[0][1] == len(names)  # five objects, four labels: "tag1" twice
+    assert len(served[0][1]) == len(names)  # five objects, four labels: "tag1" twice
     assert result.labels == expected.labels == ("7", "tag0", "tag1", "x y")
     assert np.array_equal(result.matrix, expected.matrix)
 
@@ -461,8 +452,26 @@ def test_label_sets_of_fresh_objects_are_not_read_by_identity(monkeypatch):
 
     # Each cell its own object (split text): the sample sees no repeats, no pointer is hashed.
     label_sets = [f"a;b{k % 3};c".split(";") for k in range(20_000)]
-    monkeypatch.setattr(_label_matrix, "codes_by_identity", None)
+    monkeypatch.setattr(_label_matrix, "objects_by_identity", None)
     assert pystratum.label_matrix_from_sets(label_sets).labels == ("a", "b0", "b1", "b2", "c")
+
+
+def test_labels_given_as_an_array_or_index_are_read_in_one_pass(monkeypatch):
+    from pystratum.strata import _label_matrix
+
+    label_sets = [["b", "a"], [], ["c"]] * 10
+    expected = rows_one_at_a_time(label_sets, ["c", "a", "b"])
+    real = _label_matrix._matrix_of_plain_sets
+    served = []
+    monkeypatch.setattr(_label_matrix, "_matrix_of_plain_sets",
+                        lambda *args: served.append(real(*args)) or served[-1])
+    for labels in (np.array(["c", "a", "b"], dtype=object), pd.Index(["c", "a", "b"]),
+                   ("c", "a", "b"), iter(["c", "a", "b"])):
+        served.clear()
+        result = pystratum.label_matrix_from_sets(label_sets, labels)
+        assert served[0] is not None, type(labels)  # the one-pass path, not row by row
+        assert result.labels == expected.labels
+        assert np.array_equal(result.matrix, expected.matrix)
 
 
 class Colour(str, enum.Enum):
@@ -476,7 +485,7 @@ class Colour(str, enum.Enum):
 NOT_PLAIN_STR = st.sampled_from([b"ab", bytearray(b"red"), memoryview(b"tag"), np.str_("ab"),
                                  np.bytes_(b"ab"), Text("ab"), Colour.RED, "\ud800", None, 1,
                                  True, 2.5, float("nan"), ("ab",), "red"])
-FRESH_TEXT = st.sampled_from(["ab", "z z", "red", "", "\u00e9", "Colour.RED"]).map(_equal_copy)
+FRESH_TEXT = st.sampled_from(["ab", "z z", "red", "", "\u00e9", "Colour.RED"]).map(equal_copy)
 MOSTLY_FRESH_TEXT = st.one_of(FRESH_TEXT, FRESH_TEXT, FRESH_TEXT, NOT_PLAIN_STR)
 
 
@@ -504,26 +513,13 @@ def test_label_sets_read_by_pyarrow_equal_the_row_by_row_path(rows, odd_row, wit
             label_sets.append(list(cells))
     if with_odd_row:
         label_sets.append(odd_row)
-    try:
-        expected = rows_one_at_a_time(label_sets, given_labels)
-    except (TypeError, ValueError) as error:
-        expected = error
     served = []
     real = _label_matrix._str_cells_by_arrow
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_label_matrix, "_ARROW_MIN_ROWS", 0)
-        patch.setattr(_label_matrix, "_IDENTITY_MAX_DISTINCT_SHARE", 0.0)  # never by identity
-        patch.setattr(_label_matrix, "_str_cells_by_arrow",
-                      lambda rows: served.append(real(rows)) or served[-1])
-        try:
-            result = pystratum.label_matrix_from_sets(label_sets, given_labels)
-        except (TypeError, ValueError) as error:
-            assert type(error) is type(expected) and str(error) == str(expected)
-            return
-    assert not isinstance(expected, Exception), expected
-    assert result.labels == expected.labels
-    assert result.matrix.dtype == expected.matrix.dtype
-    assert np.array_equal(result.matrix, expected.matrix)
+    # pyarrow at any size, never by identity.
+    if assert_as_row_by_row(
+            label_sets, given_labels, _ARROW_MIN_ROWS=0, objects_repeat=lambda ids: False,
+            _str_cells_by_arrow=lambda rows: served.append(real(rows)) or served[-1]) is None:
+        return
     plain = all(type(entry) in (list, tuple, set) for entry in label_sets) and \
         {type(cell) for entry in label_sets for cell in entry} == {str} and \
         "\ud800" not in {cell for entry in label_sets for cell in entry}

@@ -12,7 +12,6 @@ from pystratum.torch import StratifiedBatchSampler
 from torchdata.stateful_dataloader import StatefulDataLoader
 
 
-
 @pytest.fixture(scope="module")
 def labels():
     return imbalanced_labels(500, 20, seed=1)

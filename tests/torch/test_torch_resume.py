@@ -13,8 +13,6 @@ from pystratum.torch import StratifiedBatchSampler
 
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-# torchdata 0.11 calls a torch function that torch 2.13 deprecates; not ours to fix.
-
 N_ROWS = 1000
 M = 3  # 30 positives -> 10 batches per epoch
 
