@@ -208,6 +208,8 @@ def test_loaders_that_cannot_be_unpacked_are_refused(parquet_dir, tmp_path):
         UnpackedBatches(DataLoader(grouped, batch_size=None, collate_fn=lambda item: item))
     with pytest.raises(ValueError, match=r"^loader must be built with batch_size=None"):
         UnpackedBatches(DataLoader(grouped, batch_size=2))
+    with pytest.raises(ValueError, match=r"^loader must be built with pin_memory=False"):
+        UnpackedBatches(DataLoader(grouped, batch_size=None, pin_memory=True))
     with pytest.raises(ValueError, match=r"^loader's dataset must send several batches per "
                                          r"message, got batches_per_message=1"):
         UnpackedBatches(DataLoader(dataset(parquet_dir, tmp_path / "loads.log"), batch_size=None))
