@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CheckedLoads", "checked_loads"]
+__all__ = ["CheckedLoads", "checked_loads", "schema_differences"]
 
 _TYPES = ("a pyarrow Table or RecordBatch, a numpy array (rows along axis 0) or a list (one "
           "item per row)")
@@ -119,17 +119,24 @@ def _mismatch(shard, kind, first_shard, first_kind) -> Exception:
             f"{_keys_text(kind[1])} but {there} returned samples {_keys_text(first_kind[1])}: "
             f"a batch mixing the two shards could not be collated. Give every sample the same "
             f"keys.")
-    schema, first_schema = kind[1], first_kind[1]
-    notes = [f"{name!r}: {first_schema.field(name).type} -> {schema.field(name).type}"
-             for name in first_schema.names if name in schema.names
-             and not schema.field(name).type.equals(first_schema.field(name).type)]
-    missing = [n for n in first_schema.names if n not in schema.names]
-    extra = [n for n in schema.names if n not in first_schema.names]
-    if missing:
-        notes.append(f"missing {missing}")
-    if extra:
-        notes.append(f"extra {extra}")
+    notes = schema_differences(first_kind[1], kind[1])
     return ValueError(
         f"{here} must return tables of one schema for every shard, but it differs from "
         f"{there}'s: {'; '.join(notes) or 'column order or nullability'}. Return the same "
         f"columns with the same types from load() for every shard (e.g. table.cast(schema)).")
+
+
+def schema_differences(first, schema) -> list:
+    """How Arrow schema ``schema`` differs from ``first`` in words: each shared column whose
+    type changed (``"'a': int64 -> double"``), then the columns missing and extra; empty when
+    only the column order or nullability differ."""
+    notes = [f"{name!r}: {first.field(name).type} -> {schema.field(name).type}"
+             for name in first.names if name in schema.names
+             and not schema.field(name).type.equals(first.field(name).type)]
+    missing = [n for n in first.names if n not in schema.names]
+    extra = [n for n in schema.names if n not in first.names]
+    if missing:
+        notes.append(f"missing {missing!r}")
+    if extra:
+        notes.append(f"extra {extra!r}")
+    return notes
