@@ -28,8 +28,8 @@ class BatchMessage:
     array, rows along axis 0), ``"list"`` (one list) or ``"items"`` (one
     item per batch, as served or transformed). ``bounds``: batch ``i`` is
     rows ``bounds[i] .. bounds[i + 1] - 1`` of the payload; ``rows`` and
-    ``weights`` (or None) are the batches' row positions and importance
-    weights end to end, cut by the same bounds.
+    ``weights`` (each None unless the dataset yields them) are the batches'
+    row positions and importance weights end to end, cut by the same bounds.
     """
 
     __slots__ = ("worker", "first", "bounds", "rows", "weights", "kind", "payload", "schema",
@@ -83,9 +83,10 @@ class BatchMessage:
 
 
 def pack_batches(worker: int, first: int, rows: list, served: list, weights: list | None,
-                 *, columns_only: bool = False) -> BatchMessage:
+                 *, columns_only: bool = False, with_rows: bool = True) -> BatchMessage:
     """One message holding the batches ``served`` (their row positions ``rows``, weights
-    ``weights`` or None), batches ``first ..`` of worker ``worker``'s run.
+    ``weights`` or None), batches ``first ..`` of worker ``worker``'s run; the row positions
+    travel only ``with_rows`` (otherwise they only cut the payload into batches).
 
     The payload is the cheapest form the served batches allow: numeric Arrow
     tables as one numpy array per column (pickled as plain buffers, about a
@@ -96,7 +97,7 @@ def pack_batches(worker: int, first: int, rows: list, served: list, weights: lis
     sizes = np.fromiter((r.shape[0] for r in rows), dtype=np.int64, count=len(rows))
     bounds = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(sizes, out=bounds[1:])
-    joined_rows = np.concatenate(rows)
+    joined_rows = np.concatenate(rows) if with_rows else None
     joined_weights = None if weights is None else np.concatenate(weights)
     kind, payload, schema = _join(served, columns_only)
     return BatchMessage(worker, first, bounds, joined_rows, joined_weights, kind, payload, schema)

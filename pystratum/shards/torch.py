@@ -169,7 +169,7 @@ class ShardBatchDataset(IterableDataset):
             bar = tqdm(total=len(run), initial=run.batches_yielded, unit="batch",
                        desc=f"epoch {run.epoch}")
         if self.batches_per_message > 1:
-            return _MessageRun(run, self.batches_per_message, self.transform,
+            return _MessageRun(run, self.batches_per_message, self.transform, self.with_rows,
                                self.with_weights, bar)
         return _ServedRun(run, self.transform, self.with_rows, self.with_weights, bar)
 
@@ -202,10 +202,11 @@ class _MessageRun:
     """The iterator one worker's run returns with ``batches_per_message > 1``: a
     :class:`~pystratum.shards._messages.BatchMessage` per ``G`` consecutive batches."""
 
-    def __init__(self, run, per_message, transform, with_weights, bar):
+    def __init__(self, run, per_message, transform, with_rows, with_weights, bar):
         self._run = run
         self._per_message = per_message
         self._transform = transform
+        self._with_rows = with_rows
         self._with_weights = with_weights
         self._bar = bar
 
@@ -233,7 +234,8 @@ class _MessageRun:
         if self._transform is not None and not tensors:
             served = [self._transform(_table(batch)) for batch in served]
         message = pack_batches(run.worker, first, rows, served, weights,
-                               columns_only=self._transform is not None)
+                               columns_only=self._transform is not None,
+                               with_rows=self._with_rows)
         if tensors and message.kind == "items":  # not numeric columns: transformed here
             message.payload = [table_tensors(_table(batch)) for batch in message.payload]
         if self._bar is not None:
@@ -372,7 +374,7 @@ class _Unpacked:
         self.message = message
         sizes = np.diff(message.bounds).tolist()
         # one split per array: a view per batch, cheaper than slicing batch by batch
-        self.rows = _tensor(message.rows).split(sizes)
+        self.rows = None if message.rows is None else _tensor(message.rows).split(sizes)
         self.weights = None if message.weights is None else _tensor(message.weights).split(sizes)
         self.columns = None
         if tensors and message.kind == "columns":

@@ -266,3 +266,15 @@ def test_any_stop_in_any_message_resumes_at_the_next_batch(sizes, data):
     resumed = unpacked()
     resumed.load_state_dict(state)
     assert head + [rows.tolist() for rows, _ in resumed] == batches
+
+
+@pytest.mark.parametrize("with_rows", [False, True])
+def test_row_positions_travel_only_when_the_dataset_yields_them(parquet_dir, tmp_path, with_rows):
+    grouped = dataset(parquet_dir, tmp_path / "loads.log", 4, with_rows=with_rows)
+    message = next(iter(grouped))  # what a loader worker sends
+    plan = [b.tolist() for b in grouped.batches.plans.plan(0)]
+    assert len(message) == 4
+    if with_rows:
+        assert message.rows.tolist() == [row for batch in plan[:4] for row in batch]
+    else:
+        assert message.rows is None  # not joined, pickled nor split for nothing
