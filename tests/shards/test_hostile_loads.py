@@ -26,6 +26,8 @@ FORMS = {
     "samples, other keys": lambda rows: [{"row": int(r), "y": 1} for r in rows],
     "samples, keys change": lambda rows: [{"row": int(r), **({"x": 1} if i else {"y": 1})}
                                           for i, r in enumerate(rows)],
+    "samples, key '1'": lambda rows: [{"row": int(r), "1": 1} for r in rows],
+    "samples, key 1": lambda rows: [{"row": int(r), 1: 1} for r in rows],
     "table": lambda rows: pa.table({"row": pa.array(rows, pa.int64())}),
     "table, float": lambda rows: pa.table({"row": pa.array(rows, pa.float64())}),
     "table, extra column": lambda rows: pa.table({"row": pa.array(rows, pa.int64()),
@@ -87,6 +89,10 @@ def test_hostile_loads_are_served_right_or_refused_naming_the_reader(forms, data
     ("samples", "samples, other keys", ValueError,
      r"^reader.load\(1\) must return samples of one kind for every shard, got samples with keys "
      r"\['row', 'y'\] but reader.load\(0\) returned samples with keys \['row', 'x'\]"),
+    # Keys 1 and "1" are different keys to a collate function: not the same kind of sample.
+    ("samples, key '1'", "samples, key 1", ValueError,
+     r"^reader.load\(1\) must return samples of one kind for every shard, got samples with keys "
+     r"\['row', 1\] but reader.load\(0\) returned samples with keys \['1', 'row'\]"),
     ("table", "table, float", ValueError, r"^reader.load\(1\) must return tables of one schema "
                                           r"for every shard.*'row': int64 -> double"),
     ("table", "table, extra column", ValueError, r"extra \['z'\]"),
