@@ -55,6 +55,11 @@ def _kind(rows, shard):
     except ImportError:  # pragma: no cover - exercised only without pyarrow
         pa = None
     if pa is not None and isinstance(rows, (pa.Table, pa.RecordBatch)):
+        if rows.num_columns == 0:
+            raise ValueError(
+                f"reader.load({shard}) must return a table with at least one column, got "
+                f"{rows.num_rows} rows and no column: pyarrow's take and concat_tables drop the "
+                f"rows of a table without columns. Load at least one column.")
         return ("table", rows.schema.remove_metadata())
     if isinstance(rows, np.ndarray):
         if rows.ndim == 0:

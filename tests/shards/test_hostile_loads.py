@@ -110,3 +110,21 @@ def test_a_shard_unlike_the_first_is_refused_naming_both_and_the_fix(first, seco
     with pytest.raises(error, match=match):  # nothing of the shard was kept: refused again
         server.serve([5])
 
+
+
+
+class ColumnlessShards:
+    """Tables of rows without a column (``table.select([])``): rows that are only a count."""
+
+    shard_sizes = np.array([3, 4])
+
+    def load(self, shard):
+        return pa.table({"a": np.zeros(int(self.shard_sizes[shard]))}).select([])
+
+
+def test_tables_without_columns_are_refused_not_served_empty():
+    # pyarrow's take and concat_tables return no row of a table without columns: a batch of
+    # them was served with 0 rows.
+    with pytest.raises(ValueError, match=r"^reader.load\(0\) must return a table with at least "
+                                         r"one column, got 3 rows and no column"):
+        BatchServer(ColumnlessShards()).serve([0, 4, 6, 6])
