@@ -168,10 +168,7 @@ class ShardBatchDataset(IterableDataset):
                     from None
             bar = tqdm(total=len(run), initial=run.batches_yielded, unit="batch",
                        desc=f"epoch {run.epoch}")
-        if self.batches_per_message > 1:
-            return _MessageRun(run, self.batches_per_message, self.transform, self.with_rows,
-                               self.with_weights, bar)
-        return _ServedRun(run, self.transform, self.with_rows, self.with_weights, bar)
+        return (_MessageRun if self.batches_per_message > 1 else _ServedRun)(run, self, bar)
 
     def state_dict(self) -> dict:
         """Where this process's run stands (see :meth:`ShardedBatches.state_dict`).
@@ -198,26 +195,53 @@ class ShardBatchDataset(IterableDataset):
             self._shared_epoch[0] = self.batches.epoch
 
 
-class _MessageRun:
-    """The iterator one worker's run returns with ``batches_per_message > 1``: a
-    :class:`~pystratum.shards._messages.BatchMessage` per ``G`` consecutive batches."""
+class _RunItems:
+    """The iterator one worker's run returns: the dataset's items (``_next_item()`` gives one
+    and the batches it holds), the progress bar moved by batches and closed at the end."""
 
-    def __init__(self, run, per_message, transform, with_rows, with_weights, bar):
+    def __init__(self, run, dataset, bar):
         self._run = run
-        self._per_message = per_message
-        self._transform = transform
-        self._with_rows = with_rows
-        self._with_weights = with_weights
+        self._dataset = dataset
         self._bar = bar
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        run = self._run
+        try:
+            item, batches = self._next_item()
+        except StopIteration:
+            if self._bar is not None:
+                self._bar.close()
+            raise
+        if self._bar is not None:
+            self._bar.update(batches)
+        return item
+
+
+class _ServedRun(_RunItems):
+    """One batch per item: the batch converted, with its rows and weights when asked."""
+
+    def _next_item(self):
+        run, dataset = self._run, self._dataset
+        rows, batch = next(run)
+        if dataset.transform is not None:
+            batch = dataset.transform(batch)
+        item = (torch.as_tensor(rows), batch) if dataset.with_rows else (batch,)
+        if dataset.with_weights:
+            item += (torch.from_numpy(run.weights(run.batches_yielded - 1)),)
+        return (item if len(item) > 1 else batch), 1
+
+
+class _MessageRun(_RunItems):
+    """``batches_per_message > 1``: a :class:`~pystratum.shards._messages.BatchMessage` per
+    ``G`` consecutive batches."""
+
+    def _next_item(self):
+        run, dataset = self._run, self._dataset
         first = run.batches_yielded
-        rows, served, weights = [], [], [] if self._with_weights else None
-        for _ in range(self._per_message):
+        rows, served, weights = [], [], [] if dataset.with_weights else None
+        for _ in range(dataset.batches_per_message):
             try:
                 batch_rows, batch = next(run)  # batch by batch: the cache sees what G=1 does
             except StopIteration:
@@ -227,20 +251,16 @@ class _MessageRun:
             if weights is not None:
                 weights.append(run.weights(run.batches_yielded - 1))
         if not rows:
-            if self._bar is not None:
-                self._bar.close()
             raise StopIteration
-        tensors = self._transform is table_tensors
-        if self._transform is not None and not tensors:
-            served = [self._transform(_table(batch)) for batch in served]
+        transform = dataset.transform
+        tensors = transform is table_tensors
+        if transform is not None and not tensors:
+            served = [transform(_table(batch)) for batch in served]
         message = pack_batches(run.worker, first, rows, served, weights,
-                               columns_only=self._transform is not None,
-                               with_rows=self._with_rows)
+                               columns_only=transform is not None, with_rows=dataset.with_rows)
         if tensors and message.kind == "items":  # not numeric columns: transformed here
             message.payload = [table_tensors(_table(batch)) for batch in message.payload]
-        if self._bar is not None:
-            self._bar.update(len(rows))
-        return message
+        return message, len(rows)
 
 
 def _table(batch):
@@ -402,33 +422,3 @@ class _Unpacked:
 def _tensor(array: np.ndarray) -> torch.Tensor:
     # Arrays unpickled from a message are read-only; torch wants writable memory it owns.
     return torch.from_numpy(array if array.flags.writeable else array.copy())
-
-
-class _ServedRun:
-    """The iterator one worker's run returns: batches converted, the progress bar moved."""
-
-    def __init__(self, run, transform, with_rows, with_weights, bar):
-        self._run = run
-        self._transform = transform
-        self._with_rows = with_rows
-        self._with_weights = with_weights
-        self._bar = bar
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        try:
-            rows, batch = next(self._run)
-        except StopIteration:
-            if self._bar is not None:
-                self._bar.close()
-            raise
-        if self._bar is not None:
-            self._bar.update(1)
-        if self._transform is not None:
-            batch = self._transform(batch)
-        item = (torch.as_tensor(rows), batch) if self._with_rows else (batch,)
-        if self._with_weights:
-            item += (torch.from_numpy(self._run.weights(self._run.batches_yielded - 1)),)
-        return item if len(item) > 1 else batch
