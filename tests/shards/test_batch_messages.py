@@ -3,7 +3,6 @@ order, as one batch per message; resume at any batch; real loaders, workers and 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
