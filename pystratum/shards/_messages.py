@@ -12,6 +12,8 @@ batch), and the receiving side takes each batch from its worker's message.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ._reader import NumericColumns
@@ -19,6 +21,7 @@ from ._reader import NumericColumns
 __all__ = ["BatchMessage", "handout_order", "pack_batches", "worker_run_lengths"]
 
 
+@dataclass(eq=False, slots=True)
 class BatchMessage:
     """Batches ``first .. first + len(self) - 1`` of worker ``worker``'s run, in one payload.
 
@@ -30,30 +33,18 @@ class BatchMessage:
     rows ``bounds[i] .. bounds[i + 1] - 1`` of the payload; ``rows`` and
     ``weights`` (each None unless the dataset yields them) are the batches'
     row positions and importance weights end to end, cut by the same bounds.
+    What the receiver derives from it (tensors, a table over the columns) is
+    not part of it, so it travels as it was packed.
     """
 
-    __slots__ = ("worker", "first", "bounds", "rows", "weights", "kind", "payload", "schema",
-                 "_table")
-
-    def __init__(self, worker, first, bounds, rows, weights, kind, payload, schema=None):
-        self.worker = worker
-        self.first = first
-        self.bounds = bounds
-        self.rows = rows
-        self.weights = weights
-        self.kind = kind
-        self.payload = payload
-        self.schema = schema
-        self._table = None
-
-    def __getstate__(self):
-        return (self.worker, self.first, self.bounds, self.rows, self.weights, self.kind,
-                self.payload, self.schema)
-
-    def __setstate__(self, state):
-        (self.worker, self.first, self.bounds, self.rows, self.weights, self.kind,
-         self.payload, self.schema) = state
-        self._table = None
+    worker: int
+    first: int
+    bounds: np.ndarray
+    rows: np.ndarray | None
+    weights: np.ndarray | None
+    kind: str
+    payload: object
+    schema: object = None
 
     def __len__(self) -> int:
         return int(self.bounds.shape[0] - 1)
@@ -61,25 +52,6 @@ class BatchMessage:
     def __repr__(self) -> str:
         return (f"BatchMessage(worker={self.worker}, batches {self.first}.."
                 f"{self.first + len(self) - 1}, kind={self.kind!r})")
-
-    def span(self, i: int) -> tuple[int, int]:
-        return int(self.bounds[i]), int(self.bounds[i + 1])
-
-    def batch(self, i: int):
-        """Batch ``i`` of the message as the reader serves it (a ``pyarrow.Table`` for Arrow
-        data): the same rows, columns and types as one batch per message gives."""
-        if self.kind == "items":
-            return self.payload[i]
-        start, stop = self.span(i)
-        if self.kind == "columns":
-            if self._table is None:  # one table over the message's arrays, no copy
-                import pyarrow as pa
-
-                self._table = pa.Table.from_arrays(self.payload, schema=self.schema)
-            return self._table.slice(start, stop - start)
-        if self.kind == "table":
-            return self.payload.slice(start, stop - start)
-        return self.payload[start:stop]
 
 
 def pack_batches(worker: int, first: int, rows: list, served: list, weights: list | None,

@@ -386,9 +386,10 @@ class UnpackedBatches:
 
 
 class _Unpacked:
-    """A received message, its arrays made tensors once and split into per-batch views."""
+    """A received message, its arrays made tensors (or its columns one table) once and cut into
+    per-batch views."""
 
-    __slots__ = ("message", "rows", "weights", "columns")
+    __slots__ = ("message", "rows", "weights", "columns", "payload")
 
     def __init__(self, message, tensors):
         self.message = message
@@ -397,20 +398,35 @@ class _Unpacked:
         self.rows = None if message.rows is None else _tensor(message.rows).split(sizes)
         self.weights = None if message.weights is None else _tensor(message.weights).split(sizes)
         self.columns = None
-        if tensors and message.kind == "columns":
-            self.columns = [(name, _tensor(array).split(sizes))
-                            for name, array in zip(message.schema.names, message.payload)]
+        self.payload = message.payload
+        if message.kind == "columns":
+            if tensors:
+                self.columns = [(name, _tensor(array).split(sizes))
+                                for name, array in zip(message.schema.names, message.payload)]
+            else:  # one table over the message's arrays, no copy; batches are slices of it
+                import pyarrow as pa
+
+                self.payload = pa.Table.from_arrays(message.payload, schema=message.schema)
 
     def __len__(self) -> int:
         return len(self.message)
 
+    def batch(self, i: int):
+        """Batch ``i`` as the reader serves it (a ``pyarrow.Table`` for Arrow data): the same
+        rows, columns and types as one batch per message gives."""
+        if self.columns is not None:
+            return {name: views[i] for name, views in self.columns}
+        if self.message.kind == "items":
+            return self.payload[i]
+        start, stop = int(self.message.bounds[i]), int(self.message.bounds[i + 1])
+        if self.message.kind in ("columns", "table"):
+            return self.payload.slice(start, stop - start)
+        return self.payload[start:stop]
+
     def item(self, i, dataset):
         """Batch ``i`` as the loader's default conversion gives it with one batch per message
         (a tuple becomes a list; tensors, tables and dicts of tensors stay)."""
-        if self.columns is not None:
-            batch = {name: views[i] for name, views in self.columns}
-        else:
-            batch = self.message.batch(i)
+        batch = self.batch(i)
         if dataset.with_rows or dataset.with_weights:
             item = [self.rows[i], batch] if dataset.with_rows else [batch]
             if dataset.with_weights:
