@@ -7,6 +7,30 @@ import numpy as np
 from pystratum import plan_batches
 
 
+def labels_10_percent(n_rows: int = 4000) -> np.ndarray:
+    """0/1 labels, about one in ten a 1 (fixed seed): the loader tests' stored data."""
+    return (np.random.default_rng(5).random(n_rows) < 0.1).astype(np.int64)
+
+
+def interleave(runs):
+    """The order DataLoader yields its workers' items: one from each in turn, while they last."""
+    out = []
+    for j in range(max(len(r) for r in runs)):
+        out.extend(r[j] for r in runs if j < len(r))
+    return out
+
+
+def head_rows(batches, stop: int) -> list:
+    """The row positions (as lists) of the first ``stop`` items ``(rows, batch)`` of
+    ``batches``; the iteration is left there, so a state saved now resumes after them."""
+    head = []
+    for rows, _ in batches:
+        head.append(rows.tolist())
+        if len(head) == stop:
+            break
+    return head
+
+
 class ArrayShards:
     """A ShardReader over a numpy array cut into shards of ``sizes`` rows (rows = positions)."""
 

@@ -101,41 +101,52 @@ def ddp_shards_worker(config):
 
 
 def ddp_resume_worker(config):
-    """A gloo group: each rank serves part of an epoch through a StatefulDataLoader, then a
-    fresh loader on every rank resumes from rank 0's saved state (broadcast)."""
+    """A gloo group: each rank serves ``config["whole_epochs"]`` whole epochs (default none),
+    then part of epoch ``config["epoch"]``; a fresh loader on every rank resumes from rank 0's
+    saved state (broadcast). The loader is a StatefulDataLoader, or with
+    ``config["per_message"] > 1`` a DataLoader whose workers send that many batches per
+    message, read and resumed through UnpackedBatches (the stop then falls inside a message)."""
     from datetime import timedelta
 
     import torch.distributed as dist
+    from torch.utils.data import DataLoader
     from torchdata.stateful_dataloader import StatefulDataLoader
 
+    from _reader_data import head_rows
     from pystratum.policies import MinPerStratum
-    from pystratum.shards.torch import ShardBatchDataset
+    from pystratum.shards.torch import ShardBatchDataset, UnpackedBatches
     from pystratum.torch import StratifiedBatchSampler
 
     dist.init_process_group("gloo", init_method="env://", timeout=timedelta(seconds=60))
     try:
         labels = np.asarray(config["labels"])
+        per_message = config.get("per_message", 1)
 
         def loader():
             reader = ParquetShards(config["directory"], ["row"])
             sampler = StratifiedBatchSampler(labels, MinPerStratum(config["m"]), seed=config["seed"])
-            dataset = ShardBatchDataset(reader, sampler, with_rows=True)
+            dataset = ShardBatchDataset(reader, sampler, with_rows=True,
+                                        batches_per_message=per_message)
+            if per_message > 1:
+                return dataset, UnpackedBatches(DataLoader(dataset, batch_size=None,
+                                                           num_workers=config["num_workers"]))
             return dataset, StatefulDataLoader(dataset, batch_size=None,
                                                num_workers=config["num_workers"])
 
         dataset, first = loader()
+        whole = []
+        for epoch in range(config.get("whole_epochs", 0)):
+            dataset.set_epoch(epoch)
+            whole.append([rows.tolist() for rows, _ in first])
         dataset.set_epoch(config["epoch"])
-        head = []
-        for rows, _ in first:
-            head.append(rows.tolist())
-            if len(head) == config["stop"]:
-                break
+        head = head_rows(first, config["stop"])
         saved = [first.state_dict()]
         dist.broadcast_object_list(saved, src=0)  # rank 0's state resumes every rank
         dataset, resumed = loader()
         resumed.load_state_dict(saved[0])
         rest = [rows.tolist() for rows, _ in resumed]
         dist.barrier()
-        return {"rank": dist.get_rank(), "head": head, "rest": rest}
+        return {"rank": dist.get_rank(), "len": len(dataset), "whole": whole, "head": head,
+                "rest": rest}
     finally:
         dist.destroy_process_group()

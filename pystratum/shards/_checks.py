@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CheckedLoads", "checked_loads"]
+__all__ = ["CheckedLoads", "checked_loads", "schema_differences"]
 
 _TYPES = ("a pyarrow Table or RecordBatch, a numpy array (rows along axis 0) or a list (one "
           "item per row)")
@@ -55,6 +55,11 @@ def _kind(rows, shard):
     except ImportError:  # pragma: no cover - exercised only without pyarrow
         pa = None
     if pa is not None and isinstance(rows, (pa.Table, pa.RecordBatch)):
+        if rows.num_columns == 0:
+            raise ValueError(
+                f"reader.load({shard}) must return a table with at least one column, got "
+                f"{rows.num_rows} rows and no column: pyarrow's take and concat_tables drop the "
+                f"rows of a table without columns. Load at least one column.")
         return ("table", rows.schema.remove_metadata())
     if isinstance(rows, np.ndarray):
         if rows.ndim == 0:
@@ -76,17 +81,27 @@ def _kind(rows, shard):
 
 def _sample_keys(rows, shard):
     """The keys of a list's samples when they are dicts (all of them the same), else None."""
-    keys = None
-    for i, row in enumerate(rows):
-        mine = tuple(sorted(map(str, row))) if isinstance(row, dict) else None
-        if i == 0:
-            keys = mine
-        elif mine != keys:
-            raise ValueError(
-                f"reader.load({shard}) must return samples of one kind, got row {i} "
-                f"{_keys_text(mine)} but row 0 {_keys_text(keys)}: a batch of them could not "
-                f"be collated. Give every sample the same keys.")
-    return keys
+    if not rows:
+        return None
+    # One C-level comparison per row: a shard is checked at every load, so no sorting per row.
+    keys = rows[0].keys() if isinstance(rows[0], dict) else None
+    if keys is None:
+        odd = next((i for i, row in enumerate(rows) if isinstance(row, dict)), None)
+    else:
+        odd = next((i for i, row in enumerate(rows)
+                    if not isinstance(row, dict) or row.keys() != keys), None)
+    if odd is not None:
+        raise ValueError(
+            f"reader.load({shard}) must return samples of one kind, got row {odd} "
+            f"{_keys_text(_names(rows[odd]))} but row 0 {_keys_text(_names(rows[0]))}: a batch "
+            f"of them could not be collated. Give every sample the same keys.")
+    return _names(rows[0])
+
+
+def _names(row):
+    """A sample's keys, sorted (by repr: keys 1 and "1" differ, as collation sees them), or None
+    when it is not a dict."""
+    return tuple(sorted(row, key=repr)) if isinstance(row, dict) else None
 
 
 def _keys_text(keys) -> str:
@@ -119,17 +134,24 @@ def _mismatch(shard, kind, first_shard, first_kind) -> Exception:
             f"{_keys_text(kind[1])} but {there} returned samples {_keys_text(first_kind[1])}: "
             f"a batch mixing the two shards could not be collated. Give every sample the same "
             f"keys.")
-    schema, first_schema = kind[1], first_kind[1]
-    notes = [f"{name!r}: {first_schema.field(name).type} -> {schema.field(name).type}"
-             for name in first_schema.names if name in schema.names
-             and not schema.field(name).type.equals(first_schema.field(name).type)]
-    missing = [n for n in first_schema.names if n not in schema.names]
-    extra = [n for n in schema.names if n not in first_schema.names]
-    if missing:
-        notes.append(f"missing {missing}")
-    if extra:
-        notes.append(f"extra {extra}")
+    notes = schema_differences(first_kind[1], kind[1])
     return ValueError(
         f"{here} must return tables of one schema for every shard, but it differs from "
         f"{there}'s: {'; '.join(notes) or 'column order or nullability'}. Return the same "
         f"columns with the same types from load() for every shard (e.g. table.cast(schema)).")
+
+
+def schema_differences(first, schema) -> list:
+    """How Arrow schema ``schema`` differs from ``first`` in words: each shared column whose
+    type changed (``"'a': int64 -> double"``), then the columns missing and extra; empty when
+    only the column order or nullability differ."""
+    notes = [f"{name!r}: {first.field(name).type} -> {schema.field(name).type}"
+             for name in first.names if name in schema.names
+             and not schema.field(name).type.equals(first.field(name).type)]
+    missing = [n for n in first.names if n not in schema.names]
+    extra = [n for n in schema.names if n not in first.names]
+    if missing:
+        notes.append(f"missing {missing!r}")
+    if extra:
+        notes.append(f"extra {extra!r}")
+    return notes

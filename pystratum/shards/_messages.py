@@ -12,6 +12,8 @@ batch), and the receiving side takes each batch from its worker's message.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ._reader import NumericColumns
@@ -19,6 +21,7 @@ from ._reader import NumericColumns
 __all__ = ["BatchMessage", "handout_order", "pack_batches", "worker_run_lengths"]
 
 
+@dataclass(eq=False, slots=True)
 class BatchMessage:
     """Batches ``first .. first + len(self) - 1`` of worker ``worker``'s run, in one payload.
 
@@ -28,32 +31,20 @@ class BatchMessage:
     array, rows along axis 0), ``"list"`` (one list) or ``"items"`` (one
     item per batch, as served or transformed). ``bounds``: batch ``i`` is
     rows ``bounds[i] .. bounds[i + 1] - 1`` of the payload; ``rows`` and
-    ``weights`` (or None) are the batches' row positions and importance
-    weights end to end, cut by the same bounds.
+    ``weights`` (each None unless the dataset yields them) are the batches'
+    row positions and importance weights end to end, cut by the same bounds.
+    What the receiver derives from it (tensors, a table over the columns) is
+    not part of it, so it travels as it was packed.
     """
 
-    __slots__ = ("worker", "first", "bounds", "rows", "weights", "kind", "payload", "schema",
-                 "_table")
-
-    def __init__(self, worker, first, bounds, rows, weights, kind, payload, schema=None):
-        self.worker = worker
-        self.first = first
-        self.bounds = bounds
-        self.rows = rows
-        self.weights = weights
-        self.kind = kind
-        self.payload = payload
-        self.schema = schema
-        self._table = None
-
-    def __getstate__(self):
-        return (self.worker, self.first, self.bounds, self.rows, self.weights, self.kind,
-                self.payload, self.schema)
-
-    def __setstate__(self, state):
-        (self.worker, self.first, self.bounds, self.rows, self.weights, self.kind,
-         self.payload, self.schema) = state
-        self._table = None
+    worker: int
+    first: int
+    bounds: np.ndarray
+    rows: np.ndarray | None
+    weights: np.ndarray | None
+    kind: str
+    payload: object
+    schema: object = None
 
     def __len__(self) -> int:
         return int(self.bounds.shape[0] - 1)
@@ -62,30 +53,12 @@ class BatchMessage:
         return (f"BatchMessage(worker={self.worker}, batches {self.first}.."
                 f"{self.first + len(self) - 1}, kind={self.kind!r})")
 
-    def span(self, i: int) -> tuple[int, int]:
-        return int(self.bounds[i]), int(self.bounds[i + 1])
-
-    def batch(self, i: int):
-        """Batch ``i`` of the message as the reader serves it (a ``pyarrow.Table`` for Arrow
-        data): the same rows, columns and types as one batch per message gives."""
-        if self.kind == "items":
-            return self.payload[i]
-        start, stop = self.span(i)
-        if self.kind == "columns":
-            if self._table is None:  # one table over the message's arrays, no copy
-                import pyarrow as pa
-
-                self._table = pa.Table.from_arrays(self.payload, schema=self.schema)
-            return self._table.slice(start, stop - start)
-        if self.kind == "table":
-            return self.payload.slice(start, stop - start)
-        return self.payload[start:stop]
-
 
 def pack_batches(worker: int, first: int, rows: list, served: list, weights: list | None,
-                 *, columns_only: bool = False) -> BatchMessage:
+                 *, columns_only: bool = False, with_rows: bool = True) -> BatchMessage:
     """One message holding the batches ``served`` (their row positions ``rows``, weights
-    ``weights`` or None), batches ``first ..`` of worker ``worker``'s run.
+    ``weights`` or None), batches ``first ..`` of worker ``worker``'s run; the row positions
+    travel only ``with_rows`` (otherwise they only cut the payload into batches).
 
     The payload is the cheapest form the served batches allow: numeric Arrow
     tables as one numpy array per column (pickled as plain buffers, about a
@@ -96,7 +69,7 @@ def pack_batches(worker: int, first: int, rows: list, served: list, weights: lis
     sizes = np.fromiter((r.shape[0] for r in rows), dtype=np.int64, count=len(rows))
     bounds = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(sizes, out=bounds[1:])
-    joined_rows = np.concatenate(rows)
+    joined_rows = np.concatenate(rows) if with_rows else None
     joined_weights = None if weights is None else np.concatenate(weights)
     kind, payload, schema = _join(served, columns_only)
     return BatchMessage(worker, first, bounds, joined_rows, joined_weights, kind, payload, schema)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..base._validation import check_bool, check_choice, check_int, show
 from ..strata._parquet import _open_dataset, _ordered_fragments
+from ._checks import schema_differences
 
 __all__ = ["ParquetShards"]
 
@@ -218,16 +219,7 @@ class ParquetShards:
         concatenated and batches from different files would differ in type."""
         if schema.equals(first):
             return
-        differences = [f"{name!r}: {first.field(name).type} vs {schema.field(name).type}"
-                       for name in first.names
-                       if name in schema.names and not first.field(name).type.equals(
-                           schema.field(name).type)]
-        only_first = [n for n in first.names if n not in schema.names]
-        only_here = [n for n in schema.names if n not in first.names]
-        if only_first:
-            differences.append(f"missing {only_first!r}")
-        if only_here:
-            differences.append(f"extra {only_here!r}")
+        differences = schema_differences(first, schema)
         shared = [n for n in first.names if n in schema.names and first.field(n).type.equals(
             schema.field(n).type)]
         raise ValueError(

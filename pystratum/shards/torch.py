@@ -168,10 +168,7 @@ class ShardBatchDataset(IterableDataset):
                     from None
             bar = tqdm(total=len(run), initial=run.batches_yielded, unit="batch",
                        desc=f"epoch {run.epoch}")
-        if self.batches_per_message > 1:
-            return _MessageRun(run, self.batches_per_message, self.transform,
-                               self.with_weights, bar)
-        return _ServedRun(run, self.transform, self.with_rows, self.with_weights, bar)
+        return (_MessageRun if self.batches_per_message > 1 else _ServedRun)(run, self, bar)
 
     def state_dict(self) -> dict:
         """Where this process's run stands (see :meth:`ShardedBatches.state_dict`).
@@ -198,25 +195,53 @@ class ShardBatchDataset(IterableDataset):
             self._shared_epoch[0] = self.batches.epoch
 
 
-class _MessageRun:
-    """The iterator one worker's run returns with ``batches_per_message > 1``: a
-    :class:`~pystratum.shards._messages.BatchMessage` per ``G`` consecutive batches."""
+class _RunItems:
+    """The iterator one worker's run returns: the dataset's items (``_next_item()`` gives one
+    and the batches it holds), the progress bar moved by batches and closed at the end."""
 
-    def __init__(self, run, per_message, transform, with_weights, bar):
+    def __init__(self, run, dataset, bar):
         self._run = run
-        self._per_message = per_message
-        self._transform = transform
-        self._with_weights = with_weights
+        self._dataset = dataset
         self._bar = bar
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        run = self._run
+        try:
+            item, batches = self._next_item()
+        except StopIteration:
+            if self._bar is not None:
+                self._bar.close()
+            raise
+        if self._bar is not None:
+            self._bar.update(batches)
+        return item
+
+
+class _ServedRun(_RunItems):
+    """One batch per item: the batch converted, with its rows and weights when asked."""
+
+    def _next_item(self):
+        run, dataset = self._run, self._dataset
+        rows, batch = next(run)
+        if dataset.transform is not None:
+            batch = dataset.transform(batch)
+        item = (torch.as_tensor(rows), batch) if dataset.with_rows else (batch,)
+        if dataset.with_weights:
+            item += (torch.from_numpy(run.weights(run.batches_yielded - 1)),)
+        return (item if len(item) > 1 else batch), 1
+
+
+class _MessageRun(_RunItems):
+    """``batches_per_message > 1``: a :class:`~pystratum.shards._messages.BatchMessage` per
+    ``G`` consecutive batches."""
+
+    def _next_item(self):
+        run, dataset = self._run, self._dataset
         first = run.batches_yielded
-        rows, served, weights = [], [], [] if self._with_weights else None
-        for _ in range(self._per_message):
+        rows, served, weights = [], [], [] if dataset.with_weights else None
+        for _ in range(dataset.batches_per_message):
             try:
                 batch_rows, batch = next(run)  # batch by batch: the cache sees what G=1 does
             except StopIteration:
@@ -226,19 +251,16 @@ class _MessageRun:
             if weights is not None:
                 weights.append(run.weights(run.batches_yielded - 1))
         if not rows:
-            if self._bar is not None:
-                self._bar.close()
             raise StopIteration
-        tensors = self._transform is table_tensors
-        if self._transform is not None and not tensors:
-            served = [self._transform(_table(batch)) for batch in served]
+        transform = dataset.transform
+        tensors = transform is table_tensors
+        if transform is not None and not tensors:
+            served = [transform(_table(batch)) for batch in served]
         message = pack_batches(run.worker, first, rows, served, weights,
-                               columns_only=self._transform is not None)
+                               columns_only=transform is not None, with_rows=dataset.with_rows)
         if tensors and message.kind == "items":  # not numeric columns: transformed here
             message.payload = [table_tensors(_table(batch)) for batch in message.payload]
-        if self._bar is not None:
-            self._bar.update(len(rows))
-        return message
+        return message, len(rows)
 
 
 def _table(batch):
@@ -364,31 +386,47 @@ class UnpackedBatches:
 
 
 class _Unpacked:
-    """A received message, its arrays made tensors once and split into per-batch views."""
+    """A received message, its arrays made tensors (or its columns one table) once and cut into
+    per-batch views."""
 
-    __slots__ = ("message", "rows", "weights", "columns")
+    __slots__ = ("message", "rows", "weights", "columns", "payload")
 
     def __init__(self, message, tensors):
         self.message = message
         sizes = np.diff(message.bounds).tolist()
         # one split per array: a view per batch, cheaper than slicing batch by batch
-        self.rows = _tensor(message.rows).split(sizes)
+        self.rows = None if message.rows is None else _tensor(message.rows).split(sizes)
         self.weights = None if message.weights is None else _tensor(message.weights).split(sizes)
         self.columns = None
-        if tensors and message.kind == "columns":
-            self.columns = [(name, _tensor(array).split(sizes))
-                            for name, array in zip(message.schema.names, message.payload)]
+        self.payload = message.payload
+        if message.kind == "columns":
+            if tensors:
+                self.columns = [(name, _tensor(array).split(sizes))
+                                for name, array in zip(message.schema.names, message.payload)]
+            else:  # one table over the message's arrays, no copy; batches are slices of it
+                import pyarrow as pa
+
+                self.payload = pa.Table.from_arrays(message.payload, schema=message.schema)
 
     def __len__(self) -> int:
         return len(self.message)
 
+    def batch(self, i: int):
+        """Batch ``i`` as the reader serves it (a ``pyarrow.Table`` for Arrow data): the same
+        rows, columns and types as one batch per message gives."""
+        if self.columns is not None:
+            return {name: views[i] for name, views in self.columns}
+        if self.message.kind == "items":
+            return self.payload[i]
+        start, stop = int(self.message.bounds[i]), int(self.message.bounds[i + 1])
+        if self.message.kind in ("columns", "table"):
+            return self.payload.slice(start, stop - start)
+        return self.payload[start:stop]
+
     def item(self, i, dataset):
         """Batch ``i`` as the loader's default conversion gives it with one batch per message
         (a tuple becomes a list; tensors, tables and dicts of tensors stay)."""
-        if self.columns is not None:
-            batch = {name: views[i] for name, views in self.columns}
-        else:
-            batch = self.message.batch(i)
+        batch = self.batch(i)
         if dataset.with_rows or dataset.with_weights:
             item = [self.rows[i], batch] if dataset.with_rows else [batch]
             if dataset.with_weights:
@@ -400,33 +438,3 @@ class _Unpacked:
 def _tensor(array: np.ndarray) -> torch.Tensor:
     # Arrays unpickled from a message are read-only; torch wants writable memory it owns.
     return torch.from_numpy(array if array.flags.writeable else array.copy())
-
-
-class _ServedRun:
-    """The iterator one worker's run returns: batches converted, the progress bar moved."""
-
-    def __init__(self, run, transform, with_rows, with_weights, bar):
-        self._run = run
-        self._transform = transform
-        self._with_rows = with_rows
-        self._with_weights = with_weights
-        self._bar = bar
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        try:
-            rows, batch = next(self._run)
-        except StopIteration:
-            if self._bar is not None:
-                self._bar.close()
-            raise
-        if self._bar is not None:
-            self._bar.update(1)
-        if self._transform is not None:
-            batch = self._transform(batch)
-        item = (torch.as_tensor(rows), batch) if self._with_rows else (batch,)
-        if self._with_weights:
-            item += (torch.from_numpy(self._run.weights(self._run.batches_yielded - 1)),)
-        return item if len(item) > 1 else batch

@@ -3,7 +3,6 @@ order, as one batch per message; resume at any batch; real loaders, workers and 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -11,24 +10,21 @@ from hypothesis import strategies as st
 from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader
 
+from _reader_data import head_rows, interleave, labels_10_percent
 from _reader_workers import LoggedParquetShards, logged_loads, write_shards
 from _torch_helpers import run_ranks
 from pystratum.policies import MinPerStratum
 from pystratum.shards import run_batch_ids
 from pystratum.shards._messages import handout_order, worker_run_lengths
 from pystratum.shards.torch import ShardBatchDataset, UnpackedBatches, table_tensors
+from pystratum.torch import StratifiedBatchSampler
 
 # Three workers on purpose (an odd count gives runs of unequal length); torch warns that a
 # 2-core machine suggests at most 2.
 pytestmark = pytest.mark.filterwarnings(
     "ignore:This DataLoader will create 3 worker processes:UserWarning")
-from pystratum.torch import StratifiedBatchSampler
 
 N_ROWS, GROUP_ROWS = 4000, 100  # 40 shards (2 files of 20 row groups)
-
-
-def labels_10_percent(n_rows=N_ROWS):
-    return (np.random.default_rng(5).random(n_rows) < 0.1).astype(np.int64)
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +32,6 @@ def parquet_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("messages") / "data"
     write_shards(directory, labels_10_percent(), group_rows=GROUP_ROWS)
     return directory
-
-
-def interleave(runs):
-    """The order DataLoader yields its workers' items: one from each in turn, while they last."""
-    out = []
-    for j in range(max(len(r) for r in runs)):
-        out.extend(r[j] for r in runs if j < len(r))
-    return out
 
 
 def same_item(a, b):
@@ -126,11 +114,7 @@ def test_a_state_saved_inside_a_message_resumes_at_the_next_batch(
     full = [rows.tolist() for rows, _ in batches]
     grouped, batches = make()
     grouped.set_epoch(1)
-    head = []
-    for rows, _ in batches:
-        head.append(rows.tolist())
-        if len(head) == stop:
-            break
+    head = head_rows(batches, stop)
     state = batches.state_dict()
     assert state["epoch"] == 1 and sum(state["batches_yielded"]) == stop
     # the stop falls inside a message of some worker
@@ -208,6 +192,8 @@ def test_loaders_that_cannot_be_unpacked_are_refused(parquet_dir, tmp_path):
         UnpackedBatches(DataLoader(grouped, batch_size=None, collate_fn=lambda item: item))
     with pytest.raises(ValueError, match=r"^loader must be built with batch_size=None"):
         UnpackedBatches(DataLoader(grouped, batch_size=2))
+    with pytest.raises(ValueError, match=r"^loader must be built with pin_memory=False"):
+        UnpackedBatches(DataLoader(grouped, batch_size=None, pin_memory=True))
     with pytest.raises(ValueError, match=r"^loader's dataset must send several batches per "
                                          r"message, got batches_per_message=1"):
         UnpackedBatches(DataLoader(dataset(parquet_dir, tmp_path / "loads.log"), batch_size=None))
@@ -217,11 +203,10 @@ def test_ddp_ranks_unpack_their_contiguous_runs_and_resume_inside_a_message(tmp_
     labels = labels_10_percent()
     write_shards(tmp_path / "data", labels, group_rows=GROUP_ROWS)
     config = {"directory": str(tmp_path / "data"), "labels": labels.tolist(), "m": 4, "seed": 6,
-              "per_message": 3, "stop": 8, "num_workers": 2}
-    results = run_ranks("_message_workers:ddp_messages_worker", 2, config, tmp_path,
-                        timeout=180)
+              "per_message": 3, "whole_epochs": 1, "epoch": 1, "stop": 8, "num_workers": 2}
+    results = run_ranks("_reader_workers:ddp_resume_worker", 2, config, tmp_path, timeout=180)
     sampler = StratifiedBatchSampler(labels, MinPerStratum(4), seed=6)
-    for epoch, key in ((0, "epoch0"), (1, None)):
+    for epoch, key in ((0, "whole"), (1, None)):
         plan = [b.tolist() for b in sampler.plan(epoch)]
         per_rank = -(-len(plan) // 2)
         for rank, result in enumerate(results):
@@ -229,7 +214,7 @@ def test_ddp_ranks_unpack_their_contiguous_runs_and_resume_inside_a_message(tmp_
             runs = [[plan[i] for i in run_batch_ids(len(plan), 2, rank, False, 2, w)]
                     for w in range(2)]
             if key:
-                assert result[key] == interleave(runs)
+                assert result[key] == [interleave(runs)]
             else:
                 assert len(result["head"]) == 8
                 assert result["head"] + result["rest"] == interleave(runs)
@@ -264,3 +249,15 @@ def test_any_stop_in_any_message_resumes_at_the_next_batch(sizes, data):
     resumed = unpacked()
     resumed.load_state_dict(state)
     assert head + [rows.tolist() for rows, _ in resumed] == batches
+
+
+@pytest.mark.parametrize("with_rows", [False, True])
+def test_row_positions_travel_only_when_the_dataset_yields_them(parquet_dir, tmp_path, with_rows):
+    grouped = dataset(parquet_dir, tmp_path / "loads.log", 4, with_rows=with_rows)
+    message = next(iter(grouped))  # what a loader worker sends
+    plan = [b.tolist() for b in grouped.batches.plans.plan(0)]
+    assert len(message) == 4
+    if with_rows:
+        assert message.rows.tolist() == [row for batch in plan[:4] for row in batch]
+    else:
+        assert message.rows is None  # not joined, pickled nor split for nothing

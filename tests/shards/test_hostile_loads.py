@@ -26,6 +26,8 @@ FORMS = {
     "samples, other keys": lambda rows: [{"row": int(r), "y": 1} for r in rows],
     "samples, keys change": lambda rows: [{"row": int(r), **({"x": 1} if i else {"y": 1})}
                                           for i, r in enumerate(rows)],
+    "samples, key '1'": lambda rows: [{"row": int(r), "1": 1} for r in rows],
+    "samples, key 1": lambda rows: [{"row": int(r), 1: 1} for r in rows],
     "table": lambda rows: pa.table({"row": pa.array(rows, pa.int64())}),
     "table, float": lambda rows: pa.table({"row": pa.array(rows, pa.float64())}),
     "table, extra column": lambda rows: pa.table({"row": pa.array(rows, pa.int64()),
@@ -87,6 +89,10 @@ def test_hostile_loads_are_served_right_or_refused_naming_the_reader(forms, data
     ("samples", "samples, other keys", ValueError,
      r"^reader.load\(1\) must return samples of one kind for every shard, got samples with keys "
      r"\['row', 'y'\] but reader.load\(0\) returned samples with keys \['row', 'x'\]"),
+    # Keys 1 and "1" are different keys to a collate function: not the same kind of sample.
+    ("samples, key '1'", "samples, key 1", ValueError,
+     r"^reader.load\(1\) must return samples of one kind for every shard, got samples with keys "
+     r"\['row', 1\] but reader.load\(0\) returned samples with keys \['1', 'row'\]"),
     ("table", "table, float", ValueError, r"^reader.load\(1\) must return tables of one schema "
                                           r"for every shard.*'row': int64 -> double"),
     ("table", "table, extra column", ValueError, r"extra \['z'\]"),
@@ -104,3 +110,21 @@ def test_a_shard_unlike_the_first_is_refused_naming_both_and_the_fix(first, seco
     with pytest.raises(error, match=match):  # nothing of the shard was kept: refused again
         server.serve([5])
 
+
+
+
+class ColumnlessShards:
+    """Tables of rows without a column (``table.select([])``): rows that are only a count."""
+
+    shard_sizes = np.array([3, 4])
+
+    def load(self, shard):
+        return pa.table({"a": np.zeros(int(self.shard_sizes[shard]))}).select([])
+
+
+def test_tables_without_columns_are_refused_not_served_empty():
+    # pyarrow's take and concat_tables return no row of a table without columns: a batch of
+    # them was served with 0 rows.
+    with pytest.raises(ValueError, match=r"^reader.load\(0\) must return a table with at least "
+                                         r"one column, got 3 rows and no column"):
+        BatchServer(ColumnlessShards()).serve([0, 4, 6, 6])

@@ -97,7 +97,7 @@ def test_files_of_different_schemas_are_refused_at_construction(tmp_path):
     pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "0.parquet")
     pq.write_table(pa.table({"a": [1.5], "b": ["x"]}), tmp_path / "1.parquet")
     with pytest.raises(ValueError, match=r"^source must hold Parquet files of one schema .*"
-                                         r"'a': int64 vs double; extra \['b'\]\. Pass columns="):
+                                         r"'a': int64 -> double; extra \['b'\]\. Pass columns="):
         ParquetShards(str(tmp_path))
     with pytest.raises(ValueError, match=r"^source must hold Parquet files of one schema"):
         ParquetShards(str(tmp_path), columns=["a"])

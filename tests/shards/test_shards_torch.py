@@ -8,7 +8,7 @@ import torch
 from torch.utils.data import DataLoader
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-from _reader_data import shard_blocked_plans
+from _reader_data import head_rows, interleave, labels_10_percent, shard_blocked_plans
 from _reader_workers import LoggedParquetShards, logged_loads, write_shards
 from _torch_helpers import run_ranks
 import pystratum
@@ -20,22 +20,10 @@ from pystratum.torch import StratifiedBatchSampler
 N_ROWS, GROUP_ROWS = 4000, 100  # 40 shards (2 files of 20 row groups)
 
 
-def labels_10_percent(n_rows=N_ROWS):
-    return (np.random.default_rng(5).random(n_rows) < 0.1).astype(np.int64)
-
-
 @pytest.fixture
 def parquet_dir(tmp_path):
     write_shards(tmp_path / "data", labels_10_percent(), group_rows=GROUP_ROWS)
     return tmp_path / "data"
-
-
-def interleave(runs):
-    """The order DataLoader yields its workers' items: one from each in turn, while they last."""
-    out = []
-    for j in range(max(len(r) for r in runs)):
-        out.extend(r[j] for r in runs if j < len(r))
-    return out
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])
@@ -99,11 +87,7 @@ def test_a_stateful_dataloader_resumes_mid_epoch(parquet_dir, tmp_path, num_work
     full = [rows.tolist() for rows, _ in loader]
     dataset, loader = make()
     dataset.set_epoch(1)
-    head = []
-    for rows, _ in loader:
-        head.append(rows.tolist())
-        if len(head) == 7:
-            break
+    head = head_rows(loader, 7)
     state = loader.state_dict()
     assert STATE_FORMAT in repr(state)  # the dataset's own state, not a fast-forward
     dataset, loader = make()
@@ -247,6 +231,7 @@ def test_every_ddp_rank_resumes_mid_epoch_from_rank_0s_state(tmp_path):
     for rank, result in enumerate(results):
         runs = [[plan[i] for i in run_batch_ids(len(plan), 2, rank, False, 2, w)]
                 for w in range(2)]
+        assert result["len"] == -(-len(plan) // 2)
         assert len(result["head"]) == 9
         assert result["head"] + result["rest"] == interleave(runs)
 
