@@ -10,6 +10,7 @@ starts with the argument's name. ``hypothesis.event`` counts the inputs and outc
 from __future__ import annotations
 
 import itertools
+import operator
 
 import fsspec
 import numpy as np
@@ -156,6 +157,7 @@ def _forgeable_state(parquet_reader=None):
                             "data.shard_sizes", "data.reader", "extra", "missing"]),
        value=any_value)
 @example(key="batches_yielded", value=[1])  # a per-worker count list, accepted since format 2
+@example(key="batches_yielded", value=np.int64(1))  # a numpy integer count
 def test_a_forged_resume_state_resumes_correctly_or_names_the_key(key, value):
     reader, state = _forgeable_state()
     state = dict(state, data=dict(state["data"]))
@@ -175,8 +177,9 @@ def test_a_forged_resume_state_resumes_correctly_or_names_the_key(key, value):
         return
     event(f"{key}: accepted")
     yielded = state["batches_yielded"]
-    # the state's format 2 also takes one count per worker (a list): here a single worker
-    skip = yielded if isinstance(yielded, int) else yielded[0]
+    # any integer (numpy's too), or, since the state's format 2, one count per worker in a
+    # list or tuple: here a single worker
+    skip = operator.index(yielded[0] if isinstance(yielded, (list, tuple)) else yielded)
     assert served == [(b, b) for b in _BATCHES[skip:]]
 
 
