@@ -1,7 +1,5 @@
 """``python -m pystratum``: the command-line tool (see ``pystratum --help``)."""
 
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()

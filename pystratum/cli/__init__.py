@@ -32,7 +32,7 @@ from ._errors import EXIT_OK, EXIT_USAGE, UserError, cli_wording
 from ._parser import EXAMPLES, build_parser  # noqa: F401 - EXAMPLES re-exported
 from ._progress import _Progress
 
-__all__ = ["main", "read_strata"]
+__all__ = ["main", "read_strata", "run"]
 
 
 def main(argv=None) -> int:
@@ -72,5 +72,20 @@ def main(argv=None) -> int:
         return EXIT_OK
 
 
+def run() -> None:
+    """The console script and ``python -m pystratum``: :func:`main`, whose exit code the
+    process ends with once its output is flushed, skipping native libraries' teardown.
+    pyarrow's thread pools can abort that teardown ("terminate called without an active
+    exception", SIGABRT, apache/arrow#34314) after every line is written: 1 in 200
+    ``pystratum plan`` calls of a small CSV here, exit code 134 for a finished command."""
+    code = main()  # argparse's own exits (--help, usage errors) come before any pyarrow
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # a reader gone, a stream closed: as main
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

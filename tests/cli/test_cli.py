@@ -37,6 +37,31 @@ def run(*args, cwd=None, check_code=None):
     return done
 
 
+@pytest.mark.parametrize("args, code", [
+    (["--stratum", "label", "--min", "1", "--format", "json"], 0),
+    (["--stratum", "no_such_column", "--min", "1"], 2),
+])
+def test_the_command_exits_with_its_code_once_flushed_skipping_native_teardown(data, args,
+                                                                                code):
+    # pyarrow's thread pools can abort the interpreter's teardown (SIGABRT after all
+    # output): the command's exit code must not depend on it, so teardown is skipped.
+    script = ("import atexit, sys\n"
+              "atexit.register(lambda: sys.stderr.write('teardown ran'))\n"
+              "from pystratum.cli import run\n"
+              "sys.argv = ['pystratum'] + sys.argv[1:]\n"
+              "run()\n")
+    folder, _, _ = data
+    done = subprocess.run([sys.executable, "-c", script, "plan", str(folder / "d.csv"), *args],
+                          capture_output=True, text=True, timeout=120,
+                          env=subprocess_environ(PYTHONPATH=str(ROOT)))
+    assert done.returncode == code, (done.returncode, done.stderr)
+    assert "teardown ran" not in done.stderr
+    if code == 0:
+        assert json.loads(done.stdout)["n_rows"] == 600  # all of it, flushed
+    else:
+        assert done.stderr.startswith("pystratum: error:") and "no_such_column" in done.stderr
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     """600 rows: label 3% positives-ish, a site column, written as CSV, Parquet and Arrow."""

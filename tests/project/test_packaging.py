@@ -119,7 +119,7 @@ def test_wheel_carries_types_license_and_the_command(built):
     assert any(n.endswith("licenses/LICENSE") for n in names)
     entry_points = zipfile.ZipFile(built["wheel"]).read(
         next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "pystratum = pystratum.cli:main" in entry_points
+    assert "pystratum = pystratum.cli:run" in entry_points
     metadata = zipfile.ZipFile(built["wheel"]).read(
         next(n for n in names if n.endswith("METADATA"))).decode()
     assert f"Name: {DIST}" in metadata and f"Version: {pystratum.__version__}" in metadata
