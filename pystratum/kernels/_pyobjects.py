@@ -242,9 +242,20 @@ def _same_text(n_bytes, data, other):
 _FIRST_SLOTS = 64
 
 
+# Objects seen last, by address: rows repeating a few objects (labels fancy-indexed from a
+# few names) skip reading and hashing their text. An address stands for one object all
+# call long: the caller's array or list keeps every object alive.
+_MEMO_BITS = 10
+
+
+@numba.njit(boundscheck=False, cache=True, inline="always")
+def _memo_slot(pointer):
+    return np.int64((np.uint64(pointer) * _MIX) >> np.uint64(64 - _MEMO_BITS))
+
+
 @numba.njit(boundscheck=False, cache=True)
 def _number_from(cells, start, codes, slots, slot_hashes, firsts, first_positions, n_codes,
-                 layout):
+                 memo, memo_codes, layout):
     """Codes for ``cells[start:]`` until the end, a cell that is not an exact compact
     ``str``, or a new text finding the table full: ``(next cell, n_codes)``. No array is
     reassigned in here (that would cost reference counting per cell)."""
@@ -254,6 +265,10 @@ def _number_from(cells, start, codes, slots, slot_hashes, firsts, first_position
         if i + _AHEAD < n:
             _prefetch_address(cells[i + _AHEAD])
         pointer = cells[i]
+        remembered = _memo_slot(pointer)
+        if memo[remembered] == pointer:
+            codes[i] = memo_codes[remembered]
+            continue
         kind, n_bytes, data = _text(pointer, layout)
         if kind == 0:
             return i, n_codes
@@ -279,6 +294,8 @@ def _number_from(cells, start, codes, slots, slot_hashes, firsts, first_position
             firsts[code] = pointer
             first_positions[code] = i
         codes[i] = code
+        memo[remembered] = pointer
+        memo_codes[remembered] = code
     return n, n_codes
 
 
@@ -307,10 +324,12 @@ def _number(cells, layout):
     slot_hashes = np.zeros(_FIRST_SLOTS, dtype=np.uint64)
     firsts = np.empty(_FIRST_SLOTS // 2, dtype=np.intp)
     first_positions = np.empty(_FIRST_SLOTS // 2, dtype=np.int64)
+    memo = np.zeros(1 << _MEMO_BITS, dtype=np.intp)  # 0: no object
+    memo_codes = np.empty(1 << _MEMO_BITS, dtype=np.int64)
     done, n_codes = 0, 0
     while True:
         done, n_codes = _number_from(cells, done, codes, slots, slot_hashes, firsts,
-                                     first_positions, n_codes, layout)
+                                     first_positions, n_codes, memo, memo_codes, layout)
         if done == cells.shape[0] or _text(cells[done], layout)[0] == 0:
             return codes, first_positions[:n_codes], done
         slots, slot_hashes = _grown(slots, slot_hashes)

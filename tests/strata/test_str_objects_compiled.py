@@ -96,6 +96,18 @@ def test_many_distinct_texts_grow_the_table():
     assert codes.tolist() == expected_codes and first_rows.tolist() == expected_firsts
 
 
+def test_rows_repeating_many_objects_are_numbered_as_python_numbers_them():
+    # More objects than the reader remembers by address (its memo's slots collide), equal
+    # texts held by different objects among them.
+    pool = [f"{k % 1500:x}" for k in range(3000)]
+    pool = [equal_copy(text) if k % 3 == 0 else text for k, text in enumerate(pool)]
+    rows = np.random.default_rng(2).integers(0, len(pool), 60_000)
+    values = [pool[k] for k in rows]
+    codes, first_rows = _pyobjects.str_codes(object_pointers(object_array(values)))
+    expected_codes, expected_firsts = numbered_by_python(values)
+    assert codes.tolist() == expected_codes and first_rows.tolist() == expected_firsts
+
+
 NOT_EXACT_STR = st.sampled_from([b"ab", None, 1, 2.5, Text("ab"), np.str_("ab"), ("ab",),
                                  bytearray(b"ab"), frozenset({"ab"})])
 
