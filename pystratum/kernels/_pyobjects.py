@@ -195,7 +195,7 @@ _FIRST_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)], dtype=np.uint64)
 @numba.njit(boundscheck=False, cache=True, inline="always")
 def _text(pointer, layout):
     """``(kind, n_bytes, data address)`` of an exact compact ``str``, or kind 0."""
-    if _load_word(pointer + layout.type_offset) != layout.str_type:
+    if pointer == 0 or _load_word(pointer + layout.type_offset) != layout.str_type:
         return 0, 0, 0
     state = _load_u32(pointer + layout.state_offset)
     if (state >> 5) & 1 == 0:  # not compact: a legacy string, its characters elsewhere
@@ -265,6 +265,8 @@ def _number_from(cells, start, codes, slots, slot_hashes, firsts, first_position
         if i + _AHEAD < n:
             _prefetch_address(cells[i + _AHEAD])
         pointer = cells[i]
+        if pointer == 0:  # a NULL an object array may hold: not a str
+            return i, n_codes
         remembered = _memo_slot(pointer)
         if memo[remembered] == pointer:
             codes[i] = memo_codes[remembered]
@@ -351,6 +353,8 @@ def str_codes(pointers: np.ndarray, layout: Layout = LAYOUT):
 @numba.njit(boundscheck=False, cache=True, inline="always")
 def _is_sequence(pointer, layout):
     """Whether the object at ``pointer`` is an exact list or tuple."""
+    if pointer == 0:
+        return False
     kind = _load_word(pointer + layout.type_offset)
     return kind == layout.list_type or kind == layout.tuple_type
 

@@ -119,6 +119,13 @@ def test_anything_not_exactly_a_str_stops_the_reader(values, odd, where):
     assert _pyobjects.str_codes(object_pointers(array)) is None
 
 
+def test_a_null_pointer_stops_the_reader():
+    # numpy reads a NULL in an object array (left by C code) as None: never followed here.
+    text = "abc"
+    assert _pyobjects.str_codes(np.array([id(text), 0, id(text)], dtype=np.intp)) is None
+    assert _pyobjects.str_codes(np.array([0], dtype=np.intp)) is None
+
+
 def test_a_legacy_string_stops_the_reader():
     # Strings made by the old wide-character C API before it is read are not compact.
     make = getattr(ctypes.pythonapi, "PyUnicode_FromUnicode", None)
