@@ -24,9 +24,9 @@ a fresh str object per cell), then a ``MultiLabel(256)`` plan of the matrix,
 against the same plan given the 0/1 matrix itself (CPU s, best of --repeats;
 the matrices are checked equal). Then the floors of the slowest forms: the
 encoder alone per form, ``pandas.factorize`` of fresh ``str`` objects, the
-passes over the label lists' Python objects that any reader makes and the
-parts of the pyarrow path (--label-lists-only: the label lists and their
-floors alone).
+passes over the label lists' Python objects that a reader in Python makes, the
+parts of the pyarrow path and the compiled reader's one pass (--label-lists-only:
+the label lists and their floors alone).
 
 Run: .venv/bin/python benchmarks/bench_inputs.py --rows 1e7 --csv-rows 2e6
 """
@@ -134,6 +134,7 @@ def bench_floors(rows: int, label_rows: int, repeats: int) -> None:
     import pandas as pd
 
     from pystratum.strata._encode import encode_strata
+    from pystratum.strata._object_identity import object_pointers
 
     given = forms(rows)
     fresh = given["Python strings (object)"]
@@ -143,7 +144,20 @@ def bench_floors(rows: int, label_rows: int, repeats: int) -> None:
         print(f"  encode_strata alone, {name:35s} {seconds:6.2f} s")
     seconds = best(lambda: pd.factorize(fresh), repeats)
     print(f"  {'pandas.factorize of a fresh str object per row':56s} {seconds:6.2f} s")
+    reader = _compiled_reader()
+    if reader is not None:
+        pointers = object_pointers(fresh)
+        seconds = best(lambda: reader.str_codes(pointers), repeats)
+        what = "the compiled reader alone, a fresh str object per row"
+        print(f"  {what:56s} {seconds:6.2f} s")
     bench_label_list_floors(label_rows, repeats)
+
+
+def _compiled_reader():
+    """``kernels._pyobjects`` (the compiled reader of str objects), or None without it."""
+    from pystratum import kernels
+
+    return kernels.compiled("pyobjects")
 
 
 def bench_label_list_floors(label_rows: int, repeats: int) -> None:
@@ -171,6 +185,9 @@ def bench_label_list_floors(label_rows: int, repeats: int) -> None:
             "pyarrow.array(lists), type inferred": lambda: pa.array(label_sets),
             "dictionary_encode of the cells": lambda: pc.dictionary_encode(lists.values),
         }
+        reader = _compiled_reader()
+        if reader is not None:
+            passes["the compiled reader (one pass)"] = lambda: reader.list_str_codes(label_sets)
         print(f"  label lists, {label_rows:,} rows, {n_cells:,} cells, {form}: passes")
         for name, run in passes.items():
             print(f"    {name:36s} {best(run, repeats):6.2f} s")

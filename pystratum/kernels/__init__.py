@@ -1,10 +1,12 @@
 """The optional compiled kernels (numba, the ``fast`` extra), behind one gate.
 
-Four kernel modules do numpy's work as compiled loops: ``_assemble``
-(the materialised plan's assembly and slot placement), ``_index`` (the
-random-access stream, member lists' counting sort, lazy plans' segments)
-``_pairset`` (the exact observed-pair checks of generated negatives)
-and ``_shards`` (the shard-blocked order's stable sort by block).
+Five kernel modules do numpy's (or Python's) work as compiled loops:
+``_assemble`` (the materialised plan's assembly and slot placement),
+``_index`` (the random-access stream, member lists' counting sort, lazy
+plans' segments), ``_pairset`` (the exact observed-pair checks of generated
+negatives), ``_pyobjects`` (Python ``str`` labels and label lists numbered
+by value, read from CPython's objects) and ``_shards`` (the shard-blocked
+order's stable sort by block).
 Every caller asks this module, and only this module decides:
 
 * whether a kernel module is there: :func:`compiled` (None without numba,
@@ -27,7 +29,7 @@ import sys
 __all__ = ["LOAD_ROWS", "MIN_CALL_ROWS", "MIN_ROWS", "KERNELS", "compiled", "compiled_for"]
 
 # The kernel modules by the name callers use.
-KERNELS = ("assemble", "index", "pairset", "shards")
+KERNELS = ("assemble", "index", "pairset", "pyobjects", "shards")
 # Below this many rows (or values) numpy's path takes a few milliseconds.
 MIN_ROWS = 1 << 17
 # numba's start-up (its import and the cached kernels' first dispatch, about 0.45 s
@@ -48,7 +50,7 @@ def _load(name: str):
         return None
     try:
         return importlib.import_module(f"{__name__}._{name}")
-    except ImportError:  # numba (or llvmlite) is not installed
+    except ImportError:  # numba (or llvmlite) is not installed, or _pyobjects' layout unproven
         return None
 
 

@@ -7,10 +7,10 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["prefetch"]
+__all__ = ["PREFETCH", "prefetch"]
 
 # LLVM 15 and later name the intrinsic by its opaque pointer type.
-_PREFETCH = "llvm.prefetch.p0" if binding.llvm_version_info >= (15,) else "llvm.prefetch.p0i8"
+PREFETCH = "llvm.prefetch.p0" if binding.llvm_version_info >= (15,) else "llvm.prefetch.p0i8"
 
 
 @intrinsic
@@ -25,7 +25,7 @@ def prefetch(typingctx, array, index):
         i32 = ir.IntType(32)
         function = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]),
-            _PREFETCH)
+            PREFETCH)
         # read, keep in all cache levels, data cache
         builder.call(function, [builder.bitcast(pointer, byte_pointer), ir.Constant(i32, 0),
                                 ir.Constant(i32, 3), ir.Constant(i32, 1)])

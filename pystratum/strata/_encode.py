@@ -15,10 +15,12 @@ Text labels at scale (numpy strings, Python strings, pyarrow and
 pyarrow-backed pandas columns) are hashed by pyarrow's ``dictionary_encode``
 where pyarrow is installed (the ``arrow`` extra): the same codes and labels as
 the general paths (sorting or a Python dict), at integer speed; object arrays of
-Python ``str`` by ``pandas.factorize`` instead when the caller has loaded pandas
+Python ``str`` by the compiled reader of their text (``kernels._pyobjects``, from
+``kernels.MIN_ROWS`` rows where numba serves: one pass over the objects' memory, with
+``str.__eq__``'s equality), else by ``pandas.factorize`` when the caller has loaded pandas
 (faster on Python objects, and hashing by Python's own ``==``); rows that repeat a few
-``str`` objects are numbered by object identity first (``objects_by_identity``), so only
-the distinct objects are compared by value.
+``str`` objects are then numbered by object identity first (``objects_by_identity``), so
+only the distinct objects are compared by value.
 """
 
 from __future__ import annotations
@@ -617,6 +619,9 @@ def _encode_text_objects(values):
     each label is the first row holding it, the object the general path's dict keeps."""
     if values.shape[0] < _HASH_MIN_ROWS:
         return None
+    compiled = _encode_str_objects_compiled(values)
+    if compiled is not None:
+        return compiled
     repeated = _encode_repeated_text_objects(values)
     if repeated is not None:
         return repeated
@@ -628,6 +633,22 @@ def _encode_text_objects(values):
         return None
     rank, labels = _sorted_text_ranks(distinct)
     return rank[indices], labels
+
+
+def _encode_str_objects_compiled(values):
+    """:func:`_encode_text_objects` in one compiled pass reading the objects' text
+    (``kernels._pyobjects``), when numba serves this many rows: the same codes and labels
+    (its equality is ``str.__eq__``, each label the first row's object). None when any row is
+    not exactly a ``str`` (then the other paths decide) or without the kernel."""
+    kernels = kernel_gate.compiled_for("pyobjects", values.shape[0])
+    if kernels is None:
+        return None
+    numbered = kernels.str_codes(object_pointers(values))
+    if numbered is None:
+        return None
+    codes, first_rows = numbered
+    rank, labels = _sorted_text_ranks(values[first_rows].tolist())
+    return rank[codes], labels
 
 
 def _sorted_text_ranks(distinct):

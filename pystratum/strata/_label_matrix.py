@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import kernels as kernel_gate
 from ..base._optional import require_torch
 from ..base._validation import show
 from ._encode import _arrow_modules, is_dataframe, objects_by_identity
@@ -592,16 +593,15 @@ def _matrix_of_plain_sets(rows, labels, name):
     float labels, with no per-row Python step (a frozenset a row costs a microsecond and
     the garbage collector's passes); None when anything would be refused or is not plain,
     so that the row-by-row path gives the matrix or names the row."""
-    if not set(map(type, rows)) <= _PLAIN_ROW_TYPES:
-        return None
-    lengths, distinct = None, None
-    if _cells_repeat_objects(rows):
-        lengths = _row_lengths(rows)
-        distinct = _cells_by_identity(rows, int(lengths.sum()))
-    else:
-        by_arrow = _str_cells_by_arrow(rows)
-        if by_arrow is not None:
-            lengths, distinct = by_arrow
+    lengths, distinct = _str_cells_compiled(rows) or (None, None)
+    if lengths is None:
+        if not set(map(type, rows)) <= _PLAIN_ROW_TYPES:
+            return None
+        if _cells_repeat_objects(rows):
+            lengths = _row_lengths(rows)
+            distinct = _cells_by_identity(rows, int(lengths.sum()))
+        else:
+            lengths, distinct = _str_cells_by_arrow(rows) or (None, None)
     if lengths is None:
         lengths = _row_lengths(rows)
     if distinct is None:
@@ -650,6 +650,24 @@ def _cells_by_identity(rows, n_cells):
         return None
     codes, objects = identified
     return objects, codes
+
+
+def _str_cells_compiled(rows):
+    """``(lengths, (objects, codes))`` when every row is a list or tuple of exact ``str``
+    cells, read in one compiled pass over the objects (``kernels._pyobjects``) when numba
+    serves this many rows: ``objects`` are the distinct texts' first cells, in order, and
+    ``codes`` number the cells. None otherwise (sets, other cells: the other paths decide)."""
+    kernels = kernel_gate.compiled_for("pyobjects", len(rows))
+    if kernels is None:
+        return None
+    numbered = kernels.list_str_codes(rows)
+    if numbered is None:
+        return None
+    lengths, codes, first_cells = numbered
+    row_ends = np.cumsum(lengths)
+    first_rows = np.searchsorted(row_ends, first_cells, side="right")
+    at = first_cells - (row_ends - lengths)[first_rows]
+    return lengths, ([rows[r][k] for r, k in zip(first_rows.tolist(), at.tolist())], codes)
 
 
 # Below this many rows, reading the cells in Python costs less than loading pyarrow.

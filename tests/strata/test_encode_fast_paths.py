@@ -1,11 +1,13 @@
-"""The encoder's hashed text paths (pyarrow) give exactly the general paths' codes and labels.
+"""The encoder's hashed text paths give exactly the general paths' codes and labels.
 
 Text labels at scale are hashed by pyarrow (numpy strings, object arrays of
-``str``, pyarrow columns, pyarrow-backed pandas columns); below a size, or
-without pyarrow, the general paths (sorting, a Python dict) serve. Here the
-size threshold is lowered so that small generated inputs take the hashed
-paths, and the general result is the same input encoded with pyarrow
-switched off. Codes, labels and code dtypes must be equal.
+``str``, pyarrow columns, pyarrow-backed pandas columns), object arrays of
+``str`` by pandas or by the compiled reader of their text
+(``kernels._pyobjects``); below a size, or without those libraries, the
+general paths (sorting, a Python dict) serve. Here the size thresholds are
+lowered so that small generated inputs take the hashed paths, and the
+general result is the same input encoded with them switched off. Codes,
+labels and code dtypes must be equal.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pystratum import kernels as kernel_gate
 from pystratum import plan_batches
 from pystratum.policies import MinPerStratum
 from pystratum.strata import _encode, _object_identity
@@ -26,17 +29,29 @@ from pystratum.strata._encode import encode_strata
 from _strategies import Text, equal_copy
 
 
+def use_hasher(patch, hasher):
+    """Python strings hashed at any size by ``hasher``: "pandas" (loaded here), "pyarrow" (as
+    without pandas) or "compiled" (``kernels._pyobjects``, reading the objects' text)."""
+    patch.setattr(_encode, "_HASH_MIN_ROWS", 1)
+    if hasher == "compiled":
+        assert kernel_gate.compiled("pyobjects") is not None
+        patch.setattr(kernel_gate, "MIN_ROWS", 1)
+    else:
+        patch.setitem(kernel_gate._LOADED, "pyobjects", False)
+    if hasher == "pyarrow":
+        patch.setattr(_encode, "_loaded_pandas", lambda: None)
+
+
 def encoded_both_ways(strata, monkeypatch, hasher="pandas"):
-    """(hashed paths, general paths) encodings of ``strata``; Python strings are hashed by
-    pandas (loaded here) or, with ``hasher="pyarrow"``, as without pandas."""
+    """(hashed paths, general paths) encodings of ``strata``, hashed by ``hasher``
+    (:func:`use_hasher`)."""
     with monkeypatch.context() as patch:
-        patch.setattr(_encode, "_HASH_MIN_ROWS", 1)
-        if hasher == "pyarrow":
-            patch.setattr(_encode, "_loaded_pandas", lambda: None)
+        use_hasher(patch, hasher)
         fast = encode_strata(strata)
     with monkeypatch.context() as patch:
         patch.setattr(_encode, "_arrow_modules", lambda: None)
         patch.setattr(_encode, "_loaded_pandas", lambda: None)
+        patch.setitem(kernel_gate._LOADED, "pyobjects", False)
         general = encode_strata(strata)
     return fast, general
 
@@ -99,7 +114,7 @@ def as_form(values, form):
             "group": np.arange(len(values)) % 3, "more": as_form(values, "object")}
 
 
-HASHERS = ["pandas", "pyarrow"]
+HASHERS = ["pandas", "pyarrow", "compiled"]
 
 
 @given(values=text_column(), form=st.sampled_from(FORMS), hasher=st.sampled_from(HASHERS))
@@ -142,8 +157,7 @@ def test_objects_of_any_mix_equal_the_general_path(values, as_list, hasher):
 def test_bytes_and_str_of_the_same_text_are_two_strata(hasher, as_list, monkeypatch):
     values = ["a", b"a", "b", b"b"] * 20_000  # above the hashing threshold: the fast path
     strata = values if as_list else np.array(values, dtype=object)
-    if hasher == "pyarrow":
-        monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
+    use_hasher(monkeypatch, hasher)
     encoded = encode_strata(strata)
     assert sorted(map(repr, encoded.labels)) == ["'a'", "'b'", "b'a'", "b'b'"]
     assert encoded.sizes.tolist() == [20_000] * 4
@@ -152,8 +166,7 @@ def test_bytes_and_str_of_the_same_text_are_two_strata(hasher, as_list, monkeypa
 @pytest.mark.parametrize("hasher", HASHERS)
 def test_a_str_subclass_coming_first_labels_its_stratum(hasher, monkeypatch):
     strata = np.array([Text("a")] + ["a", "b"] * 20_000, dtype=object)
-    if hasher == "pyarrow":
-        monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
+    use_hasher(monkeypatch, hasher)
     encoded = encode_strata(strata)
     assert [type(label) for label in encoded.labels] == [Text, str]
     assert encoded.sizes.tolist() == [20_001, 20_000]
@@ -271,8 +284,7 @@ def test_rows_repeating_a_few_str_objects_are_numbered_by_identity(hasher, monke
     names = np.array(["b", "a", "c\x00", "é", equal_copy("ab"), "ab"], dtype=object)
     strata = names[np.random.default_rng(5).integers(0, len(names), 50_000)]
     general = encode_strata(strata.tolist())  # a list: the general path
-    if hasher == "pyarrow":
-        monkeypatch.setattr(_encode, "_loaded_pandas", lambda: None)
+    use_hasher(monkeypatch, hasher)
     # Hashing each row's value is not needed: only the six objects are compared.
     monkeypatch.setattr(_encode, "_factorize_objects", None)
     assert_same(encode_strata(strata), general)

@@ -530,6 +530,40 @@ def test_label_sets_read_by_pyarrow_equal_the_row_by_row_path(rows, odd_row, wit
                                                              for entry in label_sets))
 
 
+ROW_TYPES = st.sampled_from([list, tuple, set])
+
+
+@settings(max_examples=300)
+@given(rows=st.lists(st.tuples(st.lists(MOSTLY_FRESH_TEXT, max_size=4), ROW_TYPES),
+                     min_size=1, max_size=8),
+       given_labels=st.one_of(st.none(), st.lists(st.one_of(FRESH_TEXT, NOT_PLAIN_STR),
+                                                  max_size=6)))
+def test_label_lists_read_by_the_compiled_reader_equal_the_row_by_row_path(rows, given_labels):
+    """Lists and tuples of exact str cells are read from the objects by
+    ``kernels._pyobjects`` (taken at any size here); anything else falls back, with the
+    row-by-row path's matrix, labels, label order and refusals."""
+    from pystratum import kernels as kernel_gate
+    from pystratum.kernels import _pyobjects
+
+    label_sets = []
+    for cells, kind in rows:
+        try:
+            label_sets.append(kind(cells))
+        except TypeError:  # unhashable in a set
+            label_sets.append(list(cells))
+    served = []
+    real = _pyobjects.list_str_codes
+    with pytest.MonkeyPatch.context() as patch:
+        assert kernel_gate.compiled("pyobjects") is _pyobjects
+        patch.setattr(kernel_gate, "MIN_ROWS", 1)
+        patch.setattr(_pyobjects, "list_str_codes",
+                      lambda rows: served.append(real(rows)) or served[-1])
+        assert_as_row_by_row(label_sets, given_labels)
+    plain = all(type(entry) in (list, tuple) for entry in label_sets) and \
+        all(type(cell) is str for entry in label_sets for cell in entry)
+    assert len(served) == 1 and (served[0] is not None) == plain
+
+
 def test_label_sets_of_fresh_str_are_read_by_pyarrow(monkeypatch):
     from pystratum.strata import _label_matrix
 
