@@ -42,7 +42,8 @@ from numba.extending import intrinsic
 
 from ._tools import PREFETCH
 
-__all__ = ["LAYOUT", "Layout", "list_str_codes", "proven_layout", "str_codes"]
+__all__ = ["LAYOUT", "Layout", "fill_label_rows", "list_str_codes", "proven_layout",
+           "str_codes"]
 
 
 class Layout(NamedTuple):
@@ -184,8 +185,9 @@ def _prefetch_address(typingctx, address):
     return types.void(types.intp), codegen
 
 
-# Objects ahead whose header is prefetched: fresh objects lie apart in memory.
-_AHEAD = 8
+# Objects ahead whose header and first characters are prefetched: fresh objects lie apart
+# in memory, and a str's characters often start on the header's next cache line.
+_AHEAD = 16
 _MIX = np.uint64(0xFF51AFD7ED558CCD)
 _KIND_MIX = np.uint64(0xC4CEB9FE1A85EC53)
 # The mask keeping a word's first k bytes (little-endian), k = 0..7.
@@ -264,6 +266,7 @@ def _number_from(cells, start, codes, slots, slot_hashes, firsts, first_position
     for i in range(start, n):
         if i + _AHEAD < n:
             _prefetch_address(cells[i + _AHEAD])
+            _prefetch_address(cells[i + _AHEAD] + layout.ascii_data)
         pointer = cells[i]
         if pointer == 0:  # a NULL an object array may hold: not a str
             return i, n_codes
@@ -376,6 +379,8 @@ def _list_str_codes(outer, layout):
     n_rows = _load_word(outer + layout.size_offset)
     lengths = np.empty(n_rows, dtype=np.int64)
     for r in range(n_rows):
+        if r + _AHEAD < n_rows:
+            _prefetch_address(_load_word(rows + 8 * (r + _AHEAD)))
         row = _load_word(rows + 8 * r)
         if not _is_sequence(row, layout):
             return lengths, lengths, lengths, False
@@ -383,6 +388,8 @@ def _list_str_codes(outer, layout):
     cells = np.empty(lengths.sum(), dtype=np.intp)
     cell = 0
     for r in range(n_rows):
+        if r + _AHEAD < n_rows:  # a list's items lie in an array of their own
+            _prefetch_address(_sequence_items(_load_word(rows + 8 * (r + _AHEAD)), layout))
         items = _sequence_items(_load_word(rows + 8 * r), layout)
         for k in range(lengths[r]):
             cells[cell] = _load_word(items + 8 * k)
@@ -401,3 +408,15 @@ def list_str_codes(rows, layout: Layout = LAYOUT):
         return None
     lengths, codes, first_cells, every_row = _list_str_codes(id(rows), layout)
     return (lengths, codes, first_cells.copy()) if every_row else None
+
+
+@numba.njit(boundscheck=False, cache=True)
+def fill_label_rows(out, lengths, codes, columns):
+    """``out[r, columns[codes[c]]] = True`` for each cell ``c`` of row ``r`` (rows hold
+    ``lengths`` cells, in order): a label matrix filled in one pass over the numbered
+    cells, with no per-cell index arrays."""
+    cell = 0
+    for r in range(lengths.shape[0]):
+        for _ in range(lengths[r]):
+            out[r, columns[codes[cell]]] = True
+            cell += 1

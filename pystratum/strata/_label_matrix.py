@@ -609,6 +609,7 @@ def _matrix_of_plain_sets(rows, labels, name):
         if resolved is None:
             return None
         positions, texts = resolved
+        object_codes = None
     else:
         # The distinct objects in order of first cell stand for every cell: the same first
         # cell per label, the same (type, label) pairs, so the same columns and refusals.
@@ -617,13 +618,19 @@ def _matrix_of_plain_sets(rows, labels, name):
         if resolved is None:
             return None
         positions, texts = resolved
-        positions = positions[object_codes]
     n_columns = len(texts)
+    out = np.zeros((len(rows), n_columns), dtype=bool)
+    kernels = kernel_gate.compiled_for("pyobjects", object_codes.shape[0]) \
+        if object_codes is not None and len(rows) * n_columns <= LABEL_CELLS_MAX else None
+    if kernels is not None:  # one pass over the cells' codes, no per-cell index arrays
+        kernels.fill_label_rows(out, lengths, object_codes, positions)
+        return LabelMatrix(out, tuple(texts))
+    if object_codes is not None:
+        positions = positions[object_codes]
     row_of_cell = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
     if len(rows) * n_columns > LABEL_CELLS_MAX:  # the size check counts distinct cells
         listed = np.unique(row_of_cell * n_columns + positions).shape[0]
         check_label_cells(len(rows), n_columns, int(listed), name, "label sets")
-    out = np.zeros((len(rows), n_columns), dtype=bool)
     out.reshape(-1)[row_of_cell * n_columns + positions] = True
     return LabelMatrix(out, tuple(texts))
 
