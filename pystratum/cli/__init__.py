@@ -24,6 +24,7 @@ examples), ``_commands`` (the subcommands), ``_data`` (reading DATA),
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 
@@ -74,11 +75,13 @@ def main(argv=None) -> int:
 
 def run() -> None:
     """The console script and ``python -m pystratum``: :func:`main`, whose exit code the
-    process ends with once its output is flushed, skipping native libraries' teardown.
-    pyarrow's thread pools can abort that teardown ("terminate called without an active
-    exception", SIGABRT, apache/arrow#34314) after every line is written: 1 in 200
-    ``pystratum plan`` calls of a small CSV here, exit code 134 for a finished command."""
+    process ends with once the ``atexit`` hooks have run (coverage, logging) and the output
+    is flushed, skipping the interpreter's and native libraries' teardown. pyarrow's
+    thread pools can abort that teardown ("terminate called without an active exception",
+    SIGABRT, apache/arrow#34314) after every line is written: 1 in 200 ``pystratum plan``
+    calls of a small CSV here, exit code 134 for a finished command."""
     code = main()  # argparse's own exits (--help, usage errors) come before any pyarrow
+    atexit._run_exitfuncs()  # what sys.exit would run first; exiting runs none twice
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -44,9 +44,13 @@ def run(*args, cwd=None, check_code=None):
 def test_the_command_exits_with_its_code_once_flushed_skipping_native_teardown(data, args,
                                                                                 code):
     # pyarrow's thread pools can abort the interpreter's teardown (SIGABRT after all
-    # output): the command's exit code must not depend on it, so teardown is skipped.
+    # output): the command's exit code must not depend on it, so teardown is skipped,
+    # after the atexit hooks (coverage, logging) have run.
     script = ("import atexit, sys\n"
-              "atexit.register(lambda: sys.stderr.write('teardown ran'))\n"
+              "atexit.register(lambda: sys.stderr.write('atexit hook ran'))\n"
+              "class Finalized:\n"
+              "    def __del__(self): sys.stderr.write('teardown ran')\n"
+              "kept = Finalized()  # a module global: released by the teardown\n"
               "from pystratum.cli import run\n"
               "sys.argv = ['pystratum'] + sys.argv[1:]\n"
               "run()\n")
@@ -55,11 +59,16 @@ def test_the_command_exits_with_its_code_once_flushed_skipping_native_teardown(d
                           capture_output=True, text=True, timeout=120,
                           env=subprocess_environ(PYTHONPATH=str(ROOT)))
     assert done.returncode == code, (done.returncode, done.stderr)
-    assert "teardown ran" not in done.stderr
+    assert "teardown ran" not in done.stderr and done.stderr.count("atexit hook ran") == 1
     if code == 0:
         assert json.loads(done.stdout)["n_rows"] == 600  # all of it, flushed
     else:
         assert done.stderr.startswith("pystratum: error:") and "no_such_column" in done.stderr
+    # without run(), the same script's teardown does run: the test can tell
+    ended = subprocess.run([sys.executable, "-c", script.replace("run()", "exit(0)")],
+                           capture_output=True, text=True, timeout=120,
+                           env=subprocess_environ(PYTHONPATH=str(ROOT)))
+    assert ended.returncode == 0 and "teardown ran" in ended.stderr
 
 
 @pytest.fixture(scope="module")
