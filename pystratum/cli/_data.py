@@ -113,7 +113,6 @@ def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter, keep_di
     or the error it always gave, so both paths agree by construction there.
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig"):
         return None
@@ -124,7 +123,7 @@ def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter, keep_di
         text = data.decode(encoding)
     except (OSError, UnicodeError):
         return None
-    if not text.strip():
+    if not text or text.isspace():  # strip() would copy the whole text
         return None
     if delimiter is None:
         delimiter = _sniff_delimiter(text[:64 * 1024])
@@ -155,7 +154,9 @@ def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter, keep_di
             read_options=arrow_csv.ReadOptions(column_names=header, skip_rows=1),
             parse_options=arrow_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
             convert_options=arrow_csv.ConvertOptions(
-                include_columns=list(columns), column_types={name: pa.string() for name in columns},
+                include_columns=list(columns),
+                # dictionary-encoded as read: no pass of pyarrow.compute (nor its import)
+                column_types={name: pa.dictionary(pa.int32(), pa.string()) for name in columns},
                 strings_can_be_null=False, quoted_strings_can_be_null=False))
     except (pa.ArrowException, ValueError):
         return None
@@ -165,7 +166,7 @@ def _read_csv_arrow(arrow_csv, path: Path, columns, encoding, delimiter, keep_di
     for name in columns:
         # Dictionary-encoded: the empty-cell test looks at the distinct values
         # only, and the object array holds one str per stratum, not per row.
-        encoded = pc.dictionary_encode(table.column(name)).unify_dictionaries()
+        encoded = table.column(name).unify_dictionaries()
         if encoded.null_count or not encoded.num_chunks:
             return None
         # to_pylist, not to_numpy: pyarrow converts text to numpy through pandas, whose

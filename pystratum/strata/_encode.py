@@ -516,14 +516,15 @@ def _encode_column(column, column_name):
 _HASH_MIN_ROWS = 1 << 15
 
 
-def _arrow_modules():
-    """(pyarrow, pyarrow.compute), or None without pyarrow (then the general paths serve)."""
+def _pyarrow():
+    """pyarrow, or None without it (then the general paths serve). Its arrays'
+    ``dictionary_encode`` methods load ``pyarrow.compute`` (0.07 s) only when called: a
+    dictionary column (the command line's CSV and Parquet reads) never needs it."""
     try:
         import pyarrow
-        import pyarrow.compute
     except ImportError:
         return None
-    return pyarrow, pyarrow.compute
+    return pyarrow
 
 
 def _arrow_of(column):
@@ -549,10 +550,9 @@ def _encode_arrow(data, column_name):
     from its dictionary: one hash per row in pyarrow, the labels read off the dictionary by
     the general path (so they are the same, sorted as there). None for other types or nulls
     (the general path gives those their labels or their missing-value error)."""
-    modules = _arrow_modules()
-    if modules is None:
+    pa = _pyarrow()
+    if pa is None:
         return None
-    pa, pc = modules
     chunked = data if isinstance(data, pa.ChunkedArray) else pa.chunked_array([data])
     value_type = chunked.type.value_type if pa.types.is_dictionary(chunked.type) else chunked.type
     if chunked.null_count or chunked.num_chunks == 0 or not (
@@ -562,7 +562,7 @@ def _encode_arrow(data, column_name):
     if not pa.types.is_dictionary(chunked.type):
         if pa.types.is_integer(value_type):
             return None  # numpy's integer path (a view, then a count) is faster than hashing
-        chunked = pc.dictionary_encode(chunked)
+        chunked = chunked.dictionary_encode()
     chunked = chunked.unify_dictionaries()
     dictionary = chunked.chunk(0).dictionary
     if dictionary.null_count or len(dictionary) == 0:
@@ -592,14 +592,13 @@ def _encode_fixed_width_text(values):
     or without pyarrow."""
     if values.shape[0] < _HASH_MIN_ROWS or values.dtype.itemsize == 0:
         return None
-    modules = _arrow_modules()
-    if modules is None:
+    pa = _pyarrow()
+    if pa is None:
         return None
-    pa, pc = modules
     values = np.ascontiguousarray(values)
     cells = pa.FixedSizeBinaryArray.from_buffers(
         pa.binary(values.dtype.itemsize), values.shape[0], [None, pa.py_buffer(values)])
-    encoded = pc.dictionary_encode(cells)
+    encoded = cells.dictionary_encode()
     dictionary = encoded.dictionary
     distinct = np.frombuffer(dictionary.buffers()[1], dtype=values.dtype)[
         dictionary.offset:dictionary.offset + len(dictionary)]
@@ -704,11 +703,10 @@ def _factorize_integers(integers):
     if pandas is not None:
         codes, uniques = pandas.factorize(integers)
         return codes.astype(np.int64, copy=False), len(uniques)
-    modules = _arrow_modules()
-    if modules is None:
+    pa = _pyarrow()
+    if pa is None:
         return None
-    pa, pc = modules
-    encoded = pc.dictionary_encode(pa.array(integers))
+    encoded = pa.array(integers).dictionary_encode()
     return arrow_integers(encoded.indices).astype(np.int64), len(encoded.dictionary)
 
 
@@ -724,10 +722,9 @@ def _factorize_objects(values):
         if indices.shape[0] and int(indices.min()) < 0:  # pandas' missing values
             return None
         return indices, list(distinct)
-    modules = _arrow_modules()
-    if modules is None:
+    pa = _pyarrow()
+    if pa is None:
         return None
-    pa, pc = modules
     try:
         cells = pa.array(values)
     except (pa.ArrowException, TypeError, ValueError, UnicodeError, OverflowError):
@@ -736,7 +733,7 @@ def _factorize_objects(values):
     if cells.null_count or not (pa.types.is_string(cells.type) or
                                 pa.types.is_large_string(cells.type)):
         return None
-    encoded = pc.dictionary_encode(cells)
+    encoded = cells.dictionary_encode()
     indices = arrow_integers(encoded.indices)
     first_rows = first_rows_of_codes(indices, len(encoded.dictionary))
     return indices, values[first_rows].tolist()

@@ -24,7 +24,7 @@ import numpy as np
 from .. import kernels as kernel_gate
 from ..base._optional import require_torch
 from ..base._validation import show
-from ._encode import _arrow_modules, is_dataframe, objects_by_identity
+from ._encode import _pyarrow, is_dataframe, objects_by_identity
 from ._labels import label_key
 from ._object_identity import objects_repeat
 
@@ -689,10 +689,9 @@ def _str_cells_by_arrow(rows):
     pyarrow, or for anything else (then the Python paths decide, refusals included)."""
     if len(rows) < _ARROW_MIN_ROWS:
         return None
-    modules = _arrow_modules()
-    if modules is None:
+    pyarrow = _pyarrow()
+    if pyarrow is None:
         return None
-    pyarrow, compute = modules
     # pyarrow reads bytes, bytearray and str subclasses (an Enum member by its value) as
     # text, even when it infers the type: only this pass proves every cell a plain str.
     if set(map(type, itertools.chain.from_iterable(rows))) != {str}:
@@ -703,7 +702,7 @@ def _str_cells_by_arrow(rows):
         return None
     if not isinstance(lists, pyarrow.ListArray) or lists.null_count or lists.offset:
         return None  # chunked past 2 GiB of text
-    encoded = compute.dictionary_encode(lists.values)
+    encoded = lists.values.dictionary_encode()
     offsets = lists.offsets.to_numpy(zero_copy_only=True)
     codes = encoded.indices.to_numpy(zero_copy_only=True).astype(np.int64)
     return np.diff(offsets).astype(np.int64), (encoded.dictionary.to_pylist(), codes)

@@ -49,7 +49,7 @@ def encoded_both_ways(strata, monkeypatch, hasher="pandas"):
         use_hasher(patch, hasher)
         fast = encode_strata(strata)
     with monkeypatch.context() as patch:
-        patch.setattr(_encode, "_arrow_modules", lambda: None)
+        patch.setattr(_encode, "_pyarrow", lambda: None)
         patch.setattr(_encode, "_loaded_pandas", lambda: None)
         patch.setitem(kernel_gate._LOADED, "pyobjects", False)
         general = encode_strata(strata)
@@ -140,7 +140,7 @@ def test_objects_of_any_mix_equal_the_general_path(values, as_list, hasher):
             fast, general = encoded_both_ways(strata, monkeypatch, hasher)
         except (TypeError, ValueError) as error:  # refused (missing values): both alike
             with monkeypatch.context() as patch:
-                patch.setattr(_encode, "_arrow_modules", lambda: None)
+                patch.setattr(_encode, "_pyarrow", lambda: None)
                 patch.setattr(_encode, "_loaded_pandas", lambda: None)
                 with pytest.raises(type(error), match="missing value"):
                     encode_strata(strata)
@@ -270,7 +270,7 @@ def test_repeated_objects_equal_the_general_path(pool, rows, layout, hasher):
             fast, general = encoded_both_ways(strata, monkeypatch, hasher)
         except (TypeError, ValueError) as error:  # refused: both paths alike, same message
             with monkeypatch.context() as patch:
-                patch.setattr(_encode, "_arrow_modules", lambda: None)
+                patch.setattr(_encode, "_pyarrow", lambda: None)
                 patch.setattr(_encode, "_loaded_pandas", lambda: None)
                 with pytest.raises(type(error)) as general_error:
                     encode_strata(strata)
