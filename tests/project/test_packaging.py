@@ -63,6 +63,15 @@ def _tracked_files():
     return {name for name in listed if name and (ROOT / name).is_file()}
 
 
+def test_no_tracked_file_is_a_symbolic_link():
+    # A link records a path of the machine it was made on (a worktree's .venv linked to
+    # another checkout's was once committed); the sdist and other machines cannot follow it.
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-s", "-z"],
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    links = [entry.split("\t", 1)[1] for entry in listed if entry.startswith("120000 ")]
+    assert links == [], f"tracked symbolic links: {links}; git rm --cached them"
+
+
 def test_twine_check_passes_on_wheel_and_sdist(built):
     # --strict: warnings (e.g. a README PyPI cannot render) fail too.
     done = _run([sys.executable, "-m", "twine", "check", "--strict", str(built["wheel"]),
