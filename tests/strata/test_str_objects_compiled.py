@@ -167,12 +167,17 @@ def test_a_row_or_cell_of_another_kind_stops_the_list_reader(rows, where, odd_ro
     assert _pyobjects.list_str_codes(iter(rows)) is None
 
 
-def test_a_plan_of_fresh_str_objects_is_the_plan_of_their_codes():
+def test_a_plan_of_fresh_str_objects_is_the_plan_of_their_codes(monkeypatch):
     codes = np.random.default_rng(5).integers(0, 30, 300_000)  # past the gate's 2**17 rows
     names = np.array([f"group {k:02d}" for k in range(30)])
     fresh = names[codes].astype(object)  # a new str object per row
     kernel_gate.compiled("pyobjects")  # numba loaded: the gate serves this size
+    served = []
+    real = _pyobjects.str_codes
+    monkeypatch.setattr(_pyobjects, "str_codes",
+                        lambda pointers: served.append(real(pointers)) or served[-1])
     by_text = pystratum.plan_batches(fresh, pystratum.MinPerStratum(2), seed=8)
+    assert len(served) == 1 and served[0] is not None  # the compiled reader numbered them
     by_code = pystratum.plan_batches(codes, pystratum.MinPerStratum(2), seed=8)
     assert by_text.strata == tuple(names)
     assert np.array_equal(by_text.order, by_code.order)
