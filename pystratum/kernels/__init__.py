@@ -1,7 +1,8 @@
 """The optional compiled kernels (numba, the ``fast`` extra), behind one gate.
 
 Five kernel modules do numpy's (or Python's) work as compiled loops:
-``_assemble`` (the materialised plan's assembly and slot placement),
+``_assemble`` (the materialised plan's assembly and slot placement, and
+the label matrix of numbered label sets),
 ``_index`` (the random-access stream, member lists' counting sort, lazy
 plans' segments), ``_pairset`` (the exact observed-pair checks of generated
 negatives), ``_pyobjects`` (Python ``str`` labels and label lists numbered

@@ -37,7 +37,7 @@ from ._tools import prefetch
 
 __all__ = ["pack_rows", "pack_permuted", "shuffle_like_numpy", "place_ranks",
            "move_to_places", "place_slot_rows", "gather_slot_blocks", "split_safe_labels_rows",
-           "batch_stratum_counts", "move_split_safe"]
+           "batch_stratum_counts", "move_split_safe", "fill_label_rows"]
 
 _LOW = 0xFFFFFFFF
 # Swaps whose partner is prefetched ahead of use (a power of two for the ring
@@ -399,3 +399,15 @@ def move_split_safe(order, bounds, stratum_in_order, counts, flat, start, out):
             j = seen[s]
             seen[s] = j + 1
             out[low + flat[base + j]] = order[i]
+
+
+@numba.njit(nogil=True, boundscheck=False, cache=True)
+def fill_label_rows(out, lengths, codes, columns):
+    """``out[r, columns[codes[c]]] = True`` for each cell ``c`` of row ``r`` (rows hold
+    ``lengths`` cells, in order): a label matrix filled in one pass over the numbered
+    cells, with no per-cell index arrays."""
+    cell = 0
+    for r in range(lengths.shape[0]):
+        for _ in range(lengths[r]):
+            out[r, columns[codes[cell]]] = True
+            cell += 1

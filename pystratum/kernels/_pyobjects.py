@@ -37,13 +37,11 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._tools import PREFETCH
+from ._tools import prefetch_address
 
-__all__ = ["LAYOUT", "Layout", "fill_label_rows", "list_str_codes", "proven_layout",
-           "str_codes"]
+__all__ = ["LAYOUT", "Layout", "list_str_codes", "proven_layout", "str_codes"]
 
 
 class Layout(NamedTuple):
@@ -163,26 +161,8 @@ def _loader(bits: int, result):
     return load
 
 
-_load_u8 = _loader(8, types.uint8)
 _load_u32 = _loader(32, types.uint32)
 _load_word = _loader(64, types.intp)  # a pointer-sized word (8 bytes: LAYOUT needs it)
-
-
-
-@intrinsic
-def _prefetch_address(typingctx, address):
-    """A hint to load the bytes at ``address`` into the cache; no effect on any value."""
-    def codegen(context, builder, signature, args):
-        byte_pointer = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        function = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, i32, i32, i32]),
-            PREFETCH)
-        # read, keep in all cache levels, data cache
-        builder.call(function, [builder.inttoptr(args[0], byte_pointer), ir.Constant(i32, 0),
-                                ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-    return types.void(types.intp), codegen
 
 
 # Objects ahead whose header and first characters are prefetched: fresh objects lie apart
@@ -265,8 +245,8 @@ def _number_from(cells, start, codes, slots, slot_hashes, firsts, first_position
     mask = slots.shape[0] - 1
     for i in range(start, n):
         if i + _AHEAD < n:
-            _prefetch_address(cells[i + _AHEAD])
-            _prefetch_address(cells[i + _AHEAD] + layout.ascii_data)
+            prefetch_address(cells[i + _AHEAD])
+            prefetch_address(cells[i + _AHEAD] + layout.ascii_data)
         pointer = cells[i]
         if pointer == 0:  # a NULL an object array may hold: not a str
             return i, n_codes
@@ -380,7 +360,7 @@ def _list_str_codes(outer, layout):
     lengths = np.empty(n_rows, dtype=np.int64)
     for r in range(n_rows):
         if r + _AHEAD < n_rows:
-            _prefetch_address(_load_word(rows + 8 * (r + _AHEAD)))
+            prefetch_address(_load_word(rows + 8 * (r + _AHEAD)))
         row = _load_word(rows + 8 * r)
         if not _is_sequence(row, layout):
             return lengths, lengths, lengths, False
@@ -389,7 +369,7 @@ def _list_str_codes(outer, layout):
     cell = 0
     for r in range(n_rows):
         if r + _AHEAD < n_rows:  # a list's items lie in an array of their own
-            _prefetch_address(_sequence_items(_load_word(rows + 8 * (r + _AHEAD)), layout))
+            prefetch_address(_sequence_items(_load_word(rows + 8 * (r + _AHEAD)), layout))
         items = _sequence_items(_load_word(rows + 8 * r), layout)
         for k in range(lengths[r]):
             cells[cell] = _load_word(items + 8 * k)
@@ -409,14 +389,3 @@ def list_str_codes(rows, layout: Layout = LAYOUT):
     lengths, codes, first_cells, every_row = _list_str_codes(id(rows), layout)
     return (lengths, codes, first_cells.copy()) if every_row else None
 
-
-@numba.njit(boundscheck=False, cache=True)
-def fill_label_rows(out, lengths, codes, columns):
-    """``out[r, columns[codes[c]]] = True`` for each cell ``c`` of row ``r`` (rows hold
-    ``lengths`` cells, in order): a label matrix filled in one pass over the numbered
-    cells, with no per-cell index arrays."""
-    cell = 0
-    for r in range(lengths.shape[0]):
-        for _ in range(lengths[r]):
-            out[r, columns[codes[cell]]] = True
-            cell += 1

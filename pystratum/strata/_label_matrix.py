@@ -620,7 +620,7 @@ def _matrix_of_plain_sets(rows, labels, name):
         positions, texts = resolved
     n_columns = len(texts)
     out = np.zeros((len(rows), n_columns), dtype=bool)
-    kernels = kernel_gate.compiled_for("pyobjects", object_codes.shape[0]) \
+    kernels = kernel_gate.compiled_for("assemble", object_codes.shape[0]) \
         if object_codes is not None and len(rows) * n_columns <= LABEL_CELLS_MAX else None
     if kernels is not None:  # one pass over the cells' codes, no per-cell index arrays
         kernels.fill_label_rows(out, lengths, object_codes, positions)
